@@ -1,0 +1,114 @@
+package results
+
+import (
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram bounds: 1µs..10min in nanoseconds, 3 significant figures.
+const (
+	// MinLatencyNs is the lowest value tracked with full precision: 1µs.
+	MinLatencyNs = 1
+	// MaxLatencyNs is the highest recordable latency: 10 minutes. Larger values
+	// are clamped to it (and still counted).
+	MaxLatencyNs = int64(10 * time.Minute)
+	// SigFigs is the HdrHistogram precision: 3 significant figures.
+	SigFigs = 3
+)
+
+// NewHistogram returns an empty latency histogram with lockbench's bounds.
+func NewHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(MinLatencyNs, MaxLatencyNs, SigFigs)
+}
+
+// PhaseSet is one histogram per phase.
+type PhaseSet [NumPhases]*hdrhistogram.Histogram
+
+// NewPhaseSet returns empty histograms for every phase.
+func NewPhaseSet() PhaseSet {
+	var s PhaseSet
+	for i := range s {
+		s[i] = NewHistogram()
+	}
+	return s
+}
+
+// Merge adds every phase of o into s.
+func (s PhaseSet) Merge(o PhaseSet) {
+	for i := range s {
+		if o[i] != nil {
+			s[i].Merge(o[i])
+		}
+	}
+}
+
+// Recorder is one worker's latency recorder. hdrhistogram-go is not
+// goroutine-safe, so each worker owns a Recorder; its mutex is taken by the
+// worker on every record and by the collector once per interval, so it is
+// never contended on the hot path (unlike a global lock around shared
+// histograms).
+type Recorder struct {
+	mu       sync.Mutex
+	interval PhaseSet
+}
+
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder { return &Recorder{interval: NewPhaseSet()} }
+
+// Record adds one latency for phase p, clamped to the histogram's range.
+func (r *Recorder) Record(p Phase, d time.Duration) {
+	v := int64(d)
+	if v < MinLatencyNs {
+		v = MinLatencyNs
+	} else if v > MaxLatencyNs {
+		v = MaxLatencyNs
+	}
+	r.mu.Lock()
+	_ = r.interval[p].RecordValue(v)
+	r.mu.Unlock()
+}
+
+// Swap returns what was recorded since the last Swap and starts a new
+// interval. fresh must be empty; it becomes the recorder's new interval set
+// (passing the previous, reset set back avoids allocation).
+func (r *Recorder) Swap(fresh PhaseSet) PhaseSet {
+	r.mu.Lock()
+	old := r.interval
+	r.interval = fresh
+	r.mu.Unlock()
+	return old
+}
+
+// Reset empties every phase.
+func (s PhaseSet) Reset() {
+	for _, h := range s {
+		h.Reset()
+	}
+}
+
+// Latency summarises h.
+func LatencyOf(h *hdrhistogram.Histogram) Latency {
+	if h == nil || h.TotalCount() == 0 {
+		return Latency{}
+	}
+	return Latency{
+		P50:   h.ValueAtQuantile(50),
+		P90:   h.ValueAtQuantile(90),
+		P99:   h.ValueAtQuantile(99),
+		P999:  h.ValueAtQuantile(99.9),
+		Max:   h.Max(),
+		Mean:  h.Mean(),
+		Count: h.TotalCount(),
+	}
+}
+
+// Latencies summarises every phase of s by phase name.
+func (s PhaseSet) Latencies() map[string]Latency {
+	m := make(map[string]Latency, NumPhases)
+	for p, h := range s {
+		m[PhaseNames[p]] = LatencyOf(h)
+	}
+	return m
+}

@@ -1,0 +1,24 @@
+package results
+
+// Interval is what was recorded during one interval of a run (1 s by
+// default), relative to the start of the measured run.
+type Interval struct {
+	StartNs int64
+	EndNs   int64
+	Hists   PhaseSet
+}
+
+// Run is everything measured in one strategy × scenario × fault run: the
+// counters (Summary) and the HDR histograms, whole and per interval. It is
+// what the encoders write and `lockbench report` reads back.
+type Run struct {
+	Summary   Summary
+	Total     PhaseSet
+	Intervals []Interval
+}
+
+// Event is a timestamped note of the fault's timeline.
+type Event struct {
+	AtNs int64  `json:"at_ns"`
+	What string `json:"what"`
+}

@@ -1,0 +1,166 @@
+package results
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Summary is one strategy × scenario × fault run: one element of
+// summary.json. The JSON field names of SPEC §2 are a contract with users'
+// scripts; add fields, never rename them. Times are nanoseconds.
+type Summary struct {
+	Strategy string `json:"strategy"`
+	Scenario string `json:"scenario"`
+	Fault    string `json:"fault"`
+	Fencing  bool   `json:"fencing"`
+	Unsafe   bool   `json:"unsafe"`
+
+	Payments      int64 `json:"payments"`
+	Deliveries    int64 `json:"deliveries"`
+	Processed     int64 `json:"processed"`
+	Duplicates    int64 `json:"duplicates"`
+	Lost          int64 `json:"lost"`
+	Unprocessed   int64 `json:"unprocessed"`
+	Overdrafts    int64 `json:"overdrafts"`
+	LostUpdates   int64 `json:"lost_updates"`
+	Overlaps      int64 `json:"overlaps"`
+	StaleRejected int64 `json:"stale_rejected"`
+	StaleAccepted int64 `json:"stale_accepted"`
+	NotAcquired   int64 `json:"not_acquired"`
+
+	// Availability is Processed ÷ Payments (1 when no payment was offered).
+	Availability float64 `json:"availability"`
+
+	Errors map[string]int64 `json:"errors"`
+
+	OpsPerSec      float64 `json:"ops_per_sec"`
+	PaymentsPerSec float64 `json:"payments_per_sec"`
+
+	// Latency holds one entry per phase name (PhaseNames).
+	Latency map[string]Latency `json:"latency"`
+
+	// DurationNs is the measured (post-warmup) wall time of the run.
+	DurationNs int64 `json:"duration_ns"`
+	// BehindNs is how far the open-loop generator fell behind its schedule
+	// at worst (max over payments of actual start − intended start); 0 in a
+	// closed loop.
+	BehindNs int64 `json:"behind_ns"`
+	// Params are the scenario's knobs, so a chart can plot against them.
+	Params Params `json:"params"`
+	// FaultWindow is when the fault was active, relative to the start of the
+	// measured run; nil when no fault ran.
+	FaultWindow *Window `json:"fault_window,omitempty"`
+	// FaultEvents is the fault's timeline ("paused pid 123", "node 2
+	// killed"), relative to the start of the measured run.
+	FaultEvents []Event `json:"fault_events,omitempty"`
+	// Interrupted is true when the run was cut short (Ctrl-C) and the
+	// figures cover only what ran.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Params are the scenario knobs of a run (SPEC §1), in file units.
+type Params struct {
+	Instances      int     `json:"instances"`
+	Workers        int     `json:"workers"`
+	DeliveriesEach int     `json:"deliveries_each"`
+	Accounts       int     `json:"accounts"`
+	AccountDist    string  `json:"account_dist"`
+	LockKey        string  `json:"lock_key"`
+	Rate           float64 `json:"rate"`
+	Hold           string  `json:"hold"`
+	TTLNs          int64   `json:"ttl_ns"`
+	Store          string  `json:"store"`
+	InstanceMode   string  `json:"instance_mode"`
+	Seed           int64   `json:"seed"`
+}
+
+// Contenders is how many workers compete for one lock key on average: every
+// worker of every instance, spread over the keys. It is the x axis of the
+// throughput-against-contention chart.
+func (p Params) Contenders() float64 {
+	keys := p.Accounts
+	if keys <= 0 {
+		keys = 1
+	}
+	c := float64(p.Instances*p.Workers) / float64(keys)
+	if c < 1 {
+		return 1
+	}
+	return c
+}
+
+// Window is a span of time relative to the start of the measured run.
+type Window struct {
+	StartNs int64 `json:"start_ns"`
+	EndNs   int64 `json:"end_ns"`
+}
+
+// Latency is one phase's latency distribution in nanoseconds.
+type Latency struct {
+	P50   int64   `json:"p50"`
+	P90   int64   `json:"p90"`
+	P99   int64   `json:"p99"`
+	P999  int64   `json:"p999"`
+	Max   int64   `json:"max"`
+	Mean  float64 `json:"mean"`
+	Count int64   `json:"count"`
+}
+
+// UnsafeCount is the number that decides safety (SPEC §2): duplicates + lost +
+// overdrafts + lost updates + stale writes accepted.
+func (s *Summary) UnsafeCount() int64 {
+	return s.Duplicates + s.Lost + s.Overdrafts + s.LostUpdates + s.StaleAccepted
+}
+
+// Finish derives Unsafe and Availability from the counters.
+func (s *Summary) Finish() {
+	s.Unsafe = s.UnsafeCount() > 0
+	if s.Payments > 0 {
+		s.Availability = float64(s.Processed) / float64(s.Payments)
+	} else {
+		s.Availability = 1
+	}
+}
+
+// ID is a file-name-safe identifier of the run: strategy, scenario, fault and
+// fencing, e.g. "etcd.base.pause.fenced".
+func (s *Summary) ID() string {
+	fence := "unfenced"
+	if s.Fencing {
+		fence = "fenced"
+	}
+	parts := []string{s.Strategy, s.Scenario, s.Fault, fence}
+	for i, p := range parts {
+		parts[i] = sanitize(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+func sanitize(s string) string {
+	if s == "" {
+		return "none"
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('_')
+		}
+	}
+	return b.String()
+}
+
+// Verdict is a one-word reading of the run for tables: "SAFE" or "UNSAFE".
+func (s *Summary) Verdict() string {
+	if s.Unsafe {
+		return "UNSAFE"
+	}
+	return "SAFE"
+}
+
+// String is a short description for logs.
+func (s *Summary) String() string {
+	return fmt.Sprintf("%s/%s/%s fencing=%v %s", s.Strategy, s.Scenario, s.Fault, s.Fencing, s.Verdict())
+}

@@ -1,0 +1,13 @@
+// Package all registers every built-in strategy. Import it for its side
+// effect: _ "github.com/lockbench/lockbench/strategies/all".
+package all
+
+import (
+	_ "github.com/lockbench/lockbench/strategies/etcd"         // etcd
+	_ "github.com/lockbench/lockbench/strategies/fencing"      // fencing
+	_ "github.com/lockbench/lockbench/strategies/mutex"        // mutex
+	_ "github.com/lockbench/lockbench/strategies/nolock"       // nolock
+	_ "github.com/lockbench/lockbench/strategies/pgonconflict" // pg-onconflict
+	_ "github.com/lockbench/lockbench/strategies/redlock"      // redlock
+	_ "github.com/lockbench/lockbench/strategies/setnx"        // setnx
+)
