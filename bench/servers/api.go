@@ -95,4 +95,6 @@ var (
 	_ func(*Redis) int                                              = (*Redis).Pid
 	_ func(*EtcdMember) error                                       = (*EtcdMember).Kill
 	_ func(*EtcdMember, context.Context) error                      = (*EtcdMember).Start
+	_ func(*Postgres) error                                         = (*Postgres).Kill
+	_ func(*Postgres, context.Context) error                        = (*Postgres).Start
 )
