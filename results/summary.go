@@ -41,6 +41,11 @@ type Summary struct {
 
 	// DurationNs is the measured (post-warmup) wall time of the run.
 	DurationNs int64 `json:"duration_ns"`
+	// StartUnixNs is the wall-clock time the measured run started, in
+	// nanoseconds since the Unix epoch; 0 when unknown. Interval logs
+	// (*.hlog) use it as their StartTime so HistogramLogAnalyzer shows
+	// real dates; interval times stay relative to it.
+	StartUnixNs int64 `json:"start_unix_ns,omitempty"`
 	// BehindNs is how far the open-loop generator fell behind its schedule
 	// at worst (max over payments of actual start − intended start); 0 in a
 	// closed loop.

@@ -1,0 +1,7 @@
+// Package cli is the lockbench command: Run(ctx, args, stdout, stderr) does
+// everything main would, so tests drive the real command in-process (as
+// benchstat's main does).
+//
+// Exit codes (SPEC §5): 0 done, 2 bad usage (one line naming the flag and
+// what it accepts), 3 unsafe with --fail-on-unsafe, 1 anything else.
+package cli

@@ -1,0 +1,11 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/lockbench/lockbench/bench/faults"
+)
+
+func faultHelp() string {
+	return strings.Join(faults.Names(), ", ") + " (NAME or NAME:key=value,…)"
+}

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// parseFlags parses args into fs. Errors become one usage line; -h prints
+// the flags to stdout.
+func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fmt.Fprintf(stdout, "usage of %s:\n", fs.Name())
+		fs.PrintDefaults()
+		return flag.ErrHelp
+	}
+	if err != nil {
+		return usageErr("%s", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q (flags go as --name value)", fs.Arg(0))
+	}
+	return nil
+}
+
+// session is a set of servers (started or given) and a store, shared by the
+// runs of one command.
+type session struct {
+	ep       servers.Endpoints
+	cluster  *servers.Cluster
+	stores   map[string]store.Store
+	stderr   io.Writer
+	progress bool
+}
+
+// openSession makes sure the servers the runs need exist: the user's
+// (flags, then LOCKBENCH_* variables) or ones started on loopback.
+func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts servers.Options, stderr io.Writer) (*session, error) {
+	given, err := ef.endpoints()
+	if err != nil {
+		return nil, err
+	}
+	opts.EtcdMembers = ef.etcdMembers
+	opts.RedisAOF = ef.redisAOF
+	ep, cluster, err := servers.Ensure(ctx, need, given, opts)
+	if err != nil {
+		return nil, fmt.Errorf("servers: %s", servers.Redact(err.Error()))
+	}
+	s := &session{ep: ep, cluster: cluster, stores: map[string]store.Store{}, stderr: stderr}
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		s.progress = true
+	}
+	return s, nil
+}
+
+// Close closes the stores and stops every server the session started.
+func (s *session) Close() {
+	for _, st := range s.stores {
+		_ = st.Close()
+	}
+	if s.cluster != nil {
+		_ = s.cluster.Stop()
+	}
+}
+
+func (s *session) lockConfig() strategies.Config {
+	return strategies.Config{
+		RedisAddrs:    s.ep.RedisAddrs,
+		RedisPassword: s.ep.RedisPassword,
+		EtcdEndpoints: s.ep.EtcdEndpoints,
+		PostgresDSN:   s.ep.PostgresDSN,
+	}
+}
+
+func (s *session) store(ctx context.Context, kind string) (store.Store, error) {
+	if st, ok := s.stores[kind]; ok {
+		return st, nil
+	}
+	var st store.Store = store.NewMemory()
+	if kind == "postgres" {
+		pg, err := store.NewPostgres(ctx, s.ep.PostgresDSN)
+		if err != nil {
+			return nil, fmt.Errorf("postgres store: %s", servers.Redact(err.Error()))
+		}
+		st = pg
+	}
+	s.stores[kind] = st
+	return st, nil
+}
+
+// run runs one strategy through one scenario under one fault (nil: none).
+func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, fault loadgen.Fault) (results.Run, error) {
+	st, err := s.store(ctx, sc.Store)
+	if err != nil {
+		return results.Run{}, err
+	}
+	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: s.lockConfig(), Store: st, Fault: fault, Cluster: s.cluster}
+	var bar *progressbar.ProgressBar
+	if s.progress {
+		label := name
+		if fault != nil {
+			label += " / " + fault.Name()
+		}
+		bar = progressbar.NewOptions64(int64(sc.PaymentCap()),
+			progressbar.OptionSetWriter(s.stderr),
+			progressbar.OptionSetDescription(label),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(20),
+			progressbar.OptionClearOnFinish(),
+		)
+		o.Progress = func(p loadgen.Progress) {
+			bar.Describe(fmt.Sprintf("%-14s %7.0f pay/s  p99 %-8s unsafe %d", label, p.RatePerS, p.P99.Round(time.Microsecond), p.UnsafeNow))
+			_ = bar.Set64(p.Offered)
+		}
+	}
+	run, err := loadgen.Run(ctx, o)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		return run, fmt.Errorf("%s: %s", name, servers.Redact(err.Error()))
+	}
+	return run, nil
+}
+
+// runDir accumulates runs and rewrites the run directory after each one, so
+// an interrupted command still leaves a readable partial directory.
+type runDir struct {
+	dir  string
+	runs []results.Run
+	meta results.Meta
+}
+
+func newRunDir(out, kind string, args []string) (*runDir, error) {
+	if out == "" {
+		out = filepath.Join("out", kind+"-"+time.Now().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	return &runDir{dir: out, meta: results.Meta{
+		Title:   "lockbench " + kind,
+		Command: servers.Redact("lockbench " + kind + " " + strings.Join(args, " ")),
+		Date:    time.Now().UTC().Truncate(time.Second),
+		Host:    results.CurrentHost(),
+	}}, nil
+}
+
+func (d *runDir) add(r results.Run) error {
+	d.runs = append(d.runs, r)
+	return results.WriteDir(d.dir, d.runs, d.meta)
+}
+
+func (d *runDir) summaries() []results.Summary {
+	out := make([]results.Summary, len(d.runs))
+	for i, r := range d.runs {
+		out[i] = r.Summary
+	}
+	return out
+}

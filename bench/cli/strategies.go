@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// runStrategies is `lockbench strategies`: each strategy with one line.
+func runStrategies(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("strategies", stderr)
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSERVER\tFENCING\tDESCRIPTION")
+	for _, info := range strategies.All() {
+		server := string(info.Backend)
+		switch {
+		case server == "":
+			server = "in-process"
+		case info.RedisNodes > 1:
+			server = fmt.Sprintf("redis ×%d", info.RedisNodes)
+		}
+		fence := "-"
+		if info.Fencing {
+			fence = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", info.Name, server, fence, info.Description)
+	}
+	return tw.Flush()
+}

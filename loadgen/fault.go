@@ -1,0 +1,136 @@
+package loadgen
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// Fault is something that breaks locks during a run (SPEC §4). The runner
+// calls Setup before the instances start (a fault may reroute the lock
+// config, e.g. through a proxy), runs Inject alongside the load, and calls
+// Close at the end. Inject must undo what it did (resume, restart, heal)
+// before it returns, and return promptly when ctx is cancelled.
+type Fault interface {
+	Name() string
+	Setup(ctx context.Context, env *FaultEnv) error
+	Inject(ctx context.Context, env *FaultEnv) error
+	Close() error
+}
+
+// InstanceHandle is what a fault may do to an instance.
+type InstanceHandle interface {
+	// Pid is the instance's process id; 0 for an in-process instance.
+	Pid() int
+	// Slow makes the instance's next critical section take d.
+	Slow(d time.Duration)
+}
+
+// FaultEnv is the run as a fault sees it.
+type FaultEnv struct {
+	Strategy string
+	Info     strategies.Info
+	Scenario Scenario
+	// Lock is the lock config the instances will be built from; Setup may
+	// change it (e.g. point a node at a proxy).
+	Lock strategies.Config
+	// Cluster is the set of servers lockbench started, nil for a user's own
+	// servers (node faults need it).
+	Cluster   *servers.Cluster
+	Instances []InstanceHandle
+
+	start    time.Time
+	total    int
+	offered  atomic.Int64
+	measured atomic.Int64 // payments offered after the warmup
+	mu       sync.Mutex
+	hooks    []func(store.EnterReq)
+	events   []results.Event
+	window   *results.Window
+	hookFlag atomic.Bool
+}
+
+// OnEnter registers f to run synchronously inside the store's Enter, before
+// the holder gets its read back: the holder is then certainly inside its
+// critical section (the `pause` fault stops its process there).
+func (e *FaultEnv) OnEnter(f func(store.EnterReq)) {
+	e.mu.Lock()
+	e.hooks = append(e.hooks, f)
+	e.mu.Unlock()
+	e.hookFlag.Store(true)
+}
+
+func (e *FaultEnv) enter(r store.EnterReq) {
+	if !e.hookFlag.Load() {
+		return
+	}
+	e.mu.Lock()
+	hooks := e.hooks
+	e.mu.Unlock()
+	for _, h := range hooks {
+		h(r)
+	}
+}
+
+// Since is the time since the measured run started.
+func (e *FaultEnv) Since() time.Duration { return time.Since(e.start) }
+
+// Event records a step of the fault's timeline.
+func (e *FaultEnv) Event(what string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.events = append(e.events, results.Event{AtNs: int64(e.Since()), What: what})
+}
+
+// Begin marks the start of the fault window (and records what).
+func (e *FaultEnv) Begin(what string) {
+	e.Event(what)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.window == nil {
+		e.window = &results.Window{StartNs: int64(e.Since())}
+	}
+}
+
+// End marks the end of the fault window (and records what).
+func (e *FaultEnv) End(what string) {
+	e.Event(what)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.window != nil {
+		e.window.EndNs = int64(e.Since())
+	}
+}
+
+// WaitOffered waits until the given share (0..1) of the run's payments has
+// been offered, or ctx is done. Faults use it to strike mid-run.
+func (e *FaultEnv) WaitOffered(ctx context.Context, share float64) error {
+	want := int64(share * float64(e.total))
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for e.offered.Load() < want {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// hookedStore runs the fault hooks inside Enter.
+type hookedStore struct {
+	store.Store
+	env *FaultEnv
+}
+
+func (h hookedStore) Enter(ctx context.Context, r store.EnterReq) (store.EnterResp, error) {
+	h.env.enter(r)
+	return h.Store.Enter(ctx, r)
+}

@@ -1,0 +1,313 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/results"
+)
+
+// Instance processes (`--instance-mode process`) are the same binary
+// re-executed with these environment variables; MaybeRunChild, called first
+// thing in main (and in TestMain), turns such a process into an instance.
+const (
+	envChild     = "LOCKBENCH_CHILD"
+	envInstance  = "LOCKBENCH_INSTANCE"
+	childName    = "instance"
+	statsEvery   = 250 * time.Millisecond
+	readyTimeout = 20 * time.Second
+)
+
+// childMsg is what an instance process reports to the coordinator.
+type childMsg struct {
+	Kind   string // "ready", "stats", "done", "error"
+	Err    string
+	Counts Snapshot
+	Hists  []*hdrhistogram.Snapshot // one per phase: what was recorded since the last stats
+}
+
+// MaybeRunChild runs this process as an instance process and exits, if it
+// was started as one; otherwise it returns at once. Call it at the start of
+// main (and of TestMain in tests that use process mode), after every
+// strategy package is imported.
+func MaybeRunChild() {
+	if os.Getenv(envChild) != childName {
+		return
+	}
+	if err := runChild(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "lockbench instance:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func runChild(in io.Reader, out io.Writer) error {
+	var cfg struct {
+		InstanceConfig
+		StoreAddr string
+	}
+	if err := json.Unmarshal([]byte(os.Getenv(envInstance)), &cfg); err != nil {
+		return fmt.Errorf("bad %s: %w", envInstance, err)
+	}
+	bw := bufio.NewWriter(out)
+	enc := gob.NewEncoder(bw)
+	var encMu sync.Mutex
+	send := func(m childMsg) error {
+		encMu.Lock()
+		defer encMu.Unlock()
+		if err := enc.Encode(m); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	ctx := context.Background()
+	acc, err := store.Dial(ctx, cfg.StoreAddr)
+	if err == nil {
+		defer acc.Close()
+		var inst *Instance
+		inst, err = NewInstance(ctx, cfg.InstanceConfig, acc)
+		if err == nil {
+			return serveChild(ctx, inst, in, send)
+		}
+	}
+	_ = send(childMsg{Kind: "error", Err: err.Error()})
+	return err
+}
+
+func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(childMsg) error) error {
+	if err := send(childMsg{Kind: "ready"}); err != nil {
+		return err
+	}
+	inst.Start(ctx)
+	stats := func(kind string) error {
+		set := results.NewPhaseSet()
+		inst.Swap(set)
+		m := childMsg{Kind: kind, Counts: inst.Counts()}
+		for _, h := range set {
+			m.Hists = append(m.Hists, h.Export())
+		}
+		return send(m)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(statsEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if stats("stats") != nil {
+					return
+				}
+			}
+		}
+	}()
+	dec := gob.NewDecoder(bufio.NewReader(in))
+	for {
+		var d Delivery
+		if err := dec.Decode(&d); err != nil {
+			break // EOF: the coordinator is done with us
+		}
+		if d.Payment < 0 { // control message: the slow fault
+			inst.Slow(time.Duration(d.Amount))
+			continue
+		}
+		_ = inst.Deliver(ctx, d)
+	}
+	err := inst.Stop()
+	close(stop)
+	wg.Wait()
+	if serr := stats("done"); serr != nil {
+		return serr
+	}
+	return err
+}
+
+// remoteInstance is the coordinator's side of an instance process.
+type remoteInstance struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	bw    *bufio.Writer
+	enc   *gob.Encoder
+	done  chan struct{} // closed when the child's "done" (or EOF) arrives
+
+	mu      sync.Mutex
+	pending results.PhaseSet
+	counts  Snapshot
+	err     error
+	stopped bool
+}
+
+var _ instance = (*remoteInstance)(nil)
+
+func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, log io.Writer) (*remoteInstance, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	conf, err := json.Marshal(struct {
+		InstanceConfig
+		StoreAddr string
+	}{cfg, storeAddr})
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envChild+"="+childName, envInstance+"="+string(conf))
+	// Its own process group (Ctrl-C reaches the coordinator, which stops the
+	// instances in order) and killed with the coordinator if it dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if log == nil {
+		log = io.Discard
+	}
+	cmd.Stderr = log
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	r := &remoteInstance{cmd: cmd, stdin: stdin, bw: bufio.NewWriter(stdin), done: make(chan struct{}), pending: results.NewPhaseSet()}
+	r.enc = gob.NewEncoder(r.bw)
+	ready := make(chan error, 1)
+	go r.read(stdout, ready)
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-time.After(readyTimeout):
+		err = errors.New("instance process did not start in time")
+	}
+	if err != nil {
+		r.kill()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *remoteInstance) read(stdout io.Reader, ready chan<- error) {
+	defer close(r.done)
+	dec := gob.NewDecoder(bufio.NewReader(stdout))
+	readySent := false
+	signal := func(err error) {
+		if !readySent {
+			readySent = true
+			ready <- err
+		}
+	}
+	for {
+		var m childMsg
+		if err := dec.Decode(&m); err != nil {
+			signal(errors.New("instance process exited before it was ready"))
+			return
+		}
+		switch m.Kind {
+		case "ready":
+			signal(nil)
+		case "error":
+			signal(errors.New(m.Err))
+			return
+		case "stats", "done":
+			r.mu.Lock()
+			r.counts = m.Counts
+			for p, s := range m.Hists {
+				if p < len(r.pending) {
+					r.pending[p].Merge(hdrhistogram.Import(s))
+				}
+			}
+			r.mu.Unlock()
+			if m.Kind == "done" {
+				return
+			}
+		}
+	}
+}
+
+// Deliver sends d to the instance process. It blocks while the process's
+// input is full (for example while it is paused), as a real connection would.
+func (r *remoteInstance) Deliver(ctx context.Context, d Delivery) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := r.enc.Encode(d); err != nil {
+		return err
+	}
+	return r.bw.Flush()
+}
+
+// Slow asks the instance to make its next critical section take d.
+func (r *remoteInstance) Slow(d time.Duration) {
+	_ = r.Deliver(context.Background(), Delivery{Payment: -1, Amount: int64(d)})
+}
+
+// Pid is the instance process's pid.
+func (r *remoteInstance) Pid() int { return r.cmd.Process.Pid }
+
+// Swap moves what the process reported since the last Swap into into.
+func (r *remoteInstance) Swap(into results.PhaseSet) {
+	r.mu.Lock()
+	into.Merge(r.pending)
+	r.pending.Reset()
+	r.mu.Unlock()
+}
+
+// Counts returns the process's last reported counters.
+func (r *remoteInstance) Counts() Snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts
+}
+
+// Stop closes the process's input, waits for it to drain and report, and
+// reaps it; a process that does not finish within stopTimeout is killed.
+func (r *remoteInstance) Stop() error {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopped = true
+	r.mu.Unlock()
+	_ = r.bw.Flush()
+	_ = r.stdin.Close()
+	select {
+	case <-r.done:
+	case <-time.After(stopTimeout):
+		r.kill()
+		<-r.done
+		return errors.New("instance process did not stop in time; killed")
+	}
+	return r.cmd.Wait()
+}
+
+// stopTimeout bounds an instance process's drain: 60 seconds.
+const stopTimeout = 60 * time.Second
+
+func (r *remoteInstance) kill() {
+	// A paused process must be continued to die promptly and cleanly.
+	_ = r.cmd.Process.Signal(syscall.SIGCONT)
+	_ = r.cmd.Process.Kill()
+	_, _ = r.cmd.Process.Wait()
+}

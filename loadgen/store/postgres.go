@@ -1,0 +1,359 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PostgresMaxConns is the size of a Postgres store's connection pool: 64,
+// enough for many concurrent workers. Connections are opened lazily, and a
+// pool_max_conns setting in the DSN takes precedence.
+const PostgresMaxConns = 64
+
+// PostgresConnectTimeout bounds opening one connection: 2 seconds. A
+// connect_timeout setting in the DSN takes precedence.
+const PostgresConnectTimeout = 2 * time.Second
+
+// SQLSTATEs raised by the store's functions, mapped back to the errors
+// Memory returns.
+const (
+	sqlstateUnknown      = "LB001"
+	sqlstateWithoutEnter = "LB002"
+)
+
+// The errors Postgres returns carry Memory's messages, so that callers and
+// tests see one store whichever is behind them.
+var (
+	errUnknownPayment     = errors.New("store: unknown payment or account")
+	errFinishWithoutEnter = errors.New("store: Finish without Enter")
+	errNegativeBase       = errors.New("store: negative BaseVersion")
+)
+
+// Postgres is the store kept in PostgreSQL: the seed's WriteWithFencing done
+// for real, with the same judgement as Memory (the same counts for the same
+// sequence of calls).
+//
+// Its tables and functions are prefixed lockbench_store_. Enter and Finish
+// are each one round trip to a PL/pgSQL function, so each runs in one
+// READ COMMITTED transaction whose row locks last only for that call:
+// nothing holds across Enter and Finish, which is exactly the span the lock
+// under test must protect. (Holding a row lock or using serializable
+// isolation across that span would make the store itself the lock and hide
+// the strategy's failures.)
+//
+// The counters live on the rows they are about — overlaps and stale writes
+// on the lock key, lost updates and the overdrawn flag on the account,
+// applications and the processed mark on the payment — so that no single
+// counter row serialises every worker; Counts sums them.
+type Postgres struct {
+	pool *pgxpool.Pool
+}
+
+var _ Store = (*Postgres)(nil)
+
+// NewPostgres connects to the database at dsn (a pgx connection string) and
+// checks that it answers. Call Reset before use; instance processes that
+// only call Enter and Finish can share a database that another process
+// Reset. Errors never include the DSN's password.
+func NewPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// The parse error may quote the DSN, password included: say less.
+		return nil, errors.New("store: postgres: cannot parse the DSN")
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = PostgresMaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = PostgresConnectTimeout
+	}
+	// The judgement relies on READ COMMITTED: each statement sees what
+	// committed before it, and nothing aborts for serialisation. Set it
+	// in case the server defaults to something stricter.
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "lockbench-store"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: postgres: %w", err)
+	}
+	return &Postgres{pool: pool}, nil
+}
+
+// Reset creates the store's tables and functions if they do not exist,
+// empties them and loads s. Payments are loaded with COPY.
+func (p *Postgres) Reset(ctx context.Context, s Setup) error {
+	if err := validateSetup(s); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, postgresSchema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO lockbench_store_config (mode, fencing) VALUES ($1, $2)`,
+			int32(s.Mode), s.Fencing); err != nil {
+			return err
+		}
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"lockbench_store_accounts"},
+			[]string{"id", "balance"},
+			pgx.CopyFromSlice(len(s.Balances), func(i int) ([]any, error) {
+				return []any{int32(i), s.Balances[i]}, nil
+			}))
+		if err != nil {
+			return err
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"lockbench_store_payments"},
+			[]string{"id", "account"},
+			pgx.CopyFromSlice(s.Payments, func(i int) ([]any, error) {
+				return []any{int64(i), s.PaymentAccount[i]}, nil
+			}))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: postgres reset: %w", err)
+	}
+	// Fresh statistics keep the planner on the primary keys for the
+	// functions' lookups after a bulk load.
+	if _, err := p.pool.Exec(ctx, `ANALYZE lockbench_store_accounts, lockbench_store_payments`); err != nil {
+		return fmt.Errorf("store: postgres reset: %w", err)
+	}
+	return nil
+}
+
+// Enter records a holder entering the critical section of r.LockKey and
+// returns what it reads, in one round trip.
+func (p *Postgres) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
+	var out EnterResp
+	err := p.pool.QueryRow(ctx, `SELECT * FROM lockbench_store_enter($1, $2, $3, $4)`,
+		r.LockKey, r.Token, r.Payment, r.Account).Scan(&out.Processed, &out.Balance, &out.Version)
+	if err != nil {
+		return EnterResp{}, postgresError("enter", err)
+	}
+	return out, nil
+}
+
+// Finish records the holder leaving and applies its write, judging it, in
+// one round trip and one transaction.
+func (p *Postgres) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
+	if r.BaseVersion < 0 {
+		return FinishResp{}, errNegativeBase
+	}
+	var out FinishResp
+	err := p.pool.QueryRow(ctx, `SELECT * FROM lockbench_store_finish($1, $2, $3, $4, $5, $6, $7, $8)`,
+		r.LockKey, r.Token, r.Payment, r.Account, r.Apply, r.Debit, r.BaseVersion, r.NewBalance,
+	).Scan(&out.Applied, &out.StaleRejected)
+	if err != nil {
+		return FinishResp{}, postgresError("finish", err)
+	}
+	return out, nil
+}
+
+// postgresError maps the functions' own SQLSTATEs to Memory's errors.
+func postgresError(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case sqlstateUnknown:
+			return errUnknownPayment
+		case sqlstateWithoutEnter:
+			return errFinishWithoutEnter
+		}
+	}
+	return fmt.Errorf("store: postgres %s: %w", op, err)
+}
+
+// Counts computes the verdict from the tables, as Memory does from its
+// state.
+func (p *Postgres) Counts(ctx context.Context) (Counts, error) {
+	var c Counts
+	err := p.pool.QueryRow(ctx, `
+SELECT
+  (SELECT count(*) FILTER (WHERE applications > 0) FROM lockbench_store_payments),
+  (SELECT coalesce(sum(applications - 1) FILTER (WHERE applications > 1), 0) FROM lockbench_store_payments),
+  (SELECT count(*) FILTER (WHERE applications > 0 AND NOT marked) FROM lockbench_store_payments),
+  (SELECT count(*) FILTER (WHERE applications = 0) FROM lockbench_store_payments),
+  (SELECT count(*) FILTER (WHERE overdrawn) FROM lockbench_store_accounts),
+  (SELECT coalesce(sum(lost_updates), 0) FROM lockbench_store_accounts),
+  (SELECT coalesce(sum(overlaps), 0) FROM lockbench_store_lock_keys),
+  (SELECT coalesce(sum(stale_rejected), 0) FROM lockbench_store_lock_keys),
+  (SELECT coalesce(sum(stale_accepted), 0) FROM lockbench_store_lock_keys),
+  (SELECT coalesce(sum(applications), 0) FROM lockbench_store_payments)`,
+	).Scan(&c.Processed, &c.Duplicates, &c.Lost, &c.Unprocessed, &c.Overdrafts,
+		&c.LostUpdates, &c.Overlaps, &c.StaleRejected, &c.StaleAccepted, &c.Applications)
+	if err != nil {
+		return Counts{}, fmt.Errorf("store: postgres counts: %w", err)
+	}
+	return c, nil
+}
+
+// Close closes the connection pool. The tables stay for inspection.
+func (p *Postgres) Close() error {
+	p.pool.Close()
+	return nil
+}
+
+// postgresSchema creates the store's tables and functions idempotently and
+// empties the tables. It runs inside Reset's transaction.
+//
+// account_writes holds "payment written at version v" for each account, so
+// that a write based on version b can unmark what versions b+1.. wrote (a
+// table rather than an array column: an array would be rewritten whole on
+// every write to a hot account).
+//
+// Both functions are VOLATILE PL/pgSQL, so under READ COMMITTED every
+// statement in them takes a fresh snapshot: once a statement has waited for
+// a row lock, the next one sees what the previous holder of that lock
+// committed. Enter and Finish take the lock key row first, and Finish then
+// takes the account row and only then that account's payment rows: one
+// order, so no deadlock.
+const postgresSchema = `
+CREATE TABLE IF NOT EXISTS lockbench_store_config (
+  mode    int  NOT NULL,
+  fencing bool NOT NULL
+);
+CREATE TABLE IF NOT EXISTS lockbench_store_accounts (
+  id           int     PRIMARY KEY,
+  balance      bigint  NOT NULL,
+  version      bigint  NOT NULL DEFAULT 0,
+  overdrawn    bool    NOT NULL DEFAULT false,
+  lost_updates bigint  NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS lockbench_store_account_writes (
+  account int    NOT NULL,
+  version bigint NOT NULL,
+  payment bigint NOT NULL,
+  PRIMARY KEY (account, version)
+);
+CREATE TABLE IF NOT EXISTS lockbench_store_payments (
+  id           bigint PRIMARY KEY,
+  account      int    NOT NULL,
+  applications int    NOT NULL DEFAULT 0,
+  marked       bool   NOT NULL DEFAULT false
+);
+CREATE TABLE IF NOT EXISTS lockbench_store_lock_keys (
+  key            text   PRIMARY KEY,
+  active         int    NOT NULL,
+  max_token      bigint NOT NULL,
+  overlaps       bigint NOT NULL DEFAULT 0,
+  stale_rejected bigint NOT NULL DEFAULT 0,
+  stale_accepted bigint NOT NULL DEFAULT 0
+);
+
+CREATE OR REPLACE FUNCTION lockbench_store_enter(
+  p_key text, p_token bigint, p_payment bigint, p_account int)
+RETURNS TABLE (processed bool, balance bigint, version bigint)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  -- active++ on the lock key, counting an overlap when someone is inside;
+  -- the row lock lasts until this call returns.
+  INSERT INTO lockbench_store_lock_keys AS k (key, active, max_token)
+  VALUES (p_key, 1, greatest(p_token, 0))
+  ON CONFLICT (key) DO UPDATE SET
+    active    = k.active + 1,
+    overlaps  = k.overlaps + CASE WHEN k.active > 0 THEN 1 ELSE 0 END,
+    max_token = greatest(k.max_token, excluded.max_token);
+  -- A fresh snapshot: sees every Finish that held the key before us.
+  RETURN QUERY
+    SELECT p.marked, a.balance, a.version
+    FROM lockbench_store_payments p
+    JOIN lockbench_store_accounts a ON a.id = p.account
+    WHERE p.id = p_payment AND p.account = p_account;
+  IF NOT FOUND THEN
+    -- Rolls back the active++ above.
+    RAISE EXCEPTION 'unknown payment % or account %', p_payment, p_account
+      USING ERRCODE = '` + sqlstateUnknown + `';
+  END IF;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION lockbench_store_finish(
+  p_key text, p_token bigint, p_payment bigint, p_account int,
+  p_apply bool, p_debit bigint, p_base bigint, p_new_balance bigint)
+RETURNS TABLE (applied bool, stale_rejected bool)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+DECLARE
+  v_mode    int;
+  v_fencing bool;
+  v_version bigint;
+BEGIN
+  PERFORM 1 FROM lockbench_store_payments WHERE id = p_payment AND account = p_account;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'unknown payment % or account %', p_payment, p_account
+      USING ERRCODE = '` + sqlstateUnknown + `';
+  END IF;
+  UPDATE lockbench_store_lock_keys SET active = active - 1
+  WHERE key = p_key AND active > 0;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'Finish without Enter on key %', p_key
+      USING ERRCODE = '` + sqlstateWithoutEnter + `';
+  END IF;
+  IF NOT p_apply THEN
+    RETURN QUERY SELECT false, false;
+    RETURN;
+  END IF;
+  SELECT mode, fencing INTO STRICT v_mode, v_fencing FROM lockbench_store_config;
+  IF p_token > 0 THEN
+    -- The seed's WriteWithFencing, with its result checked: no row means
+    -- a newer token was already seen for this key.
+    UPDATE lockbench_store_lock_keys SET max_token = p_token
+    WHERE key = p_key AND max_token <= p_token;
+    IF NOT FOUND THEN
+      IF v_fencing THEN
+        UPDATE lockbench_store_lock_keys SET stale_rejected = stale_rejected + 1
+        WHERE key = p_key;
+        RETURN QUERY SELECT false, true;
+        RETURN;
+      END IF;
+      UPDATE lockbench_store_lock_keys SET stale_accepted = stale_accepted + 1
+      WHERE key = p_key;
+    END IF;
+  END IF;
+  IF v_mode = 0 THEN
+    -- Account mode: the record is replaced by what the holder computed
+    -- from its read at p_base; writes made since then vanish with it.
+    -- (SET expressions see the row before the update.)
+    UPDATE lockbench_store_accounts SET
+      balance      = p_new_balance,
+      version      = version + 1,
+      lost_updates = lost_updates + greatest(version - p_base, 0),
+      overdrawn    = overdrawn OR p_new_balance < 0
+    WHERE id = p_account
+    RETURNING version INTO STRICT v_version;
+    IF v_version - 1 > p_base THEN
+      UPDATE lockbench_store_payments SET marked = false
+      WHERE id IN (SELECT payment FROM lockbench_store_account_writes
+                   WHERE account = p_account AND version > p_base AND version < v_version);
+    END IF;
+    INSERT INTO lockbench_store_account_writes (account, version, payment)
+    VALUES (p_account, v_version, p_payment);
+  ELSE
+    -- Payment mode: an atomic debit (nothing reads account_writes here).
+    UPDATE lockbench_store_accounts SET
+      balance   = balance - p_debit,
+      version   = version + 1,
+      overdrawn = overdrawn OR balance - p_debit < 0
+    WHERE id = p_account;
+  END IF;
+  UPDATE lockbench_store_payments SET applications = applications + 1, marked = true
+  WHERE id = p_payment;
+  RETURN QUERY SELECT true, false;
+END
+$fn$;
+
+TRUNCATE lockbench_store_config, lockbench_store_accounts, lockbench_store_account_writes,
+  lockbench_store_payments, lockbench_store_lock_keys;
+`

@@ -1,0 +1,106 @@
+package store
+
+import "context"
+
+// Mode says what the lock key guards, and so how the store applies a debit.
+type Mode int
+
+const (
+	// AccountMode: the lock key is the account. The worker does a
+	// read-modify-write of the account record (balance and the ids of the
+	// payments applied to it); a write based on a stale read overwrites
+	// whatever was written since.
+	AccountMode Mode = iota
+	// PaymentMode: the lock key is the payment. It only guards the
+	// "processed?" check; the store debits atomically (balance -= amount),
+	// so two payments of one account can still overdraw it.
+	PaymentMode
+)
+
+// Setup describes the bank before a run.
+type Setup struct {
+	Mode Mode
+	// Fencing makes the store reject writes with a stale token.
+	Fencing bool
+	// Balances is the opening balance of each account 0..len-1.
+	Balances []int64
+	// Payments is the number of payments 0..Payments-1 that will be offered.
+	Payments int
+	// PaymentAccount maps a payment id to its account (for final accounting).
+	PaymentAccount []int32
+}
+
+// EnterReq opens a critical section: the holder took the lock and reads.
+type EnterReq struct {
+	LockKey string
+	Token   int64 // fencing token, 0 when the strategy has none
+	Payment int64
+	Account int32
+	// Instance is the instance the holder belongs to (for fault hooks).
+	Instance int
+}
+
+// EnterResp is what the holder read.
+type EnterResp struct {
+	Processed bool
+	Balance   int64
+	// Version is the account record's version, for read-modify-write.
+	Version int64
+}
+
+// FinishReq closes the critical section, writing when Apply is set.
+type FinishReq struct {
+	LockKey string
+	Token   int64
+	Payment int64
+	Account int32
+	// Apply is false when the holder found the payment already processed
+	// and writes nothing.
+	Apply bool
+	// Debit is the amount taken from the account; 0 for a declined payment
+	// (insufficient funds), which is still recorded as processed.
+	Debit int64
+	// BaseVersion and NewBalance carry the read-modify-write (AccountMode).
+	BaseVersion int64
+	NewBalance  int64
+}
+
+// FinishResp tells the holder what happened to its write.
+type FinishResp struct {
+	Applied bool
+	// StaleRejected is set when fencing is on and the write carried an older
+	// fencing token than one the store had already seen for the lock key.
+	StaleRejected bool
+}
+
+// Counts is the store's verdict on a run (SPEC §2 fields it owns).
+type Counts struct {
+	Processed     int64
+	Duplicates    int64
+	Lost          int64
+	Unprocessed   int64
+	Overdrafts    int64
+	LostUpdates   int64
+	Overlaps      int64
+	StaleRejected int64
+	StaleAccepted int64
+	Applications  int64
+}
+
+// Store is the protected resource. It serves the workers (Enter, Finish)
+// and judges what happened (Counts). Implementations must count every
+// overlap and every stale write they see; a lenient store would make a
+// strategy look safe.
+type Store interface {
+	Accessor
+	Reset(ctx context.Context, s Setup) error
+	Counts(ctx context.Context) (Counts, error)
+	Close() error
+}
+
+// Accessor is the part of the store a worker uses: one Enter and one Finish
+// per critical section.
+type Accessor interface {
+	Enter(ctx context.Context, r EnterReq) (EnterResp, error)
+	Finish(ctx context.Context, r FinishReq) (FinishResp, error)
+}

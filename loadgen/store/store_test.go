@@ -1,0 +1,453 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/bench/servers"
+)
+
+// testTimeout bounds each test's calls to a store.
+const testTimeout = 30 * time.Second
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pg.cluster != nil {
+		if err := pg.cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop postgres:", err)
+		}
+	}
+	os.Exit(code)
+}
+
+// pg is the PostgreSQL server the tests share: the one LOCKBENCH_PG_DSN
+// names, or one started on loopback the first time a test needs it.
+var pg struct {
+	once    sync.Once
+	dsn     string
+	cluster *servers.Cluster
+	err     error
+}
+
+func postgresDSN(t testing.TB) string {
+	t.Helper()
+	pg.once.Do(func() {
+		if dsn := os.Getenv(servers.EnvPostgresDSN); dsn != "" {
+			pg.dsn = dsn
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		pg.cluster, pg.err = servers.Start(ctx, servers.Needs{Postgres: true}, servers.Options{})
+		if pg.err == nil {
+			pg.dsn = pg.cluster.Postgres.DSN
+		}
+	})
+	if pg.err != nil {
+		t.Fatalf("start postgres: %v", pg.err)
+	}
+	return pg.dsn
+}
+
+func newTestPostgres(t testing.TB) *Postgres {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	p, err := NewPostgres(ctx, postgresDSN(t))
+	if err != nil {
+		t.Fatalf("NewPostgres: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// rpcStore is a Memory served on a loopback listener: workers reach it
+// through a Client, as instance processes do, and the judge reads it
+// directly.
+type rpcStore struct {
+	*Memory
+	client *Client
+}
+
+func (s rpcStore) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
+	return s.client.Enter(ctx, r)
+}
+
+func (s rpcStore) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
+	return s.client.Finish(ctx, r)
+}
+
+func newTestRPC(t testing.TB) rpcStore {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMemory()
+	served := make(chan error, 1)
+	go func() { served <- Serve(ln, m) }()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	c, err := Dial(ctx, ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		ln.Close()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return rpcStore{Memory: m, client: c}
+}
+
+type namedStore struct {
+	name string
+	s    Store
+}
+
+// stores returns every store under test: the in-memory reference, the same
+// reached over RPC, and PostgreSQL. Each case must give the same verdict on
+// all of them.
+func stores(t *testing.T) []namedStore {
+	t.Helper()
+	return []namedStore{
+		{"memory", NewMemory()},
+		{"rpc", newTestRPC(t)},
+		{"postgres", newTestPostgres(t)},
+	}
+}
+
+// op is one call of a scripted case: an Enter or a Finish, with what the
+// holder must be told.
+type op struct {
+	enter  *EnterReq
+	finish *FinishReq
+	read   EnterResp
+	result FinishResp
+	// err is the error message the call must fail with ("" for none).
+	err string
+}
+
+func enter(r EnterReq, read EnterResp) op     { return op{enter: &r, read: read} }
+func finish(r FinishReq, result FinishResp) op { return op{finish: &r, result: result} }
+func enterFails(r EnterReq, err string) op     { return op{enter: &r, err: err} }
+func finishFails(r FinishReq, err string) op   { return op{finish: &r, err: err} }
+
+// What a Finish can be told.
+var (
+	applied  = FinishResp{Applied: true}
+	rejected = FinishResp{StaleRejected: true}
+	left     = FinishResp{} // no write asked for
+)
+
+func (o op) String() string {
+	if o.enter != nil {
+		return fmt.Sprintf("Enter(%+v)", *o.enter)
+	}
+	return fmt.Sprintf("Finish(%+v)", *o.finish)
+}
+
+// run makes the call and checks its answer.
+func (o op) run(ctx context.Context, t *testing.T, i int, a Accessor) {
+	t.Helper()
+	var err error
+	if o.enter != nil {
+		var got EnterResp
+		got, err = a.Enter(ctx, *o.enter)
+		if err == nil && got != o.read {
+			t.Errorf("op %d %v: got %+v; want %+v", i, o, got, o.read)
+		}
+	} else {
+		var got FinishResp
+		got, err = a.Finish(ctx, *o.finish)
+		if err == nil && got != o.result {
+			t.Errorf("op %d %v: got %+v; want %+v", i, o, got, o.result)
+		}
+	}
+	switch {
+	case err == nil && o.err != "":
+		t.Errorf("op %d %v: got no error; want %q", i, o, o.err)
+	case err != nil && err.Error() != o.err:
+		t.Errorf("op %d %v: got error %q; want %q", i, o, err, o.err)
+	}
+}
+
+// bank is a Setup whose payments 0..n-1 belong to the given accounts.
+func bank(mode Mode, fencing bool, balances []int64, paymentAccount ...int32) Setup {
+	return Setup{Mode: mode, Fencing: fencing, Balances: balances,
+		Payments: len(paymentAccount), PaymentAccount: paymentAccount}
+}
+
+type storeCase struct {
+	name  string
+	setup Setup
+	ops   []op
+	want  Counts
+}
+
+var storeCases = []storeCase{
+	{
+		// The lock works: the second delivery finds the payment processed
+		// and writes nothing.
+		name:  "sequential holders on one key",
+		setup: bank(AccountMode, true, []int64{100}, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			enter(EnterReq{LockKey: "a0", Token: 2, Payment: 0, Account: 0}, EnterResp{Processed: true, Balance: 70, Version: 1}),
+			finish(FinishReq{LockKey: "a0", Token: 2, Payment: 0, Account: 0}, left),
+		},
+		want: Counts{Processed: 1, Applications: 1},
+	},
+	{
+		// Two holders inside the payment's key at once both see it
+		// unprocessed and both debit it: double-processing. The atomic
+		// debit loses neither.
+		name:  "two holders at once apply one payment",
+		setup: bank(PaymentMode, false, []int64{100}, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "p0", Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			enter(EnterReq{LockKey: "p0", Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "p0", Payment: 0, Account: 0, Apply: true, Debit: 30}, applied),
+			finish(FinishReq{LockKey: "p0", Payment: 0, Account: 0, Apply: true, Debit: 30}, applied),
+			enter(EnterReq{LockKey: "p0", Payment: 0, Account: 0}, EnterResp{Processed: true, Balance: 40, Version: 2}),
+			finish(FinishReq{LockKey: "p0", Payment: 0, Account: 0}, left),
+		},
+		want: Counts{Processed: 1, Duplicates: 1, Overlaps: 1, Applications: 2},
+	},
+	{
+		// Both holders read version 0; the second write replaces the
+		// record, dropping the first payment's debit and its mark: one
+		// lost update, and the first payment's acknowledged work is lost
+		// (a later holder finds it unprocessed).
+		name:  "account mode: stale read-modify-write loses the first payment",
+		setup: bank(AccountMode, false, []int64{100}, 0, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			enter(EnterReq{LockKey: "a0", Payment: 1, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			finish(FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, Debit: 20, NewBalance: 80}, applied),
+			enter(EnterReq{LockKey: "a0", Payment: 0, Account: 0}, EnterResp{Balance: 80, Version: 2}),
+			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0}, left),
+		},
+		want: Counts{Processed: 2, Lost: 1, LostUpdates: 1, Overlaps: 1, Applications: 2},
+	},
+	{
+		// As above, but a later delivery re-applies the lost payment: it is
+		// no longer lost, and now counts as processed twice.
+		name:  "account mode: a lost payment re-applied is not lost",
+		setup: bank(AccountMode, false, []int64{100}, 0, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			enter(EnterReq{LockKey: "a0", Payment: 1, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			finish(FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, Debit: 20, NewBalance: 80}, applied),
+			enter(EnterReq{LockKey: "a0", Payment: 0, Account: 0}, EnterResp{Balance: 80, Version: 2}),
+			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0, Apply: true, Debit: 30, BaseVersion: 2, NewBalance: 50}, applied),
+			enter(EnterReq{LockKey: "a0", Payment: 1, Account: 0}, EnterResp{Processed: true, Balance: 50, Version: 3}),
+			finish(FinishReq{LockKey: "a0", Payment: 1, Account: 0}, left),
+		},
+		want: Counts{Processed: 2, Duplicates: 1, LostUpdates: 1, Overlaps: 1, Applications: 3},
+	},
+	{
+		// A write based on a read two versions old overwrites both writes
+		// made since: two lost updates, two payments lost.
+		name:  "account mode: a write two versions stale loses two",
+		setup: bank(AccountMode, false, []int64{100}, 0, 0, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Payment: 2, Account: 0}, EnterResp{Balance: 100}),
+			enter(EnterReq{LockKey: "a0", Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0, Apply: true, Debit: 10, NewBalance: 90}, applied),
+			enter(EnterReq{LockKey: "a0", Payment: 1, Account: 0}, EnterResp{Balance: 90, Version: 1}),
+			finish(FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, Debit: 10, BaseVersion: 1, NewBalance: 80}, applied),
+			finish(FinishReq{LockKey: "a0", Payment: 2, Account: 0, Apply: true, Debit: 10, NewBalance: 90}, applied),
+		},
+		want: Counts{Processed: 3, Lost: 2, LostUpdates: 2, Overlaps: 2, Applications: 3},
+	},
+	{
+		// Per-payment keys do not exclude each other: two payments of one
+		// account, with balance for one, both pass the check and both
+		// debit. The account is overdrawn once however often it goes
+		// further below zero.
+		name:  "payment mode: two payments overdraw one account",
+		setup: bank(PaymentMode, false, []int64{50, 50}, 0, 0, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "p0", Payment: 0, Account: 0}, EnterResp{Balance: 50}),
+			enter(EnterReq{LockKey: "p1", Payment: 1, Account: 0}, EnterResp{Balance: 50}),
+			finish(FinishReq{LockKey: "p0", Payment: 0, Account: 0, Apply: true, Debit: 40}, applied),
+			finish(FinishReq{LockKey: "p1", Payment: 1, Account: 0, Apply: true, Debit: 40}, applied),
+			enter(EnterReq{LockKey: "p2", Payment: 2, Account: 0}, EnterResp{Balance: -30, Version: 2}),
+			finish(FinishReq{LockKey: "p2", Payment: 2, Account: 0, Apply: true, Debit: 10}, applied),
+		},
+		want: Counts{Processed: 3, Overdrafts: 1, Applications: 3},
+	},
+	{
+		// The seed's T0–T36 timeline with fencing: token 1 pauses inside,
+		// its lock expires, token 2 enters and writes; token 1's late write
+		// is refused. No duplicate.
+		name:  "fencing on: the stale holder's write is rejected",
+		setup: bank(AccountMode, true, []int64{100}, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			enter(EnterReq{LockKey: "a0", Token: 2, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "a0", Token: 2, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			finish(FinishReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, rejected),
+			enter(EnterReq{LockKey: "a0", Token: 3, Payment: 0, Account: 0}, EnterResp{Processed: true, Balance: 70, Version: 1}),
+			finish(FinishReq{LockKey: "a0", Token: 3, Payment: 0, Account: 0}, left),
+		},
+		want: Counts{Processed: 1, Overlaps: 1, StaleRejected: 1, Applications: 1},
+	},
+	{
+		// The same timeline with fencing off: the stale write is counted
+		// and applied — a duplicate, and a lost update since it was based
+		// on version 0.
+		name:  "fencing off: the stale holder's write is accepted",
+		setup: bank(AccountMode, false, []int64{100}, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			enter(EnterReq{LockKey: "a0", Token: 2, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "a0", Token: 2, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			finish(FinishReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			enter(EnterReq{LockKey: "a0", Token: 3, Payment: 0, Account: 0}, EnterResp{Processed: true, Balance: 70, Version: 2}),
+			finish(FinishReq{LockKey: "a0", Token: 3, Payment: 0, Account: 0}, left),
+		},
+		want: Counts{Processed: 1, Duplicates: 1, LostUpdates: 1, Overlaps: 1, StaleAccepted: 1, Applications: 2},
+	},
+	{
+		// A token equal to the newest one seen is not stale (the seed's
+		// "fencing_token < $3" would refuse it), and a holder without a
+		// token (0) is never judged stale: fencing cannot help a strategy
+		// that has no tokens.
+		name:  "fencing on: equal tokens and no tokens are not stale",
+		setup: bank(PaymentMode, true, []int64{100, 100}, 0, 1),
+		ops: []op{
+			enter(EnterReq{LockKey: "p0", Token: 7, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			enter(EnterReq{LockKey: "p0", Token: 7, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "p0", Token: 7, Payment: 0, Account: 0, Apply: true, Debit: 10}, applied),
+			finish(FinishReq{LockKey: "p0", Token: 7, Payment: 0, Account: 0, Apply: true, Debit: 10}, applied),
+			enter(EnterReq{LockKey: "p1", Payment: 1, Account: 1}, EnterResp{Balance: 100}),
+			enter(EnterReq{LockKey: "p1", Payment: 1, Account: 1}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "p1", Payment: 1, Account: 1, Apply: true, Debit: 10}, applied),
+			finish(FinishReq{LockKey: "p1", Payment: 1, Account: 1, Apply: true, Debit: 10}, applied),
+		},
+		want: Counts{Processed: 2, Duplicates: 2, Overlaps: 2, Applications: 4},
+	},
+	{
+		// Tokens are per lock key: a small token on another key is not
+		// stale, and a holder that leaves without writing is not judged.
+		name:  "fencing on: tokens are per key; leaving is not judged",
+		setup: bank(AccountMode, true, []int64{100, 100}, 0, 1),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Token: 5, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "a0", Token: 5, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			enter(EnterReq{LockKey: "a1", Token: 1, Payment: 1, Account: 1}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "a1", Token: 1, Payment: 1, Account: 1, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			enter(EnterReq{LockKey: "a0", Token: 3, Payment: 0, Account: 0}, EnterResp{Processed: true, Balance: 70, Version: 1}),
+			finish(FinishReq{LockKey: "a0", Token: 3, Payment: 0, Account: 0}, left),
+		},
+		want: Counts{Processed: 2, Applications: 2},
+	},
+	{
+		// A declined payment (insufficient funds: Debit 0) is processed;
+		// a payment no delivery applied is unprocessed.
+		name:  "declined is processed; never applied is unprocessed",
+		setup: bank(AccountMode, true, []int64{50, 50}, 0, 0, 1),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Payment: 0, Account: 0}, EnterResp{Balance: 50}),
+			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 20}, applied),
+			enter(EnterReq{LockKey: "a0", Payment: 1, Account: 0}, EnterResp{Balance: 20, Version: 1}),
+			finish(FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, BaseVersion: 1, NewBalance: 20}, applied),
+			enter(EnterReq{LockKey: "a1", Payment: 2, Account: 1}, EnterResp{Balance: 50}),
+			finish(FinishReq{LockKey: "a1", Payment: 2, Account: 1}, left),
+		},
+		want: Counts{Processed: 2, Unprocessed: 1, Applications: 2},
+	},
+	{
+		// Calls the store cannot judge fail and leave no trace: the
+		// failed Enter left no holder inside a0, so the next one is no
+		// overlap.
+		name:  "calls the store cannot judge are refused",
+		setup: bank(AccountMode, true, []int64{100, 100}, 0, 1),
+		ops: []op{
+			finishFails(FinishReq{LockKey: "a0", Payment: 0, Account: 0, Apply: true, NewBalance: 70}, "store: Finish without Enter"),
+			enterFails(EnterReq{LockKey: "a0", Payment: 7, Account: 0}, "store: unknown payment or account"),
+			enterFails(EnterReq{LockKey: "a0", Payment: -1, Account: 0}, "store: unknown payment or account"),
+			enterFails(EnterReq{LockKey: "a0", Payment: 1, Account: 0}, "store: unknown payment or account"),
+			enter(EnterReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			finishFails(FinishReq{LockKey: "a0", Token: 1, Payment: 1, Account: 0, Apply: true}, "store: unknown payment or account"),
+			finishFails(FinishReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0, Apply: true, BaseVersion: -1}, "store: negative BaseVersion"),
+			finish(FinishReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			finishFails(FinishReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0}, "store: Finish without Enter"),
+		},
+		want: Counts{Processed: 1, Unprocessed: 1, Applications: 1},
+	},
+}
+
+// TestStoreCases runs every scripted case against every store and checks
+// each answer and every field of the verdict.
+func TestStoreCases(t *testing.T) {
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			for _, c := range storeCases {
+				t.Run(c.name, func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+					defer cancel()
+					if err := s.s.Reset(ctx, c.setup); err != nil {
+						t.Fatalf("Reset: %v", err)
+					}
+					for i, o := range c.ops {
+						o.run(ctx, t, i, s.s)
+					}
+					checkCounts(ctx, t, s.s, c.want)
+				})
+			}
+		})
+	}
+}
+
+func checkCounts(ctx context.Context, t *testing.T, s Store, want Counts) {
+	t.Helper()
+	got, err := s.Counts(ctx)
+	if err != nil {
+		t.Fatalf("Counts: %v", err)
+	}
+	if got != want {
+		t.Errorf("Counts: got %+v; want %+v", got, want)
+	}
+}
+
+// TestStoreResetRejects checks that a setup the store could not judge is
+// refused by every store.
+func TestStoreResetRejects(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup Setup
+		err   string
+	}{
+		// PaymentAccount must cover every payment.
+		{"short PaymentAccount", Setup{Balances: []int64{1}, Payments: 2, PaymentAccount: []int32{0}},
+			"store: PaymentAccount must have one entry per payment"},
+		// A payment of an account that does not exist.
+		{"account outside Balances", Setup{Balances: []int64{1}, Payments: 1, PaymentAccount: []int32{1}},
+			"store: PaymentAccount names an account outside Balances"},
+		// Neither AccountMode nor PaymentMode.
+		{"unknown mode", Setup{Mode: 9, Balances: []int64{1}, Payments: 1, PaymentAccount: []int32{0}},
+			"store: unknown mode"},
+	}
+	for _, s := range stores(t) {
+		for _, c := range cases {
+			err := s.s.Reset(context.Background(), c.setup)
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%s: %s: Reset: got %v; want %q", s.name, c.name, err, c.err)
+			}
+		}
+	}
+}
