@@ -37,6 +37,7 @@ func commands() []command {
 		{"matrix", "[--quick]", "the published matrix: strategies × contention × faults", runMatrix},
 		{"report", "DIR", "re-render charts and report.md from a run directory", runReport},
 		{"plan", "[flags]", "capacity planning from a rate sweep", runPlan},
+		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runCompare},
 	}
 }
 
@@ -69,7 +70,7 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "lockbench: speed and safety of distributed locks, side by side")
 	fmt.Fprintln(w)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  lockbench %-10s %-10s %s\n", c.name, c.args, c.help)
+		fmt.Fprintf(w, "  lockbench %-13s %-10s %s\n", c.name, c.args, c.help)
 	}
 	fmt.Fprintln(w, "\n`lockbench COMMAND -h` lists a command's flags.")
 }

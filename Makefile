@@ -1,0 +1,50 @@
+# lockbench — see README.md. Everything runs against servers lockbench starts
+# itself on loopback (or yours, via LOCKBENCH_* variables).
+
+GO      ?= go
+BIN     := bin/lockbench
+OUT     ?= out/bench
+RACE_PKGS := ./loadgen/... ./strategies/... ./results/...
+
+.PHONY: all build deps test test-short vet bench bench-go compare-redis reference clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./bench/cmd/lockbench
+
+# deps installs the servers the tests and benchmarks use (Debian, as root);
+# lockbench also installs a missing one itself when it can.
+deps:
+	./.ci/install-deps
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
+# test: every package against real servers; -race on the concurrent packages.
+test: vet
+	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /results)
+
+# bench: the published matrix, quick form (under 5 minutes), into $(OUT).
+bench: build
+	$(BIN) matrix --quick --out $(OUT)
+	@echo "report: $(OUT)/report.md"
+
+# bench-go: the go test benchmarks, benchstat-ready.
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 5 ./bench/ | tee bench-go.txt
+
+# compare-redis: our setnx lock-cycle rate against redis-benchmark's with the
+# same two commands, the same clients and the same local Redis.
+compare-redis: build
+	$(BIN) compare-redis
+
+# reference: regenerate the committed reference run shown in the README.
+reference: build
+	rm -rf results/reference
+	$(BIN) matrix --quick --out results/reference
+
+clean:
+	rm -rf bin out bench-go.txt
