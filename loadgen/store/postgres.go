@@ -21,6 +21,13 @@ const PostgresMaxConns = 64
 // connect_timeout setting in the DSN takes precedence.
 const PostgresConnectTimeout = 2 * time.Second
 
+// PostgresConnectAttempts is how many times a call tries to get a
+// connection when opening one times out: 3. At the start of a run every
+// worker calls at once and each makes the pool open a connection; on a
+// small machine that burst can outlast the connect timeout. A server that
+// is down still fails the call within attempts × the connect timeout.
+const PostgresConnectAttempts = 3
+
 // SQLSTATEs raised by the store's functions, mapped back to the errors
 // Memory returns.
 const (
@@ -136,8 +143,9 @@ func (p *Postgres) Reset(ctx context.Context, s Setup) error {
 // returns what it reads, in one round trip.
 func (p *Postgres) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
 	var out EnterResp
-	err := p.pool.QueryRow(ctx, `SELECT * FROM lockbench_store_enter($1, $2, $3, $4)`,
-		r.LockKey, r.Token, r.Payment, r.Account).Scan(&out.Processed, &out.Balance, &out.Version)
+	err := p.call(ctx, `SELECT * FROM lockbench_store_enter($1, $2, $3, $4)`,
+		[]any{r.LockKey, r.Token, r.Payment, r.Account},
+		&out.Processed, &out.Balance, &out.Version)
 	if err != nil {
 		return EnterResp{}, postgresError("enter", err)
 	}
@@ -151,13 +159,28 @@ func (p *Postgres) Finish(ctx context.Context, r FinishReq) (FinishResp, error) 
 		return FinishResp{}, errNegativeBase
 	}
 	var out FinishResp
-	err := p.pool.QueryRow(ctx, `SELECT * FROM lockbench_store_finish($1, $2, $3, $4, $5, $6, $7, $8)`,
-		r.LockKey, r.Token, r.Payment, r.Account, r.Apply, r.Debit, r.BaseVersion, r.NewBalance,
-	).Scan(&out.Applied, &out.StaleRejected)
+	err := p.call(ctx, `SELECT * FROM lockbench_store_finish($1, $2, $3, $4, $5, $6, $7, $8)`,
+		[]any{r.LockKey, r.Token, r.Payment, r.Account, r.Apply, r.Debit, r.BaseVersion, r.NewBalance},
+		&out.Applied, &out.StaleRejected)
 	if err != nil {
 		return FinishResp{}, postgresError("finish", err)
 	}
 	return out, nil
+}
+
+// call runs one statement that returns one row. It tries again only when
+// opening a connection timed out and ctx has time left: the statement was
+// never sent, so nothing can happen twice.
+func (p *Postgres) call(ctx context.Context, sql string, args []any, dest ...any) error {
+	var err error
+	for range PostgresConnectAttempts {
+		err = p.pool.QueryRow(ctx, sql, args...).Scan(dest...)
+		var connectErr *pgconn.ConnectError
+		if err == nil || ctx.Err() != nil || !errors.As(err, &connectErr) || !pgconn.Timeout(err) {
+			return err
+		}
+	}
+	return err
 }
 
 // postgresError maps the functions' own SQLSTATEs to Memory's errors.
@@ -178,18 +201,23 @@ func postgresError(op string, err error) error {
 // state.
 func (p *Postgres) Counts(ctx context.Context) (Counts, error) {
 	var c Counts
+	// One statement, so one snapshot of all three tables.
 	err := p.pool.QueryRow(ctx, `
-SELECT
-  (SELECT count(*) FILTER (WHERE applications > 0) FROM lockbench_store_payments),
-  (SELECT coalesce(sum(applications - 1) FILTER (WHERE applications > 1), 0) FROM lockbench_store_payments),
-  (SELECT count(*) FILTER (WHERE applications > 0 AND NOT marked) FROM lockbench_store_payments),
-  (SELECT count(*) FILTER (WHERE applications = 0) FROM lockbench_store_payments),
-  (SELECT count(*) FILTER (WHERE overdrawn) FROM lockbench_store_accounts),
-  (SELECT coalesce(sum(lost_updates), 0) FROM lockbench_store_accounts),
-  (SELECT coalesce(sum(overlaps), 0) FROM lockbench_store_lock_keys),
-  (SELECT coalesce(sum(stale_rejected), 0) FROM lockbench_store_lock_keys),
-  (SELECT coalesce(sum(stale_accepted), 0) FROM lockbench_store_lock_keys),
-  (SELECT coalesce(sum(applications), 0) FROM lockbench_store_payments)`,
+SELECT p.processed, p.duplicates, p.lost, p.unprocessed, a.overdrafts,
+       a.lost_updates, k.overlaps, k.stale_rejected, k.stale_accepted, p.applications
+FROM (SELECT count(*) FILTER (WHERE applications > 0) AS processed,
+             coalesce(sum(applications - 1) FILTER (WHERE applications > 1), 0)::bigint AS duplicates,
+             count(*) FILTER (WHERE applications > 0 AND NOT marked) AS lost,
+             count(*) FILTER (WHERE applications = 0) AS unprocessed,
+             coalesce(sum(applications), 0)::bigint AS applications
+      FROM lockbench_store_payments) p,
+     (SELECT count(*) FILTER (WHERE overdrawn) AS overdrafts,
+             coalesce(sum(lost_updates), 0)::bigint AS lost_updates
+      FROM lockbench_store_accounts) a,
+     (SELECT coalesce(sum("overlaps"), 0)::bigint AS overlaps,
+             coalesce(sum(stale_rejected), 0)::bigint AS stale_rejected,
+             coalesce(sum(stale_accepted), 0)::bigint AS stale_accepted
+      FROM lockbench_store_lock_keys) k`,
 	).Scan(&c.Processed, &c.Duplicates, &c.Lost, &c.Unprocessed, &c.Overdrafts,
 		&c.LostUpdates, &c.Overlaps, &c.StaleRejected, &c.StaleAccepted, &c.Applications)
 	if err != nil {
@@ -242,11 +270,11 @@ CREATE TABLE IF NOT EXISTS lockbench_store_payments (
   applications int    NOT NULL DEFAULT 0,
   marked       bool   NOT NULL DEFAULT false
 );
-CREATE TABLE IF NOT EXISTS lockbench_store_lock_keys (
+CREATE TABLE IF NOT EXISTS lockbench_store_lock_keys ( -- "overlaps" is a keyword
   key            text   PRIMARY KEY,
   active         int    NOT NULL,
   max_token      bigint NOT NULL,
-  overlaps       bigint NOT NULL DEFAULT 0,
+  "overlaps"     bigint NOT NULL DEFAULT 0,
   stale_rejected bigint NOT NULL DEFAULT 0,
   stale_accepted bigint NOT NULL DEFAULT 0
 );
@@ -263,7 +291,7 @@ BEGIN
   VALUES (p_key, 1, greatest(p_token, 0))
   ON CONFLICT (key) DO UPDATE SET
     active    = k.active + 1,
-    overlaps  = k.overlaps + CASE WHEN k.active > 0 THEN 1 ELSE 0 END,
+    "overlaps" = k."overlaps" + CASE WHEN k.active > 0 THEN 1 ELSE 0 END,
     max_token = greatest(k.max_token, excluded.max_token);
   -- A fresh snapshot: sees every Finish that held the key before us.
   RETURN QUERY
