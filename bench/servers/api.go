@@ -12,10 +12,10 @@ import (
 // Environment variables naming existing servers (SPEC §5). When set, lockbench
 // uses them and starts nothing of that kind.
 const (
-	EnvRedisAddrs     = "LOCKBENCH_REDIS_ADDRS"     // comma-separated host:port
-	EnvRedisPassword  = "LOCKBENCH_REDIS_PASSWORD"  // optional AUTH password
-	EnvEtcdEndpoints  = "LOCKBENCH_ETCD_ENDPOINTS"  // comma-separated URLs
-	EnvPostgresDSN    = "LOCKBENCH_PG_DSN"          // pgx connection string
+	EnvRedisAddrs    = "LOCKBENCH_REDIS_ADDRS"    // comma-separated host:port
+	EnvRedisPassword = "LOCKBENCH_REDIS_PASSWORD" // optional AUTH password
+	EnvEtcdEndpoints = "LOCKBENCH_ETCD_ENDPOINTS" // comma-separated URLs
+	EnvPostgresDSN   = "LOCKBENCH_PG_DSN"         // pgx connection string
 )
 
 // Endpoints says where the servers are.
@@ -75,26 +75,28 @@ type EtcdMember struct {
 
 // Postgres is a locally started PostgreSQL server.
 type Postgres struct {
-	// DSN is a pgx connection string for the lockbench database.
+	// DSN is a pgx connection string: database and superuser postgres, no
+	// password (trust authentication on loopback), sslmode=disable. It stays
+	// the same across Kill/Start.
 	DSN string
 	pgState
 }
 
 // The API, implemented in the other files of the package:
 var (
-	_ func() Endpoints                                              = EndpointsFromEnv
-	_ func(context.Context, Needs, Options) (*Cluster, error)       = Start
+	_ func() Endpoints                                                              = EndpointsFromEnv
+	_ func(context.Context, Needs, Options) (*Cluster, error)                       = Start
 	_ func(context.Context, Needs, Endpoints, Options) (Endpoints, *Cluster, error) = Ensure
-	_ func(string) string                                           = Redact
-	_ func(*Cluster) Endpoints                                      = (*Cluster).Endpoints
-	_ func(*Cluster) error                                          = (*Cluster).Stop
-	_ func(Endpoints) []string                                      = Endpoints.Env
-	_ func(*Redis) error                                            = (*Redis).Kill
-	_ func(*Redis, context.Context) error                           = (*Redis).Start
-	_ func(*Redis, time.Duration) error                             = (*Redis).SetClockOffset
-	_ func(*Redis) int                                              = (*Redis).Pid
-	_ func(*EtcdMember) error                                       = (*EtcdMember).Kill
-	_ func(*EtcdMember, context.Context) error                      = (*EtcdMember).Start
-	_ func(*Postgres) error                                         = (*Postgres).Kill
-	_ func(*Postgres, context.Context) error                        = (*Postgres).Start
+	_ func(string) string                                                           = Redact
+	_ func(*Cluster) Endpoints                                                      = (*Cluster).Endpoints
+	_ func(*Cluster) error                                                          = (*Cluster).Stop
+	_ func(Endpoints) []string                                                      = Endpoints.Env
+	_ func(*Redis) error                                                            = (*Redis).Kill
+	_ func(*Redis, context.Context) error                                           = (*Redis).Start
+	_ func(*Redis, time.Duration) error                                             = (*Redis).SetClockOffset
+	_ func(*Redis) int                                                              = (*Redis).Pid
+	_ func(*EtcdMember) error                                                       = (*EtcdMember).Kill
+	_ func(*EtcdMember, context.Context) error                                      = (*EtcdMember).Start
+	_ func(*Postgres) error                                                         = (*Postgres).Kill
+	_ func(*Postgres, context.Context) error                                        = (*Postgres).Start
 )

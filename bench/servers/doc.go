@@ -1,0 +1,60 @@
+// Package servers starts and stops the lock servers lockbench measures:
+// Redis nodes, an etcd cluster and PostgreSQL, on loopback, on free ports, in
+// one temporary directory, so that a benchmark or a test needs nothing but the
+// binaries. It also reads and prints the environment variables that point
+// lockbench at servers someone else runs instead (EnvRedisAddrs and friends),
+// and gives the fault injector its handles: kill a node, start it again, move
+// a Redis node's clock.
+//
+// Ensure is the usual entry point: it starts only the kinds of server that the
+// given endpoints do not already name. Start always starts everything asked
+// for. Cluster.Stop stops it all and removes the temporary directory.
+//
+// # Child processes
+//
+// Every server runs as a child process in its own process group, with
+// Pdeathsig set to SIGKILL, so no server outlives lockbench even when
+// lockbench itself is killed (the temporary directory then stays behind).
+// Its output goes to server.log under the server's own directory (and to
+// Options.Log when set, each line prefixed with the server's name); the last
+// lines of that log are part of the error when a server fails to start.
+//
+// etcd is not a separate binary: it is built into lockbench from
+// go.etcd.io/etcd/server/v3/embed. Each member still runs as a child process
+// (so it can be killed like any other server) by re-executing the current
+// binary (os.Executable) with LOCKBENCH_CHILD=etcd and its configuration in
+// LOCKBENCH_CHILD_ETCD_* environment variables. This package's init function
+// recognises that environment, runs the member until SIGTERM or SIGINT and
+// exits before main (or the test main) ever runs. The same therefore works in
+// the lockbench command and in any go test binary that imports this package;
+// nothing has to be registered.
+//
+// PostgreSQL refuses to run as root. When lockbench runs as root, initdb and
+// postgres run as the postgres user, which owns the server's directory; the
+// temporary directory is made traversable for it, and its parents ($TMPDIR,
+// /tmp by default) must be too.
+//
+// A missing redis-server, PostgreSQL or libfaketime is installed with apt-get
+// (once per process) when lockbench runs as root on a system that has
+// apt-get; otherwise Start returns an error saying what to install.
+//
+// # Caveats
+//
+// These servers are tuned for benchmarking locks on one machine, not for
+// keeping data: PostgreSQL runs with fsync, synchronous_commit and
+// full_page_writes off, and etcd with UnsafeNoFsync. Both survive a killed
+// process (the page cache still has the data) but not a power cut. Redis saves
+// nothing unless Options.RedisAOF is set, so a killed and restarted node comes
+// back empty, which is the point of the restart-node fault.
+//
+// Redis nodes started with Options.Faketime run under libfaketime, which
+// re-reads the node's clock offset file on every clock read: such nodes are
+// noticeably slower (about a third fewer operations per second), so use
+// Faketime only for runs with the clock-jump fault. Only their wall clock
+// (CLOCK_REALTIME, which Redis uses for key expiry) is moved, as an NTP step
+// would; a clock offset survives Kill and Start of the node.
+//
+// Ports are found by binding port 0 and closing the listener, so another
+// process may take one before the server binds it; Start retries a server
+// (with new ports) a few times when its log says the address is in use.
+package servers

@@ -1,0 +1,158 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	// DefaultEtcdMembers is the etcd cluster size when Options.EtcdMembers
+	// is 0.
+	DefaultEtcdMembers = 1
+	// MaxEtcdMembers is the largest etcd cluster Start will form.
+	MaxEtcdMembers = 7
+	// etcdReadyTimeout bounds the wait for a member to report healthy (for a
+	// cluster, that includes electing a leader).
+	etcdReadyTimeout = 20 * time.Second
+	// etcdCloseTimeout bounds a member's graceful close on SIGTERM.
+	etcdCloseTimeout = time.Second
+)
+
+// Environment of an etcd child process (see etcd_child.go).
+const (
+	envChild          = "LOCKBENCH_CHILD"
+	childEtcd         = "etcd"
+	envEtcdName       = "LOCKBENCH_CHILD_ETCD_NAME"
+	envEtcdDir        = "LOCKBENCH_CHILD_ETCD_DIR"
+	envEtcdClientURL  = "LOCKBENCH_CHILD_ETCD_CLIENT_URL"
+	envEtcdPeerURL    = "LOCKBENCH_CHILD_ETCD_PEER_URL"
+	envEtcdCluster    = "LOCKBENCH_CHILD_ETCD_INITIAL_CLUSTER"
+	envEtcdClusterTok = "LOCKBENCH_CHILD_ETCD_CLUSTER_TOKEN"
+)
+
+// etcdState is the implementation part of EtcdMember.
+type etcdState struct {
+	server
+	peerURL string
+	dataDir string
+}
+
+// healthClient probes members without keeping connections around.
+var healthClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+func (c *Cluster) startEtcd(ctx context.Context, n int, bins binaries) error {
+	var err error
+	for attempt := range startAttempts {
+		if err = c.startEtcdOnce(ctx, n, bins, attempt); !addrInUse(err) {
+			break
+		}
+	}
+	return err
+}
+
+// startEtcdOnce starts n members on fresh ports and waits until all are
+// healthy. Members must start together: none is healthy before a quorum is.
+// On failure it kills what it started, so a retry starts clean.
+func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attempt int) error {
+	ports, err := freePorts(2 * n)
+	if err != nil {
+		return err
+	}
+	members := make([]*EtcdMember, n)
+	var initial []string
+	for i := range members {
+		name := fmt.Sprintf("etcd-%d", i)
+		m := &EtcdMember{ClientURL: "http://" + hostPort(ports[2*i])}
+		m.peerURL = "http://" + hostPort(ports[2*i+1])
+		dir := filepath.Join(c.dir, name)
+		m.dataDir = filepath.Join(dir, "data")
+		if err := os.RemoveAll(dir); err != nil { // a failed attempt's leftovers
+			return fmt.Errorf("servers: %w", err)
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return fmt.Errorf("servers: %w", err)
+		}
+		m.server = server{
+			name:    name,
+			logPath: filepath.Join(dir, "server.log"),
+			stopSig: syscall.SIGTERM,
+			timeout: etcdReadyTimeout,
+			ready:   func(ctx context.Context) error { return etcdHealthy(ctx, m.ClientURL) },
+			desc:    func() string { return name + " (" + m.ClientURL + ")" },
+			cl:      &c.state,
+		}
+		members[i] = m
+		initial = append(initial, name+"="+m.peerURL)
+	}
+	token := fmt.Sprintf("%s-%d", filepath.Base(c.dir), attempt)
+	for _, m := range members {
+		env := childEnv(
+			envChild+"="+childEtcd,
+			envEtcdName+"="+m.name,
+			envEtcdDir+"="+m.dataDir,
+			envEtcdClientURL+"="+m.ClientURL,
+			envEtcdPeerURL+"="+m.peerURL,
+			envEtcdCluster+"="+strings.Join(initial, ","),
+			envEtcdClusterTok+"="+token,
+		)
+		m.build = func() (*exec.Cmd, error) {
+			cmd := exec.Command(bins.self)
+			cmd.Env = env
+			return cmd, nil
+		}
+	}
+	c.Etcd = members
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() { errs[i] = m.start(ctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, m := range members {
+			_ = m.kill()
+		}
+		c.Etcd = nil
+		return err
+	}
+	return nil
+}
+
+// etcdHealthy asks the member's /health endpoint, which answers true only
+// when the cluster has a leader and serves a read.
+func etcdHealthy(ctx context.Context, clientURL string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/health", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := healthClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"health":"true"`) {
+		return fmt.Errorf("/health: %s %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// Kill SIGKILLs the member and waits until it has exited. Killing a member
+// that is not running does nothing.
+func (m *EtcdMember) Kill() error { return m.kill() }
+
+// Start starts the member again with its data directory (the raft log is its
+// persistence) and waits until it reports healthy, which needs a quorum of
+// the cluster. Starting a running member does nothing; after Cluster.Stop it
+// returns ErrStopped.
+func (m *EtcdMember) Start(ctx context.Context) error { return m.start(ctx) }

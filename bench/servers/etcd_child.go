@@ -1,0 +1,121 @@
+package servers
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// init turns this process into an etcd member when it was started as one by
+// Cluster (see the package documentation): it never returns then.
+func init() {
+	if os.Getenv(envChild) != childEtcd {
+		return
+	}
+	os.Exit(runEtcdChild())
+}
+
+// runEtcdChild runs one etcd member until SIGTERM or SIGINT and returns the
+// exit code.
+func runEtcdChild() int {
+	// Before StartEtcd: a signal that arrives while it starts is kept.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	cfg, err := etcdConfigFromEnv()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockbench etcd child: %v\n", err)
+		return 2
+	}
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockbench etcd child: %v\n", err)
+		return 1
+	}
+	select {
+	case <-sig:
+		closeBounded(e)
+		return 0
+	case err := <-e.Err():
+		fmt.Fprintf(os.Stderr, "lockbench etcd child: %v\n", err)
+		closeBounded(e)
+		return 1
+	case <-e.Server.StopNotify():
+		fmt.Fprintln(os.Stderr, "lockbench etcd child: server stopped")
+		closeBounded(e)
+		return 1
+	}
+}
+
+// closeBounded closes e but gives up after etcdCloseTimeout. A graceful
+// close waits for clients' open gRPC streams (a lock session's keepalive,
+// a watch) for up to the request timeout, 7 s by default, and, in a cluster
+// whose members all stop at once, for a leadership transfer that cannot
+// happen. Nothing is lost by exiting earlier: what is committed is in the
+// WAL.
+func closeBounded(e *embed.Etcd) {
+	done := make(chan struct{})
+	go func() {
+		e.Close()
+		close(done)
+	}()
+	t := time.NewTimer(etcdCloseTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// etcdConfigFromEnv builds the member's configuration from the environment
+// Cluster set.
+func etcdConfigFromEnv() (*embed.Config, error) {
+	get := func(k string) (string, error) {
+		v := os.Getenv(k)
+		if v == "" {
+			return "", fmt.Errorf("%s is not set", k)
+		}
+		return v, nil
+	}
+	var errs []error
+	must := func(k string) string {
+		v, err := get(k)
+		errs = append(errs, err)
+		return v
+	}
+	name, dir := must(envEtcdName), must(envEtcdDir)
+	clientURL, peerURL := must(envEtcdClientURL), must(envEtcdPeerURL)
+	initial, token := must(envEtcdCluster), must(envEtcdClusterTok)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	cu, err := url.Parse(clientURL)
+	if err != nil {
+		return nil, err
+	}
+	pu, err := url.Parse(peerURL)
+	if err != nil {
+		return nil, err
+	}
+
+	cfg := embed.NewConfig()
+	cfg.Name = name
+	cfg.Dir = dir
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	cfg.InitialCluster = initial
+	cfg.InitialClusterToken = token
+	cfg.ClusterState = embed.ClusterStateFlagNew // ignored once dir holds data
+	cfg.LogLevel = "error"
+	cfg.LogOutputs = []string{"stderr"} // the parent sends it to server.log
+	// A local benchmark server on a possibly slow disk: fsync would make
+	// every lock operation wait for the disk. The data survives a killed
+	// member (it is in the page cache), not a power cut.
+	cfg.UnsafeNoFsync = true
+	return cfg, nil
+}

@@ -1,0 +1,173 @@
+package servers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const (
+	// pgReadyTimeout bounds the wait for a pgx connection to work.
+	pgReadyTimeout = 20 * time.Second
+	// initdbTimeout bounds initdb.
+	initdbTimeout = 60 * time.Second
+	// pgMaxConnections is the server's max_connections.
+	pgMaxConnections = 300
+	// pgUser is the superuser initdb creates, and the OS user postgres runs
+	// as when we are root.
+	pgUser = "postgres"
+)
+
+// pgState is the implementation part of Postgres.
+type pgState struct {
+	server
+	port    int
+	dataDir string
+	sockDir string
+	cred    *syscall.Credential // nil: run as ourselves
+}
+
+func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
+	p := &Postgres{}
+	dir := filepath.Join(c.dir, "postgres")
+	p.dataDir, p.sockDir = filepath.Join(dir, "data"), filepath.Join(dir, "sock")
+	p.server = server{
+		name:    "postgres",
+		logPath: filepath.Join(dir, "server.log"),
+		stopSig: syscall.SIGINT, // fast shutdown: SIGTERM would wait for every client to leave
+		timeout: pgReadyTimeout,
+		build:   func() (*exec.Cmd, error) { return p.command(bins), nil },
+		ready:   func(ctx context.Context) error { return pingPostgres(ctx, p.DSN) },
+		desc:    func() string { return fmt.Sprintf("postgres (127.0.0.1:%d)", p.port) },
+		cl:      &c.state,
+	}
+	c.Postgres = p
+	if err := p.prepare(c.dir, dir); err != nil {
+		return p.startErr(err)
+	}
+	if err := p.initdb(ctx, bins); err != nil {
+		return p.startErr(err)
+	}
+	var err error
+	for range startAttempts {
+		ports, perr := freePorts(1)
+		if perr != nil {
+			return perr
+		}
+		p.port = ports[0]
+		p.DSN = fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", pgUser, p.port)
+		if err = p.start(ctx); !addrInUse(err) {
+			break
+		}
+	}
+	return err
+}
+
+// prepare makes the server's directories. PostgreSQL refuses to run as root,
+// so as root it runs as the postgres user, which must own them and be able
+// to reach them through the cluster's directory.
+func (p *Postgres) prepare(clusterDir, dir string) error {
+	for _, d := range []string{dir, p.sockDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
+		}
+	}
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup(pgUser)
+	if err != nil {
+		return fmt.Errorf("PostgreSQL does not run as root and there is no %q user to run it as: %w", pgUser, err)
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return err
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return err
+	}
+	p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	if err := os.Chmod(clusterDir, 0o711); err != nil { // traversable, not listable
+		return err
+	}
+	for _, d := range []string{dir, p.sockDir} {
+		if err := os.Chown(d, uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// initdb creates the database cluster: trust authentication (loopback
+// only), C locale so no OS locale needs to be installed, and no fsync.
+func (p *Postgres) initdb(ctx context.Context, bins binaries) error {
+	ctx, cancel := context.WithTimeout(ctx, initdbTimeout)
+	defer cancel()
+	cmd := exec.Command(filepath.Join(bins.pgBin, "initdb"),
+		"-D", p.dataDir, "-U", pgUser, "--auth=trust",
+		"--locale=C", "--encoding=UTF8", "--no-sync")
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+	cmd.Dir = filepath.Dir(p.dataDir)
+	ip, err := launch(cmd, p.logPath, p.cl.logWriter("initdb"))
+	if err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
+	select {
+	case <-ip.done:
+		if ip.err != nil {
+			return fmt.Errorf("initdb: %w", ip.err)
+		}
+		return nil
+	case <-ctx.Done():
+		_ = ip.kill()
+		return fmt.Errorf("initdb: %w", ctx.Err())
+	}
+}
+
+func (p *Postgres) command(bins binaries) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(bins.pgBin, "postgres"),
+		"-D", p.dataDir,
+		"-p", strconv.Itoa(p.port),
+		"-k", p.sockDir,
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "fsync=off",
+		"-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off",
+		"-c", "max_connections="+strconv.Itoa(pgMaxConnections),
+	)
+	cmd.Dir = filepath.Dir(p.dataDir)
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
+	return cmd
+}
+
+// pingPostgres connects and runs SELECT 1.
+func pingPostgres(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	var one int
+	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+}
+
+// Kill SIGKILLs the server and all its backends and waits until they are
+// gone, as a crash would. Killing a server that is not running does nothing.
+func (p *Postgres) Kill() error { return p.kill() }
+
+// Start starts the server again on the same port and data directory (it
+// runs crash recovery first after Kill) and waits until a connection works.
+// Starting a running server does nothing; after Cluster.Stop it returns
+// ErrStopped.
+func (p *Postgres) Start(ctx context.Context) error { return p.start(ctx) }

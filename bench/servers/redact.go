@@ -1,0 +1,35 @@
+package servers
+
+import "regexp"
+
+// redacted replaces a hidden password.
+const redacted = "xxxxx"
+
+var (
+	// userinfoRe matches the password in scheme://user:password@host.
+	// (A URL's password has '/', '?' and '#' percent-encoded, so
+	// http://h:80/a@b is a port and a path, not a password.)
+	userinfoRe = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)[^@\s/?#]+@`)
+	// queryRe matches ?password=… or &password=… in a URL's query.
+	queryRe = regexp.MustCompile(`(?i)([?&][a-z_]*password=)[^&#\s]+`)
+	// flagRe matches a command-line flag's value: --redis-password pw,
+	// -password=pw.
+	flagRe = regexp.MustCompile(`(?i)((?:^|\s)--?[a-z0-9_-]*password(?:[ \t]+|=))[^\s]+`)
+	// keywordRe matches password=… in a key=value DSN (libpq allows blanks
+	// around '=' and single-quoted values with backslash escapes), and
+	// VAR_PASSWORD=… lines such as Env's. An empty value followed by a blank
+	// may hide the next word too: hiding too much is the safe side.
+	keywordRe = regexp.MustCompile(`(?i)((?:^|[\s,;])[a-z_]*password[ \t]*=[ \t]*)('(?:[^'\\]|\\.)*'?|[^\s']+)`)
+)
+
+// Redact returns s with passwords hidden: in URLs
+// (postgres://u:pw@h/db, redis://:pw@h:6379, ?password=pw) and in key=value
+// connection strings (password=pw, password='p w'), in NAME_PASSWORD=pw
+// lines and in --x-password flags. Use it on anything that names a server
+// and is logged.
+func Redact(s string) string {
+	s = userinfoRe.ReplaceAllString(s, "${1}"+redacted+"@")
+	s = queryRe.ReplaceAllString(s, "${1}"+redacted)
+	s = flagRe.ReplaceAllString(s, "${1}"+redacted)
+	return keywordRe.ReplaceAllString(s, "${1}"+redacted)
+}

@@ -1,0 +1,203 @@
+package servers
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	// redisReadyTimeout bounds the wait for a starting node to answer PING.
+	redisReadyTimeout = 10 * time.Second
+	// redisMaxClients is the nodes' maxclients: far more than any run opens.
+	redisMaxClients = 10000
+	// faketimeFile is the node's clock offset file, read by libfaketime.
+	faketimeFile = "faketime"
+)
+
+// redisState is the implementation part of Redis.
+type redisState struct {
+	server
+	port     int
+	dir      string
+	faketime bool
+}
+
+func (c *Cluster) startRedis(ctx context.Context, n int, bins binaries) error {
+	for i := range n {
+		name := fmt.Sprintf("redis-%d", i)
+		r := &Redis{}
+		r.dir = filepath.Join(c.dir, name)
+		if err := os.Mkdir(r.dir, 0o755); err != nil {
+			return fmt.Errorf("servers: %w", err)
+		}
+		r.faketime = c.opts.Faketime
+		if r.faketime {
+			if err := writeFileAtomic(r.tsPath(), "+0s\n"); err != nil {
+				return fmt.Errorf("servers: %s: %w", name, err)
+			}
+		}
+		r.server = server{
+			name:    name,
+			logPath: filepath.Join(r.dir, "server.log"),
+			stopSig: syscall.SIGTERM,
+			timeout: redisReadyTimeout,
+			build:   func() (*exec.Cmd, error) { return r.command(bins, c.opts.RedisAOF), nil },
+			ready:   func(ctx context.Context) error { return pingRedis(ctx, r.Addr) },
+			desc:    func() string { return name + " (" + r.Addr + ")" },
+			cl:      &c.state,
+		}
+		c.Redis = append(c.Redis, r)
+		var err error
+		for range startAttempts {
+			ports, perr := freePorts(1)
+			if perr != nil {
+				return perr
+			}
+			r.port, r.Addr = ports[0], hostPort(ports[0])
+			if err = r.start(ctx); !addrInUse(err) {
+				break
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Redis) tsPath() string { return filepath.Join(r.dir, faketimeFile) }
+
+func (r *Redis) command(bins binaries, aof bool) *exec.Cmd {
+	appendonly := "no"
+	if aof {
+		appendonly = "yes"
+	}
+	cmd := exec.Command(bins.redisServer,
+		"--port", strconv.Itoa(r.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", appendonly,
+		"--dir", r.dir,
+		"--daemonize", "no",
+		"--maxclients", strconv.Itoa(redisMaxClients),
+	)
+	cmd.Dir = r.dir
+	if r.faketime {
+		// libc's debugging malloc must come first: with libfaketime alone,
+		// Debian's jemalloc-linked redis-server hangs at start (jemalloc's
+		// initialisation reads the clock, which calls back into malloc).
+		// FAKETIME_NO_CACHE makes every clock read see the file's current
+		// offset, so SetClockOffset takes effect at once.
+		// FAKETIME_DONT_FAKE_MONOTONIC: a real clock step (NTP, a VM
+		// migration) moves the wall clock only, and Redis schedules its own
+		// timers on the monotonic clock; faking that too would stall the
+		// node's event loop (expiry cycle, even shutdown) for as long as a
+		// backward step.
+		cmd.Env = childEnv(
+			"LD_PRELOAD="+bins.mallocDebug+":"+bins.faketime,
+			"FAKETIME_TIMESTAMP_FILE="+r.tsPath(),
+			"FAKETIME_NO_CACHE=1",
+			"FAKETIME_DONT_FAKE_MONOTONIC=1",
+		)
+	} else {
+		cmd.Env = childEnv()
+	}
+	return cmd
+}
+
+// pingRedis sends one PING and expects +PONG.
+func pingRedis(ctx context.Context, addr string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// Kill SIGKILLs the node and waits until it has exited. Killing a node that
+// is not running does nothing.
+func (r *Redis) Kill() error { return r.kill() }
+
+// Start starts the node again, on the same port and directory, and waits
+// until it answers PING. Without Options.RedisAOF it comes back empty.
+// Starting a running node does nothing; after Cluster.Stop it returns
+// ErrStopped.
+func (r *Redis) Start(ctx context.Context) error { return r.start(ctx) }
+
+// Pid returns the node's process id, or 0 when it is not running.
+func (r *Redis) Pid() int { return r.pid() }
+
+// SetClockOffset sets how far the node's wall clock is ahead of real time
+// (behind, for a negative d), at once, while it runs: d = 30*time.Second
+// makes it expire keys 30 s early. Only the wall clock moves, as in a real
+// clock step; the node's monotonic clock does not. It needs Options.Faketime
+// (ErrNoFaketime otherwise). The offset survives Kill and Start.
+func (r *Redis) SetClockOffset(d time.Duration) error {
+	if !r.faketime {
+		return ErrNoFaketime
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return ErrStopped
+	}
+	if err := writeFileAtomic(r.tsPath(), faketimeOffset(d)+"\n"); err != nil {
+		return fmt.Errorf("servers: %s: set clock offset: %w", r.name, err)
+	}
+	return nil
+}
+
+// faketimeOffset formats d as a libfaketime relative offset: "+30s", "-1.5s".
+func faketimeOffset(d time.Duration) string {
+	sign := "+"
+	if d < 0 {
+		sign, d = "-", -d
+	}
+	return sign + strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+}
+
+// writeFileAtomic replaces path's content in one rename, so a reader (here
+// libfaketime, on every clock read) never sees a half-written file.
+func writeFileAtomic(path, content string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after a successful rename this fails harmlessly
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
