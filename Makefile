@@ -23,9 +23,10 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 # test: every package against real servers; -race on the concurrent packages.
-test: vet
-	$(GO) test -count=1 -race $(RACE_PKGS)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /results)
+test: vet build
+	@echo "etcd members run from $(BIN) (LOCKBENCH_ETCD_BIN)"
+	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -race $(RACE_PKGS)
+	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /results)
 
 # bench: the published matrix, quick form (under 5 minutes), into $(OUT).
 bench: build

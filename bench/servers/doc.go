@@ -20,14 +20,14 @@
 // lines of that log are part of the error when a server fails to start.
 //
 // etcd is not a separate binary: it is built into lockbench from
-// go.etcd.io/etcd/server/v3/embed. Each member still runs as a child process
-// (so it can be killed like any other server) by re-executing the current
-// binary (os.Executable) with LOCKBENCH_CHILD=etcd and its configuration in
-// LOCKBENCH_CHILD_ETCD_* environment variables. This package's init function
-// recognises that environment, runs the member until SIGTERM or SIGINT and
-// exits before main (or the test main) ever runs. The same therefore works in
-// the lockbench command and in any go test binary that imports this package;
-// nothing has to be registered.
+// go.etcd.io/etcd/server/v3/embed (package etcdchild). Each member still
+// runs as a child process (so it can be killed like any other server): a
+// lockbench binary started with LOCKBENCH_CHILD=etcd and its configuration in
+// LOCKBENCH_CHILD_ETCD_* environment variables. The lockbench command is its
+// own launcher; a program that does not link etcdchild (a test binary) uses
+// $LOCKBENCH_ETCD_BIN, or builds the lockbench binary once with `go build`.
+// Keeping the etcd server out of test binaries keeps them small and their
+// -race builds fast.
 //
 // PostgreSQL refuses to run as root. When lockbench runs as root, initdb and
 // postgres run as the postgres user, which owns the server's directory; the

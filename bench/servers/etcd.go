@@ -24,20 +24,22 @@ const (
 	// etcdReadyTimeout bounds the wait for a member to report healthy (for a
 	// cluster, that includes electing a leader).
 	etcdReadyTimeout = 20 * time.Second
-	// etcdCloseTimeout bounds a member's graceful close on SIGTERM.
-	etcdCloseTimeout = time.Second
+	// EtcdCloseTimeout bounds a member's graceful close on SIGTERM.
+	EtcdCloseTimeout = time.Second
 )
 
-// Environment of an etcd child process (see etcd_child.go).
+// Environment of an etcd child process: the lockbench binary (or
+// LOCKBENCH_ETCD_BIN) started with ChildEnv=ChildEtcd runs one member, in
+// package etcdchild, configured by the EnvChildEtcd* variables.
 const (
-	envChild          = "LOCKBENCH_CHILD"
-	childEtcd         = "etcd"
-	envEtcdName       = "LOCKBENCH_CHILD_ETCD_NAME"
-	envEtcdDir        = "LOCKBENCH_CHILD_ETCD_DIR"
-	envEtcdClientURL  = "LOCKBENCH_CHILD_ETCD_CLIENT_URL"
-	envEtcdPeerURL    = "LOCKBENCH_CHILD_ETCD_PEER_URL"
-	envEtcdCluster    = "LOCKBENCH_CHILD_ETCD_INITIAL_CLUSTER"
-	envEtcdClusterTok = "LOCKBENCH_CHILD_ETCD_CLUSTER_TOKEN"
+	ChildEnv                 = "LOCKBENCH_CHILD"
+	ChildEtcd                = "etcd"
+	EnvChildEtcdName         = "LOCKBENCH_CHILD_ETCD_NAME"
+	EnvChildEtcdDir          = "LOCKBENCH_CHILD_ETCD_DIR"
+	EnvChildEtcdClientURL    = "LOCKBENCH_CHILD_ETCD_CLIENT_URL"
+	EnvChildEtcdPeerURL      = "LOCKBENCH_CHILD_ETCD_PEER_URL"
+	EnvChildEtcdCluster      = "LOCKBENCH_CHILD_ETCD_INITIAL_CLUSTER"
+	EnvChildEtcdClusterToken = "LOCKBENCH_CHILD_ETCD_CLUSTER_TOKEN"
 )
 
 // etcdState is the implementation part of EtcdMember.
@@ -97,13 +99,13 @@ func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attem
 	token := fmt.Sprintf("%s-%d", filepath.Base(c.dir), attempt)
 	for _, m := range members {
 		env := childEnv(
-			envChild+"="+childEtcd,
-			envEtcdName+"="+m.name,
-			envEtcdDir+"="+m.dataDir,
-			envEtcdClientURL+"="+m.ClientURL,
-			envEtcdPeerURL+"="+m.peerURL,
-			envEtcdCluster+"="+strings.Join(initial, ","),
-			envEtcdClusterTok+"="+token,
+			ChildEnv+"="+ChildEtcd,
+			EnvChildEtcdName+"="+m.name,
+			EnvChildEtcdDir+"="+m.dataDir,
+			EnvChildEtcdClientURL+"="+m.ClientURL,
+			EnvChildEtcdPeerURL+"="+m.peerURL,
+			EnvChildEtcdCluster+"="+strings.Join(initial, ","),
+			EnvChildEtcdClusterToken+"="+token,
 		)
 		m.build = func() (*exec.Cmd, error) {
 			cmd := exec.Command(bins.self)

@@ -20,7 +20,7 @@ type binaries struct {
 	faketime    string // libfaketime.so.1
 	mallocDebug string // libc_malloc_debug.so.0, preloaded before libfaketime
 	pgBin       string // directory holding initdb and postgres
-	self        string // this executable, re-executed as an etcd member
+	self        string // a lockbench binary, run as an etcd member
 }
 
 // aptPackage is one Debian package lockbench may install, at most once per
@@ -71,8 +71,8 @@ func findBinaries(ctx context.Context, needs Needs, opts Options) (binaries, err
 		}
 	}
 	if needs.Etcd {
-		if b.self, err = os.Executable(); err != nil {
-			return b, fmt.Errorf("servers: find this executable to run etcd: %w", err)
+		if b.self, err = etcdLauncher(ctx); err != nil {
+			return b, err
 		}
 	}
 	return b, nil

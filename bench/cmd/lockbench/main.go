@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/lockbench/lockbench/bench/cli"
+	_ "github.com/lockbench/lockbench/bench/servers/etcdchild" // the binary is its own etcd
 	"github.com/lockbench/lockbench/loadgen"
 	_ "github.com/lockbench/lockbench/strategies/all"
 )

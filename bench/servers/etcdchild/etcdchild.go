@@ -1,4 +1,10 @@
-package servers
+// Package etcdchild turns a process into one etcd member (built from
+// go.etcd.io/etcd/server/v3/embed) when package servers started it as one.
+// Only the lockbench binary imports it: keeping the etcd server out of every
+// test binary keeps them small and keeps -race builds fast. Test processes
+// find an etcd launcher through LOCKBENCH_ETCD_BIN or build the lockbench
+// binary once (see servers' etcdLauncher).
+package etcdchild
 
 import (
 	"errors"
@@ -10,12 +16,16 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/lockbench/lockbench/bench/servers"
 )
 
 // init turns this process into an etcd member when it was started as one by
-// Cluster (see the package documentation): it never returns then.
+// servers (it never returns then), and otherwise tells servers that this
+// binary can be its own etcd launcher.
 func init() {
-	if os.Getenv(envChild) != childEtcd {
+	if os.Getenv(servers.ChildEnv) != servers.ChildEtcd {
+		servers.MarkEtcdLinked()
 		return
 	}
 	os.Exit(runEtcdChild())
@@ -52,7 +62,7 @@ func runEtcdChild() int {
 	}
 }
 
-// closeBounded closes e but gives up after etcdCloseTimeout. A graceful
+// closeBounded closes e but gives up after servers.EtcdCloseTimeout. A graceful
 // close waits for clients' open gRPC streams (a lock session's keepalive,
 // a watch) for up to the request timeout, 7 s by default, and, in a cluster
 // whose members all stop at once, for a leadership transfer that cannot
@@ -64,7 +74,7 @@ func closeBounded(e *embed.Etcd) {
 		e.Close()
 		close(done)
 	}()
-	t := time.NewTimer(etcdCloseTimeout)
+	t := time.NewTimer(servers.EtcdCloseTimeout)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -88,9 +98,9 @@ func etcdConfigFromEnv() (*embed.Config, error) {
 		errs = append(errs, err)
 		return v
 	}
-	name, dir := must(envEtcdName), must(envEtcdDir)
-	clientURL, peerURL := must(envEtcdClientURL), must(envEtcdPeerURL)
-	initial, token := must(envEtcdCluster), must(envEtcdClusterTok)
+	name, dir := must(servers.EnvChildEtcdName), must(servers.EnvChildEtcdDir)
+	clientURL, peerURL := must(servers.EnvChildEtcdClientURL), must(servers.EnvChildEtcdPeerURL)
+	initial, token := must(servers.EnvChildEtcdCluster), must(servers.EnvChildEtcdClusterToken)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
