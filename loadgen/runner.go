@@ -327,6 +327,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 		Errors:        snap.ErrorMap(),
 		Latency:       total.Latencies(),
 		DurationNs:    int64(measured),
+		StartUnixNs:   env.start.UnixNano(),
 		BehindNs:      int64(behind),
 		Params: results.Params{
 			Instances: sc.Instances, Workers: sc.Workers, DeliveriesEach: sc.Deliveries,

@@ -91,7 +91,7 @@ func (s PhaseSet) Reset() {
 	}
 }
 
-// Latency summarises h.
+// LatencyOf summarises h.
 func LatencyOf(h *hdrhistogram.Histogram) Latency {
 	if h == nil || h.TotalCount() == 0 {
 		return Latency{}

@@ -17,6 +17,7 @@ const (
 // PhaseNames are the JSON names of the phases, indexed by Phase.
 var PhaseNames = [NumPhases]string{"acquire", "critical", "release", "total"}
 
+// String returns the phase's JSON name, or "unknown".
 func (p Phase) String() string {
 	if p < 0 || p >= NumPhases {
 		return "unknown"

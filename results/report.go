@@ -1,0 +1,196 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// WriteReport writes report.md, what a person reads first: a header with
+// the date, command, host and scenario parameters, the verdict table when
+// faults ran, a short results table of the fault-free runs, then the charts
+// of cs (PNG links, each with a one-line caption) and the charts that were
+// not produced. Everything in it comes from ss, meta and cs, so the same
+// input gives the same bytes.
+func WriteReport(w io.Writer, ss []Summary, meta Meta, cs ChartSet) error {
+	var b strings.Builder
+	title := meta.Title
+	if title == "" {
+		title = "lockbench report"
+	}
+	fmt.Fprintf(&b, "# %s\n\n", title)
+	writeHeader(&b, meta)
+	if len(ss) == 0 {
+		b.WriteString("No run has finished yet.\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+
+	b.WriteString("## Scenarios\n\n")
+	if err := scenarioTable(&b, ss); err != nil {
+		return err
+	}
+
+	if v := VerdictRuns(ss); len(v) > 0 {
+		b.WriteString("\n## Verdicts\n\n")
+		b.WriteString("A run is **UNSAFE** when a payment was processed twice (duplicates), acknowledged but lost, " +
+			"an account was overdrawn, an update was overwritten (lost updates) or a stale fencing token was " +
+			"accepted. Overlaps and rejected stale writes show the lock failing while the store still kept " +
+			"the data safe.\n\n")
+		if err := VerdictTable(&b, v); err != nil {
+			return err
+		}
+	}
+
+	rows := resultRows(ss)
+	b.WriteString("\n## Results\n\n")
+	b.WriteString("Throughput achieved, and the time to take the lock, measured from each payment's intended " +
+		"start (so stalls of the load generator are not hidden).\n\n")
+	if err := resultsMarkdown(&b, rows); err != nil {
+		return err
+	}
+	if len(rows) < len(ss) {
+		fmt.Fprintf(&b, "\nThe other %d runs (sweep points, fault runs) are in `summary.csv` and the charts below.\n", len(ss)-len(rows))
+	}
+	for _, s := range ss {
+		if s.Interrupted {
+			b.WriteString("\nSome runs were interrupted; their figures cover only what ran.\n")
+			break
+		}
+	}
+
+	b.WriteString("\n## Charts\n")
+	for _, ch := range cs.Charts {
+		fmt.Fprintf(&b, "\n### %s\n\n![%s](%s.png)\n\n%s ([SVG](%s.svg))\n", ch.Title, ch.Title, ch.Name, ch.Caption, ch.Name)
+	}
+	if len(cs.Missing) > 0 {
+		b.WriteString("\nNot drawn:\n\n")
+		for _, m := range cs.Missing {
+			fmt.Fprintf(&b, "- %s\n", m)
+		}
+	}
+
+	b.WriteString("\n## Files\n\n")
+	b.WriteString("- `summary.json`, `summary.csv`: every run's counters and latencies (times in ns).\n")
+	if len(VerdictRuns(ss)) > 0 {
+		b.WriteString("- `verdicts.json`: the runs behind the verdict table.\n")
+	}
+	b.WriteString("- `*.hlog`: HdrHistogram interval logs per run and phase, for HistogramLogAnalyzer.\n")
+	b.WriteString("- `bench.txt`: Go benchmark format; compare two directories with `benchstat old/bench.txt new/bench.txt`.\n")
+	b.WriteString("- `meta.json`: how and where this was run. `lockbench report DIR` redraws the charts and this file.\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("results: writing report: %w", err)
+	}
+	return nil
+}
+
+func writeHeader(b *strings.Builder, meta Meta) {
+	var lines []string
+	if !meta.Date.IsZero() {
+		lines = append(lines, "- **Date:** "+meta.Date.Format("2006-01-02 15:04:05 MST"))
+	}
+	if meta.Command != "" {
+		lines = append(lines, "- **Command:** `"+meta.Command+"`")
+	}
+	if h := hostLine(meta.Host); h != "" {
+		lines = append(lines, "- **Host:** "+h)
+	}
+	for _, n := range meta.Notes {
+		lines = append(lines, "- "+n)
+	}
+	if len(lines) > 0 {
+		b.WriteString(strings.Join(lines, "\n") + "\n\n")
+	}
+}
+
+func hostLine(h Host) string {
+	var parts []string
+	if h.Hostname != "" {
+		parts = append(parts, h.Hostname)
+	}
+	if h.OS != "" || h.Arch != "" {
+		parts = append(parts, h.OS+"/"+h.Arch)
+	}
+	if h.NumCPU > 0 {
+		parts = append(parts, strconv.Itoa(h.NumCPU)+" CPUs")
+	}
+	if h.CPU != "" {
+		parts = append(parts, h.CPU)
+	}
+	if h.GoVersion != "" {
+		parts = append(parts, h.GoVersion)
+	}
+	for _, k := range sortedKeysOf(h.Extra) {
+		parts = append(parts, k+" "+h.Extra[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// scenarioTable lists each scenario's parameters, one row per scenario in
+// the order first run; a parameter that differs between its runs (the
+// points of a sweep) shows its range or "varies".
+func scenarioTable(b *strings.Builder, ss []Summary) error {
+	var names []string
+	by := map[string][]Summary{}
+	for _, s := range ss {
+		if _, ok := by[s.Scenario]; !ok {
+			names = append(names, s.Scenario)
+		}
+		by[s.Scenario] = append(by[s.Scenario], s)
+	}
+	header := []string{"scenario", "runs", "instances", "workers", "deliveries", "accounts", "lock key",
+		"rate/s", "hold", "TTL", "store"}
+	right := []bool{false, true, true, true, true, false, false, true, false, true, false}
+	var rows [][]string
+	for _, name := range names {
+		g := by[name]
+		param := func(f func(p Params) string) string {
+			v := f(g[0].Params)
+			for _, s := range g[1:] {
+				if f(s.Params) != v {
+					return "varies"
+				}
+			}
+			return v
+		}
+		accounts := param(func(p Params) string {
+			if p.AccountDist == "" {
+				return strconv.Itoa(p.Accounts)
+			}
+			return fmt.Sprintf("%d (%s)", p.Accounts, p.AccountDist)
+		})
+		rows = append(rows, []string{
+			name, strconv.Itoa(len(g)),
+			param(func(p Params) string { return strconv.Itoa(p.Instances) }),
+			param(func(p Params) string { return strconv.Itoa(p.Workers) }),
+			param(func(p Params) string { return strconv.Itoa(p.DeliveriesEach) }),
+			accounts,
+			param(func(p Params) string { return p.LockKey }),
+			rateRange(g),
+			param(func(p Params) string { return p.Hold }),
+			param(func(p Params) string { return fmtDuration(p.TTLNs) }),
+			param(func(p Params) string { return p.Store }),
+		})
+	}
+	return mdTable(b, header, right, rows)
+}
+
+// rateRange is the offered rate of a scenario's runs: one value, a range
+// for a sweep, or "closed" for a closed loop.
+func rateRange(g []Summary) string {
+	lo, hi := g[0].Params.Rate, g[0].Params.Rate
+	for _, s := range g[1:] {
+		lo, hi = min(lo, s.Params.Rate), max(hi, s.Params.Rate)
+	}
+	f := func(r float64) string {
+		if r == 0 {
+			return "closed"
+		}
+		return fmtRate(r)
+	}
+	if lo == hi {
+		return f(lo)
+	}
+	return f(lo) + "–" + f(hi)
+}

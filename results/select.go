@@ -1,0 +1,221 @@
+package results
+
+import (
+	"sort"
+	"strings"
+)
+
+// Names the report and charts key on. A scenario belongs to a sweep when its
+// name starts with the sweep's name ("contention", "contention-quick").
+const (
+	// FaultNone is the fault of a run without fault injection ("" means
+	// the same).
+	FaultNone = "none"
+	// ScenarioBase is the plain scenario whose latency spectrum is charted.
+	ScenarioBase = "base"
+	// ScenarioContention names a contention sweep: the same load with more
+	// and more contenders per lock key.
+	ScenarioContention = "contention"
+	// ScenarioSweep names a rate sweep: the same scenario at rising offered
+	// rates (Params.Rate).
+	ScenarioSweep = "sweep"
+)
+
+// HasFault reports whether a fault was injected in the run.
+func (s *Summary) HasFault() bool { return s.Fault != "" && s.Fault != FaultNone }
+
+func inSweep(s *Summary, sweep string) bool { return strings.HasPrefix(s.Scenario, sweep) }
+
+// isSweep reports whether s belongs to either kind of sweep.
+func isSweep(s *Summary) bool {
+	return inSweep(s, ScenarioContention) || inSweep(s, ScenarioSweep)
+}
+
+// spectrumRuns picks the runs whose whole-run histograms the latency
+// spectrum shows: the fault-free runs of scenario "base" or, when there are
+// none, of the first fault-free scenario that is not a sweep. One run per
+// series (the first).
+func spectrumRuns(runs []Run) []Run {
+	var cands []Run
+	for _, r := range runs {
+		if !r.Summary.HasFault() && !isSweep(&r.Summary) {
+			cands = append(cands, r)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	scenario := cands[0].Summary.Scenario
+	for _, r := range cands {
+		if r.Summary.Scenario == ScenarioBase {
+			scenario = ScenarioBase
+			break
+		}
+	}
+	seen := map[seriesKey]bool{}
+	var out []Run
+	for _, r := range cands {
+		k := keyOf(&r.Summary)
+		if r.Summary.Scenario != scenario || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, r)
+	}
+	return out
+}
+
+// sweepSummaries returns the fault-free summaries of the named sweep.
+func sweepSummaries(ss []Summary, sweep string) []Summary {
+	var out []Summary
+	for _, s := range ss {
+		if !s.HasFault() && inSweep(&s, sweep) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// faultRunsWithIntervals groups the faulted runs that have intervals by
+// fault, faults in FaultOrder.
+func faultRunsWithIntervals(runs []Run) (faults []string, byFault map[string][]Run) {
+	byFault = map[string][]Run{}
+	for _, r := range runs {
+		if !r.Summary.HasFault() || len(r.Intervals) == 0 {
+			continue
+		}
+		f := r.Summary.Fault
+		if _, ok := byFault[f]; !ok {
+			faults = append(faults, f)
+		}
+		byFault[f] = append(byFault[f], r)
+	}
+	sortFaults(faults)
+	return faults, byFault
+}
+
+// resultRows are the runs of the short results table: the fault-free runs
+// that are neither sweep points nor the baseline of a fault scenario (the
+// verdict table and the charts show those), falling back to every
+// fault-free run, then to every run.
+func resultRows(ss []Summary) []Summary {
+	faulted := map[string]bool{}
+	for i := range ss {
+		if ss[i].HasFault() {
+			faulted[ss[i].Scenario] = true
+		}
+	}
+	tiers := []func(s *Summary) bool{
+		func(s *Summary) bool { return !s.HasFault() && !isSweep(s) && !faulted[s.Scenario] },
+		func(s *Summary) bool { return !s.HasFault() && !isSweep(s) },
+		func(s *Summary) bool { return !s.HasFault() },
+	}
+	for _, keep := range tiers {
+		var out []Summary
+		for i := range ss {
+			if keep(&ss[i]) {
+				out = append(out, ss[i])
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return ss
+}
+
+func sortFaults(faults []string) {
+	sort.SliceStable(faults, func(i, j int) bool {
+		ri, rj := faultRank(faults[i]), faultRank(faults[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return faults[i] < faults[j]
+	})
+}
+
+// seriesKey identifies one line of a chart: a strategy, with or without
+// fencing checked by the store.
+type seriesKey struct {
+	Strategy string
+	Fencing  bool
+}
+
+func keyOf(s *Summary) seriesKey { return seriesKey{s.Strategy, s.Fencing} }
+
+func (k seriesKey) less(o seriesKey) bool {
+	ri, rj := strategyRank(k.Strategy), strategyRank(o.Strategy)
+	if ri != rj {
+		return ri < rj
+	}
+	if k.Strategy != o.Strategy {
+		return k.Strategy < o.Strategy
+	}
+	return !k.Fencing && o.Fencing
+}
+
+// labeler names series. A strategy that ran both with and without fencing
+// in the same set gets "(fenced)" or "(unfenced)" after its name; one that
+// ran only one way keeps its plain name.
+type labeler map[string]int // strategy → bit 1: unfenced seen, bit 2: fenced seen
+
+func newLabeler(ss []Summary) labeler {
+	l := labeler{}
+	for i := range ss {
+		l.add(&ss[i])
+	}
+	return l
+}
+
+func newRunLabeler(runs []Run) labeler {
+	l := labeler{}
+	for i := range runs {
+		l.add(&runs[i].Summary)
+	}
+	return l
+}
+
+func (l labeler) add(s *Summary) {
+	if s.Fencing {
+		l[s.Strategy] |= 2
+	} else {
+		l[s.Strategy] |= 1
+	}
+}
+
+func (l labeler) label(k seriesKey) string {
+	if l[k.Strategy] != 3 {
+		return k.Strategy
+	}
+	if k.Fencing {
+		return k.Strategy + " (fenced)"
+	}
+	return k.Strategy + " (unfenced)"
+}
+
+// split reports whether k's strategy ran both ways, so its unfenced line
+// must look different from its fenced one.
+func (l labeler) split(k seriesKey) bool { return l[k.Strategy] == 3 }
+
+// sortedKeys returns the distinct series of ss in legend order.
+func sortedKeys(ss []Summary) []seriesKey {
+	seen := map[seriesKey]bool{}
+	var keys []seriesKey
+	for i := range ss {
+		k := keyOf(&ss[i])
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
+	return keys
+}
+
+func summariesOf(runs []Run) []Summary {
+	ss := make([]Summary, len(runs))
+	for i, r := range runs {
+		ss[i] = r.Summary
+	}
+	return ss
+}
