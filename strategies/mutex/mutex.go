@@ -56,6 +56,9 @@ func (m *Mutex) slot(key string) chan struct{} {
 
 // Acquire waits until key is free in this instance or ctx is done.
 func (m *Mutex) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // select would pick a free slot half the time
+	}
 	s := m.slot(key)
 	select {
 	case s <- struct{}{}:

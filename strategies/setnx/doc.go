@@ -1,1 +1,16 @@
+// Package setnx is the classic single-node Redis lock: SET key value NX PX ttl
+// with a unique owner value, released by a compare-and-delete Lua script so a
+// lease never deletes a lock that someone else holds now.
+//
+// Acquire makes one attempt and returns strategies.ErrNotAcquired when the lock
+// is held; callers retry with strategies.AcquireRetry.
+//
+// Caveats, which lockbench's faults demonstrate:
+//   - setnx is unsafe under a process pause (GC, SIGSTOP) or slow work longer
+//     than the TTL: the key expires, another instance takes the lock, and the
+//     paused holder carries on believing it owns it. There is no fencing token
+//     for the store to reject its late writes (see package fencing).
+//   - One node is a single point of failure: when it is down, nobody gets the
+//     lock (kill-node), and when it restarts without persistence every lock
+//     is forgotten (restart-node).
 package setnx

@@ -1,0 +1,94 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// testCase is one row of the table every strategy runs through.
+type testCase struct {
+	name string
+	// notRun says why the case does not apply to the strategy under test,
+	// or "" when it does; nil means it applies to every strategy.
+	notRun func(h *harness) string
+	run    func(t *testing.T, h *harness)
+}
+
+// makeCases returns the table, in the order the cases run. The cases that
+// stop servers come last but one, and restart them before they return.
+func makeCases() []testCase {
+	return []testCase{
+		// A lease has the key it was asked for, a token exactly when the
+		// strategy fences, and a deadline that is zero or in the future and
+		// within TTL; it keeps a second contender out; releasing it twice
+		// reports ErrNotOwner the second time.
+		{name: "lease", run: testLease},
+		// 32 contenders sharing one strategy object never overlap in the
+		// critical section (nolock must be caught overlapping).
+		{name: "exclusion-shared", run: func(t *testing.T, h *harness) { testExclusion(t, h, false) }},
+		// The same with one strategy object per contender, as separate
+		// instances would have: cross-process strategies never overlap,
+		// in-process ones must be caught overlapping.
+		{name: "exclusion-per-contender", run: func(t *testing.T, h *harness) { testExclusion(t, h, true) }},
+		// A released lease cannot release the lock that B took since: A gets
+		// ErrNotOwner and B still holds the lock.
+		{name: "stale-release-after-release", notRun: excludesNobody, run: testStaleAfterRelease},
+		// A lease that expired cannot release the lock that B took since.
+		{name: "stale-release-after-expiry", notRun: inProcess, run: testStaleAfterExpiry},
+		// A holder that stops (closes its strategy without releasing) loses
+		// the lock after its TTL: another contender takes it within the
+		// tolerance, and not before the holder's Deadline.
+		{name: "expiry", notRun: inProcess, run: testExpiry},
+		// Acquire returns promptly with an error once its context is
+		// cancelled or past its deadline, also while it waits for a held lock.
+		{name: "cancel", run: testCancel},
+		// Successive holders of one key get strictly increasing tokens.
+		{name: "fencing-order", notRun: notFencing, run: testFencingOrder},
+		// With its servers killed a strategy fails within 5s, both Acquire on
+		// an existing object and New; after a restart the old object works
+		// again.
+		{name: "server-down", notRun: cannotStop, run: testServerDown},
+		// A quorum strategy still acquires with a minority of its nodes dead
+		// and fails promptly with a majority dead.
+		{name: "quorum", notRun: noQuorum, run: testQuorum},
+	}
+}
+
+func excludesNobody(h *harness) string {
+	if h.control() {
+		return "it is the control and excludes nobody"
+	}
+	return ""
+}
+
+func inProcess(h *harness) string {
+	if !h.info.CrossProcess {
+		return "Info.CrossProcess is false: an in-process lock has no TTL"
+	}
+	return ""
+}
+
+func notFencing(h *harness) string {
+	if !h.info.Fencing {
+		return "Info.Fencing is false: leases carry no token"
+	}
+	return ""
+}
+
+func cannotStop(h *harness) string {
+	if h.info.Backend == strategies.BackendNone {
+		return "Info.Backend is none: no server to stop"
+	}
+	if h.nodes() == nil {
+		return "Env has no Node to stop for backend " + string(h.info.Backend)
+	}
+	return ""
+}
+
+func noQuorum(h *harness) string {
+	if h.info.Backend != strategies.BackendRedis || h.info.RedisNodes < 3 {
+		return "not a quorum of Redis nodes (Info.RedisNodes < 3)"
+	}
+	return cannotStop(h)
+}

@@ -1,0 +1,59 @@
+package redisutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// Classify turns an error from a call to the node at addr into what the
+// strategies report:
+//
+//   - when ctx (the caller's context) is done, an error wrapping ctx.Err():
+//     the caller gave up, the server is not to blame;
+//   - a Redis error reply that means "not serving right now" (LOADING,
+//     MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY, max clients), and every
+//     transport failure (refused, reset, EOF, timeout, pool timeout, a
+//     per-call deadline), wrapped in strategies.ErrUnavailable;
+//   - any other Redis error reply (a bug or a misconfiguration), wrapped as is.
+//
+// It returns nil for a nil err.
+func Classify(ctx context.Context, addr string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx != nil && ctx.Err() != nil {
+		if errors.Is(err, ctx.Err()) {
+			return fmt.Errorf("redis %s: %w", addr, err)
+		}
+		return fmt.Errorf("redis %s: %w (%v)", addr, ctx.Err(), err)
+	}
+	var reply redis.Error
+	if errors.As(err, &reply) && !transient(err) {
+		return fmt.Errorf("redis %s: %w", addr, err)
+	}
+	return fmt.Errorf("%w: redis %s: %w", strategies.ErrUnavailable, addr, err)
+}
+
+// transient reports whether a Redis error reply means the node cannot serve
+// the request now but might later.
+func transient(err error) bool {
+	return redis.IsLoadingError(err) || redis.IsMasterDownError(err) ||
+		redis.IsTryAgainError(err) || redis.IsClusterDownError(err) ||
+		redis.IsReadOnlyError(err) || redis.IsMaxClientsError(err)
+}
+
+// IsTimeout reports whether err is a timeout rather than a refusal: a
+// deadline passed, a socket read or write timed out, or no pooled connection
+// came free in time. A timeout says the node (or this client) is slow, not
+// that it is down.
+func IsTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}

@@ -1,0 +1,101 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/redlock"
+)
+
+// startNodes starts n Redis nodes for the test and stops them at its end.
+func startNodes(t *testing.T, n int) *servers.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts Redis servers; run without -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := servers.Start(ctx, servers.Needs{Redis: n}, servers.Options{})
+	if err != nil {
+		t.Fatalf("start Redis: %v", err)
+	}
+	t.Cleanup(func() { _ = cl.Stop() })
+	return cl
+}
+
+func open(t *testing.T, cl *servers.Cluster, ttl time.Duration) *redlock.Redlock {
+	t.Helper()
+	r, err := redlock.New(context.Background(), strategies.Config{RedisAddrs: cl.Endpoints().RedisAddrs, TTL: ttl})
+	if err != nil {
+		t.Fatalf("New: got %v; want a strategy", err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+func TestRedlock(t *testing.T) {
+	cl := startNodes(t, redlock.DefaultNodes)
+	const ttl = 10 * time.Second
+	nodeTimeout := min(redlock.DefaultNodeTimeout, ttl/10)
+	drift := time.Duration(float64(ttl)*redlock.DriftFactor) + redlock.DriftConstant
+
+	// The deadline allows for clock drift and counts from before the round.
+	t.Run("deadline", func(t *testing.T) {
+		r := open(t, cl, ttl)
+		l, err := r.Acquire(context.Background(), "deadline")
+		after := time.Now()
+		if err != nil {
+			t.Fatalf("Acquire: got %v; want a lease", err)
+		}
+		defer l.Release(context.Background())
+		if dl, limit := l.Deadline(), after.Add(ttl-drift); dl.After(limit) || !dl.After(after) {
+			t.Errorf("Deadline: got %v after Acquire returned; want in (0, ttl−drift = %v]", dl.Sub(after), ttl-drift)
+		}
+	})
+
+	// Nodes are asked in parallel: two nodes that never answer (SIGSTOPped)
+	// cost one per-node timeout, not two, and a quorum still grants.
+	t.Run("parallel", func(t *testing.T) {
+		r := open(t, cl, ttl)
+		for _, n := range cl.Redis[:2] {
+			if err := syscall.Kill(n.Pid(), syscall.SIGSTOP); err != nil {
+				t.Fatalf("SIGSTOP node: %v", err)
+			}
+			defer syscall.Kill(n.Pid(), syscall.SIGCONT)
+		}
+		start := time.Now()
+		l, err := r.Acquire(context.Background(), "parallel")
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("Acquire with 2 of 5 nodes stopped: got %v; want a lease", err)
+		}
+		defer l.Release(context.Background())
+		if took < nodeTimeout || took >= 2*nodeTimeout {
+			t.Errorf("Acquire with 2 of 5 nodes stopped: took %v; want one per-node timeout (%v), not one per stopped node", took, nodeTimeout)
+		}
+	})
+
+	// Without a quorum the error names the failed nodes.
+	t.Run("node-errors", func(t *testing.T) {
+		r := open(t, cl, ttl)
+		for i, n := range cl.Redis[:3] {
+			if err := n.Kill(); err != nil {
+				t.Fatalf("kill node %d: %v", i, err)
+			}
+			defer n.Start(context.Background())
+		}
+		_, err := r.Acquire(context.Background(), "node-errors")
+		if !errors.Is(err, strategies.ErrUnavailable) {
+			t.Fatalf("Acquire with 3 of 5 nodes down: got %v; want ErrUnavailable", err)
+		}
+		var ne *redlock.NodeError
+		if !errors.As(err, &ne) || ne.Node > 2 {
+			t.Errorf("errors.As(%v, *NodeError): got %v; want one of the killed nodes 0-2", err, ne)
+		}
+	})
+}
