@@ -2,11 +2,31 @@ package cli
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
+	"os"
+
+	"github.com/lockbench/lockbench/results"
 )
 
-// runReport is `lockbench report`. Not built yet.
-func runReport(context.Context, []string, io.Writer, io.Writer) error {
-	return errors.New("report: not built yet")
+// runReport is `lockbench report DIR`: re-render the charts and report.md
+// from the run directory's data files alone.
+func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("report", stderr)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return parseFlags(fs, args, stdout)
+	}
+	if fs.NArg() != 1 {
+		return usageErr("report: want exactly one run directory, got %d arguments", fs.NArg())
+	}
+	dir := fs.Arg(0)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usageErr("report: %s is not a run directory", dir)
+	}
+	if err := results.Render(dir); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "report: %s/report.md\n", dir)
+	return nil
 }
