@@ -1,0 +1,59 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// classify turns an error from a request made on behalf of op into what the
+// strategy reports:
+//
+//   - when ctx (the caller's context) is done, an error wrapping ctx.Err():
+//     the caller gave up, the cluster is not to blame;
+//   - an etcd or gRPC error that means "cannot serve now" (unavailable, no
+//     leader, request timed out, …), and every transport failure or
+//     per-request deadline, wrapped in strategies.ErrUnavailable;
+//   - any other error the server returned (a bug or a misconfiguration),
+//     wrapped as is.
+func classify(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil {
+		if errors.Is(err, ctx.Err()) {
+			return fmt.Errorf("etcdlock: %s: %w", op, err)
+		}
+		return fmt.Errorf("etcdlock: %s: %w (%v)", op, ctx.Err(), err)
+	}
+	if code, ok := serverCode(err); ok && !transient(code) {
+		return fmt.Errorf("etcdlock: %s: %w", op, err)
+	}
+	return fmt.Errorf("%w: etcdlock: %s: %w", strategies.ErrUnavailable, op, err)
+}
+
+// serverCode returns the gRPC code of an error the server (or gRPC) returned.
+func serverCode(err error) (codes.Code, bool) {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code(), true
+	}
+	if s, ok := status.FromError(err); ok {
+		return s.Code(), true
+	}
+	return codes.Unknown, false
+}
+
+// transient reports whether code means the cluster cannot serve the request
+// now but might later.
+func transient(code codes.Code) bool {
+	switch code {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled,
+		codes.ResourceExhausted, codes.Aborted, codes.Internal:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,216 @@
+package pgonconflict
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// Defaults. The timeouts are short on purpose: a database that does not
+// answer within a couple of seconds is down as far as a payment is concerned,
+// and the benchmark must report that rather than hang.
+const (
+	// DefaultMaxConns is the connection pool size of one strategy object
+	// (one instance): 32, so that an instance's workers rarely queue for a
+	// connection. Mind Postgres's max_connections (100 by default) when
+	// running many instances.
+	DefaultMaxConns = 32
+	// DefaultWarmConns is how many connections New opens before it returns:
+	// 8, lockbench's default workers per instance, so that the first claims
+	// do not all wait for new server processes at once (a connection costs
+	// tens of milliseconds of server CPU).
+	DefaultWarmConns = 8
+	// DefaultStatementTimeout bounds each statement, including the wait for
+	// a pooled connection and any connection attempt: 3s, so a stopped
+	// server is reported within that.
+	DefaultStatementTimeout = 3 * time.Second
+	// DefaultConnectTimeout bounds one connection attempt: 5s. It is longer
+	// than DefaultStatementTimeout on purpose: the pool finishes an attempt
+	// in the background when the statement that started it gives up, so a
+	// server that is slow to start backends (a burst of new connections on
+	// a busy machine) still gets its connections into the pool, instead of
+	// having each one abandoned and started again.
+	DefaultConnectTimeout = 5 * time.Second
+)
+
+func init() {
+	strategies.Register(strategies.Info{
+		Name:         "pg-onconflict",
+		Description:  "Postgres claim row via INSERT … ON CONFLICT with a DB-clock lease; fenced by a sequence",
+		Backend:      strategies.BackendPostgres,
+		Fencing:      true,
+		CrossProcess: true,
+		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
+			o, err := New(ctx, cfg)
+			if err != nil {
+				return nil, err // not a nil *T in a non-nil interface
+			}
+			return o, nil
+		},
+	})
+}
+
+// OnConflict locks keys with claim rows in the Postgres database at
+// Config.PostgresDSN. It is safe for concurrent use.
+type OnConflict struct {
+	pool  *pgxpool.Pool
+	ttl   time.Duration
+	owner string
+}
+
+var _ strategies.Strategy = (*OnConflict)(nil)
+
+// New connects to cfg.PostgresDSN with a pool of DefaultMaxConns connections,
+// checks within DefaultStatementTimeout that the database answers, creates
+// the lock table and token sequence if they do not exist, and opens
+// DefaultWarmConns connections. Claims last cfg.TTL (microsecond resolution,
+// that of Postgres intervals).
+func New(ctx context.Context, cfg strategies.Config) (*OnConflict, error) {
+	cfg = cfg.WithDefaults()
+	if cfg.PostgresDSN == "" {
+		return nil, errors.New("pgonconflict: no Config.PostgresDSN")
+	}
+	ttl := cfg.TTL.Truncate(time.Microsecond)
+	if ttl <= 0 {
+		return nil, fmt.Errorf("pgonconflict: TTL %v is below the 1µs resolution of an interval", cfg.TTL)
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.PostgresDSN)
+	if err != nil {
+		// pgx redacts passwords in its parse errors only on a best-effort
+		// basis, and the cause may quote the whole string: say nothing of it.
+		return nil, errors.New("pgonconflict: Config.PostgresDSN is not a valid connection string (not shown: it may hold a password)")
+	}
+	pcfg.MaxConns = DefaultMaxConns
+	pcfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, classify(ctx, "connect", err)
+	}
+	if err := createSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	warm(ctx, pool, DefaultWarmConns)
+	owner, err := ownerValue(cfg.Owner)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgonconflict: %w", err)
+	}
+	return &OnConflict{pool: pool, ttl: ttl, owner: owner}, nil
+}
+
+// warm opens up to n connections, one after another (a burst of new
+// connections is what makes a server slow to accept them), within
+// DefaultStatementTimeout in all, and returns them to the pool. Failures are
+// left for the first claims to meet.
+func warm(ctx context.Context, pool *pgxpool.Pool, n int) {
+	wctx, cancel := context.WithTimeout(ctx, DefaultStatementTimeout)
+	defer cancel()
+	var conns []*pgxpool.Conn
+	for range n {
+		c, err := pool.Acquire(wctx)
+		if err != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+}
+
+// ownerValue returns prefix/16 random hex digits: unique per strategy
+// object, so a claim row names the instance that holds it.
+func ownerValue(prefix string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return prefix + "/" + hex.EncodeToString(b[:]), nil
+}
+
+// Acquire makes one claim attempt. It returns strategies.ErrNotAcquired when
+// the key's claim is live, and an error wrapping strategies.ErrUnavailable
+// when the database cannot be reached within DefaultStatementTimeout.
+func (o *OnConflict) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The deadline counts from before the statement is sent: the database's
+	// now() cannot be earlier than that (on one clock).
+	start := time.Now()
+	token, err := o.claim(ctx, key)
+	if isUndefinedTable(err) {
+		// The table or sequence is gone: dropped, or lost in a crash of a
+		// server that does not sync its commits. Create them again, once.
+		if err := createSchema(ctx, o.pool); err != nil {
+			return nil, err
+		}
+		start = time.Now()
+		token, err = o.claim(ctx, key)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, strategies.ErrNotAcquired
+	}
+	if err != nil {
+		return nil, classify(ctx, "acquire "+key, err)
+	}
+	return &lease{o: o, key: key, token: token, deadline: start.Add(o.ttl)}, nil
+}
+
+// claim runs claimSQL within DefaultStatementTimeout.
+func (o *OnConflict) claim(ctx context.Context, key string) (int64, error) {
+	sctx, cancel := context.WithTimeout(ctx, DefaultStatementTimeout)
+	defer cancel()
+	var token int64
+	err := o.pool.QueryRow(sctx, claimSQL, key, o.owner, o.ttl).Scan(&token)
+	return token, err
+}
+
+// Close closes the pool, waiting for statements in flight (each bounded by
+// DefaultStatementTimeout). Claims still held expire by their TTL.
+func (o *OnConflict) Close() error {
+	o.pool.Close()
+	return nil
+}
+
+// lease is one claim row.
+type lease struct {
+	o        *OnConflict
+	key      string
+	token    int64
+	deadline time.Time
+}
+
+// Key returns the lock key.
+func (l *lease) Key() string { return l.key }
+
+// Token returns the claim's token from lockbench_lock_tokens.
+func (l *lease) Token() int64 { return l.token }
+
+// Deadline returns the client's time before the claim plus the TTL; the
+// database decides by its own clock.
+func (l *lease) Deadline() time.Time { return l.deadline }
+
+// Release frees the claim if it is still this lease's and has not expired.
+// It returns strategies.ErrNotOwner otherwise, and on a second Release.
+func (l *lease) Release(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, DefaultStatementTimeout)
+	defer cancel()
+	tag, err := l.o.pool.Exec(sctx, releaseSQL, l.key, l.o.owner, l.token)
+	if err != nil {
+		return classify(ctx, "release "+l.key, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return strategies.ErrNotOwner
+	}
+	return nil
+}

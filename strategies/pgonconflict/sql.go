@@ -1,0 +1,96 @@
+package pgonconflict
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// schemaLockID is the advisory lock that serializes createSchema across
+// processes ("lockbenc" in ASCII).
+const schemaLockID int64 = 0x6c6f636b62656e63
+
+// schemaSQL creates the sequence and the table. The sequence's CACHE 1 (the
+// default, spelled out) matters: with a larger cache each connection would
+// hand out numbers from its own block, out of time order.
+var schemaSQL = []string{
+	`CREATE SEQUENCE IF NOT EXISTS lockbench_lock_tokens CACHE 1`,
+	`CREATE TABLE IF NOT EXISTS lockbench_locks (
+		key        text        PRIMARY KEY,
+		owner      text        NOT NULL,
+		token      bigint      NOT NULL,
+		expires_at timestamptz NOT NULL
+	)`,
+}
+
+// claimSQL takes the lock on $1 for owner $2 for the interval $3, returning
+// the new token, or no row when a live claim holds the key.
+//
+// The ON CONFLICT path locks the key's row before it evaluates its WHERE,
+// even when the claim turns out to be live, so every failed attempt would
+// take (and log) a row lock and queue behind the others. The NOT EXISTS
+// filter, evaluated first on the statement's snapshot without locking,
+// turns those attempts away at once. It only decides "not acquired": a
+// claim that the snapshot shows as live was live when the statement began.
+// Whether the lock is taken is still decided by the ON CONFLICT WHERE, on
+// the row's latest version, under its lock.
+//
+// Tokens must grow across successive holders of a key. A token drawn for
+// the inserted row would not be safe in general: nextval runs when the
+// statement builds that row, before the conflict check, so a statement
+// delayed between the two (descheduled, or waiting on the previous holder's
+// row lock) could take the key after a holder that drew a larger number
+// later. Hence:
+//
+//   - On the update path (the row exists), the token is a fresh nextval in
+//     SET, which Postgres evaluates only after it has locked the latest
+//     version of the row and found the claim expired or released. The
+//     previous holder's statement drew its token before committing that
+//     version, and the row lock waits for that commit, so the new token is
+//     larger.
+//   - The insert path only succeeds when the key has no row at all. Rows are
+//     never deleted (Release marks them free instead), so that is the key's
+//     first holder ever, with no predecessor to compare against.
+//
+// The inserted row's nextval is drawn on every attempt that passes the
+// filter; on the update path it only leaves a gap in the sequence.
+const claimSQL = `INSERT INTO lockbench_locks AS l (key, owner, token, expires_at)
+SELECT $1::text, $2::text, nextval('lockbench_lock_tokens'), now() + $3::interval
+WHERE NOT EXISTS (SELECT 1 FROM lockbench_locks WHERE key = $1::text AND expires_at > now())
+ON CONFLICT (key) DO UPDATE
+	SET owner = EXCLUDED.owner,
+	    token = nextval('lockbench_lock_tokens'),
+	    expires_at = EXCLUDED.expires_at
+	WHERE l.expires_at <= now()
+RETURNING token`
+
+// releaseSQL frees $1's claim if owner $2 still holds it with token $3 and
+// it has not expired. It keeps the row (see claimSQL); -infinity makes it
+// free for any claimant, whatever the transaction start times.
+const releaseSQL = `UPDATE lockbench_locks SET expires_at = '-infinity'
+WHERE key = $1 AND owner = $2 AND token = $3 AND expires_at > now()`
+
+// createSchema creates the sequence and table if they are missing. An
+// advisory lock serializes it across processes: concurrent CREATE … IF NOT
+// EXISTS statements can both see nothing and then collide in the catalogs
+// with a unique violation.
+func createSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	sctx, cancel := context.WithTimeout(ctx, DefaultStatementTimeout)
+	defer cancel()
+	err := pgx.BeginFunc(sctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(sctx, `SELECT pg_advisory_xact_lock($1)`, schemaLockID); err != nil {
+			return err
+		}
+		for _, stmt := range schemaSQL {
+			if _, err := tx.Exec(sctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return classify(ctx, "create schema", err)
+	}
+	return nil
+}
