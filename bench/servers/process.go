@@ -3,10 +3,12 @@ package servers
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -111,6 +113,11 @@ func (p *proc) exited() bool {
 
 // kill SIGKILLs the whole process group and waits until it is gone.
 func (p *proc) kill() error {
+	// Children that left the group (postgres backends call setsid) die too:
+	// a backend outliving a killed postmaster would still answer queries.
+	for _, c := range descendants(p.pid) {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
 	err := syscall.Kill(-p.pid, syscall.SIGKILL)
 	<-p.done
 	p.waitGroupGone()
@@ -216,4 +223,25 @@ func childEnv(extra ...string) []string {
 		env = append(env, kv)
 	}
 	return append(env, extra...)
+}
+
+// descendants lists pid's children, grandchildren and so on, from /proc.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p, p))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out
 }
