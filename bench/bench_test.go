@@ -1,0 +1,253 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/strategies"
+	_ "github.com/lockbench/lockbench/strategies/all"
+)
+
+// contenders are the contention levels of BenchmarkLock: lock holders
+// racing for one key. 16 is the most, because each contender is an
+// instance with its own connections: pg-onconflict warms 8 per instance,
+// and 32 instances (256 connections, plus those of the previous run still
+// closing) exhaust a Postgres with max_connections 300.
+var contenders = []int{1, 4, 16}
+
+const (
+	// startTimeout bounds starting the local servers: 3 minutes (initdb and
+	// a first apt-get install can be slow).
+	startTimeout = 3 * time.Minute
+	// runTimeout bounds one benchmark run: 5 minutes.
+	runTimeout = 5 * time.Minute
+	// benchHold is the work inside the lock besides the store's read and
+	// write: none. Go sleeps shorter than a millisecond take about a
+	// millisecond on an idle process (the netpoller waits in whole
+	// milliseconds), so any hold would swamp the lock's own cost.
+	benchHold = "0s"
+	// harnessAccounts spreads the harness ceiling's payments over enough
+	// accounts that the store's per-account bookkeeping is not contended.
+	harnessAccounts = 10_000
+)
+
+// unitLines tell benchstat which way is better for the custom units (the
+// "Unit" metadata lines of the Go benchmark format).
+var unitLines = []string{
+	"Unit ops/s Better=higher",
+	"Unit ops/cpu-s Better=higher",
+}
+
+// lockServers are the servers the benchmarks run against, started at most
+// once, on first use, and stopped by TestMain.
+var lockServers struct {
+	once    sync.Once
+	ep      servers.Endpoints
+	cluster *servers.Cluster
+	err     error
+}
+
+// skipOnce prints the reason BenchmarkLock is skipped once, not per -count.
+var skipOnce sync.Once
+
+// endpoints returns the servers' endpoints, starting the local servers the
+// environment does not name the first time it is called.
+func endpoints() (servers.Endpoints, error) {
+	s := &lockServers
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		defer cancel()
+		need := servers.Needs{Redis: 5, Etcd: true, Postgres: true}
+		s.ep, s.cluster, s.err = servers.Ensure(ctx, need, servers.EndpointsFromEnv(), servers.Options{})
+		if s.err != nil {
+			s.err = errors.New(servers.Redact(s.err.Error()))
+		}
+	})
+	return s.ep, s.err
+}
+
+func TestMain(m *testing.M) {
+	// Instance processes and etcd members re-execute this binary.
+	loadgen.MaybeRunChild()
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		for _, l := range unitLines {
+			fmt.Println(l)
+		}
+	}
+	code := m.Run()
+	if err := lockServers.cluster.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: stopping servers:", err)
+	}
+	os.Exit(code)
+}
+
+// BenchmarkLock measures lock cycles of every registered strategy with 1, 4
+// and 16 contenders on one key (see the package documentation for the
+// shape of the load and what each metric means).
+func BenchmarkLock(b *testing.B) {
+	ep, err := endpoints()
+	if err != nil {
+		msg := fmt.Sprintf("BenchmarkLock skipped: the lock servers are unavailable (set %s, %s and %s to use your own): %v",
+			servers.EnvRedisAddrs, servers.EnvEtcdEndpoints, servers.EnvPostgresDSN, err)
+		// go test shows a benchmark's skip message only with -v: say it
+		// once on stderr too.
+		skipOnce.Do(func() { fmt.Fprintln(os.Stderr, msg) })
+		b.Skip(msg)
+	}
+	lock := strategies.Config{
+		RedisAddrs:    ep.RedisAddrs,
+		RedisPassword: ep.RedisPassword,
+		EtcdEndpoints: ep.EtcdEndpoints,
+		PostgresDSN:   ep.PostgresDSN,
+	}
+	st, err := dialStore()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	for _, name := range strategies.Names() {
+		for _, n := range contenders {
+			b.Run("strategy="+name+"/contenders="+strconv.Itoa(n), func(b *testing.B) {
+				benchLock(b, name, n, lock, st)
+			})
+		}
+	}
+}
+
+// benchLock runs b.N lock cycles of strategy name with n contenders.
+func benchLock(b *testing.B, name string, n int, lock strategies.Config, st store.Store) {
+	b.Helper()
+	sc := loadgen.DefaultScenario()
+	sc.Name = "bench"
+	sc.Instances, sc.Workers, sc.Deliveries = n, 1, n
+	sc.Accounts = 1
+	sc.Payments = (b.N + n - 1) / n
+	sc.Hold, _ = loadgen.ParseHold(benchHold)
+	sc.Rate = 0
+
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st})
+	if err != nil {
+		b.Fatal(servers.Redact(err.Error()))
+	}
+	s := r.Summary
+	acq := s.Latency["acquire"]
+	b.ReportMetric(float64(s.DurationNs)/float64(max(s.Deliveries, 1)), "ns/op")
+	b.ReportMetric(float64(acq.P50), "acquire-p50-ns")
+	b.ReportMetric(float64(acq.P99), "acquire-p99-ns")
+	b.ReportMetric(s.OpsPerSec, "ops/s")
+	b.ReportMetric(float64(s.UnsafeCount()), "unsafe")
+	// Cycles that gave up (--acquire-timeout) or failed are part of the
+	// result, not a failure of the benchmark: ns/op counts them as
+	// attempted, ops/s only counts cycles completed.
+	b.ReportMetric(float64(errorCount(s.Errors)+s.NotAcquired), "failed")
+}
+
+// BenchmarkHarnessCeiling measures the load generator itself: nolock, no
+// hold, one instance with GOMAXPROCS workers, recording on. ops/cpu-s is
+// lock cycles per CPU-second spent by this process (all goroutines), the
+// harness's cost per core.
+func BenchmarkHarnessCeiling(b *testing.B) {
+	sc := loadgen.DefaultScenario()
+	sc.Name = "harness"
+	sc.Instances, sc.Workers, sc.Deliveries = 1, runtime.GOMAXPROCS(0), 1
+	sc.Accounts = harnessAccounts
+	sc.Payments = b.N
+	sc.Hold, _ = loadgen.ParseHold("0s")
+	sc.Rate = 0
+	st := store.NewMemory()
+	defer st.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cpu0 := cpuTime()
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: "nolock", Scenario: sc, Store: st})
+	cpu := cpuTime() - cpu0
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := r.Summary
+	b.ReportMetric(float64(s.DurationNs)/float64(max(s.Deliveries, 1)), "ns/op")
+	b.ReportMetric(s.OpsPerSec, "ops/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(s.Deliveries)/cpu.Seconds(), "ops/cpu-s")
+	}
+}
+
+// remoteStore is the tiny bank's memory store reached over a loopback
+// connection, as a real storage service would be (and as instance
+// processes reach it): the critical section is a read and a write, each a
+// round trip. That is what lets a missing lock show: two holders are
+// inside at once for the length of a round trip, not of a function call.
+// Reset and Counts, the judge's side, stay in-process.
+type remoteStore struct {
+	*store.Memory
+	client *store.Client
+	ln     net.Listener
+}
+
+var _ store.Store = (*remoteStore)(nil)
+
+// dialStore serves a fresh memory store on a loopback port and connects to
+// it.
+func dialStore() (*remoteStore, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	mem := store.NewMemory()
+	go func() { _ = store.Serve(ln, mem) }()
+	client, err := store.Dial(context.Background(), ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &remoteStore{Memory: mem, client: client, ln: ln}, nil
+}
+
+// Enter reads over the connection.
+func (s *remoteStore) Enter(ctx context.Context, r store.EnterReq) (store.EnterResp, error) {
+	return s.client.Enter(ctx, r)
+}
+
+// Finish writes over the connection.
+func (s *remoteStore) Finish(ctx context.Context, r store.FinishReq) (store.FinishResp, error) {
+	return s.client.Finish(ctx, r)
+}
+
+// Close closes the connection, the listener and the store.
+func (s *remoteStore) Close() error {
+	return errors.Join(s.client.Close(), s.ln.Close(), s.Memory.Close())
+}
+
+// cpuTime is the user and system CPU time used by this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func errorCount(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
