@@ -62,15 +62,26 @@ func NewRecorder() *Recorder { return &Recorder{interval: NewPhaseSet()} }
 // Record adds one latency for phase p, clamped to the histogram's range
 // (values under MinLatencyNs are kept, at coarser precision).
 func (r *Recorder) Record(p Phase, d time.Duration) {
+	r.mu.Lock()
+	_ = r.interval[p].RecordValue(clamp(d))
+	r.mu.Unlock()
+}
+
+// RecordCycle records one whole lock cycle's phases under one lock.
+func (r *Recorder) RecordCycle(acquire, critical, release, total time.Duration) {
+	r.mu.Lock()
+	for p, d := range [NumPhases]time.Duration{acquire, critical, release, total} {
+		_ = r.interval[p].RecordValue(clamp(d))
+	}
+	r.mu.Unlock()
+}
+
+func clamp(d time.Duration) int64 {
 	v := int64(d)
 	if v < 0 {
-		v = 0
-	} else if v > MaxLatencyNs {
-		v = MaxLatencyNs
+		return 0
 	}
-	r.mu.Lock()
-	_ = r.interval[p].RecordValue(v)
-	r.mu.Unlock()
+	return min(v, MaxLatencyNs)
 }
 
 // Swap returns what was recorded since the last Swap and starts a new

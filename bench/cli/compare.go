@@ -7,10 +7,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockbench/lockbench/bench/servers"
@@ -75,6 +78,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	cycle := 1 / (1/setRate + 1/relRate)
+	plain, err := goRedisCycles(ctx, addr, *clients, *n)
+	if err != nil {
+		return err
+	}
 
 	sc := loadgen.DefaultScenario()
 	sc.Name = "compare-redis"
@@ -95,7 +102,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "redis-benchmark  EVALSHA rel %10.0f req/s\n", relRate)
 	fmt.Fprintf(stdout, "redis-benchmark  lock cycle  %10.0f cycles/s  (1 / (1/set + 1/release))\n", cycle)
 	fmt.Fprintf(stdout, "lockbench setnx  lock cycle  %10.0f cycles/s  (%d workers, hold 0, %s)\n", ours, *clients, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "go-redis alone   lock cycle  %10.0f cycles/s  (same client settings and commands, no harness)\n", plain)
 	fmt.Fprintf(stdout, "ratio lockbench / redis-benchmark: %.2f (target ≥ 0.80)\n", ours/cycle)
+	fmt.Fprintf(stdout, "ratio lockbench / go-redis alone:  %.2f (the harness's own cost)\n", ours/plain)
+	fmt.Fprintf(stdout, "ratio go-redis / redis-benchmark:  %.2f (the Go client's cost against redis-benchmark's C)\n", plain/cycle)
 	return nil
 }
 
@@ -109,4 +119,39 @@ func parseBenchCSV(out []byte) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("redis-benchmark: unexpected output %q", out)
+}
+
+// goRedisCycles runs lock cycles (SET NX PX, then the release script) with
+// the client settings the strategies use and nothing else: no store, no
+// histograms, no scheduling. It separates the Go client's cost from the
+// harness's.
+func goRedisCycles(ctx context.Context, addr string, clients, n int) (float64, error) {
+	rc := redis.NewClient(redisutil.Options(addr, ""))
+	defer rc.Close()
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range clients {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for next.Add(1) <= int64(n) {
+				key := redisutil.LockKey("bench:" + strconv.Itoa(r.IntN(1_000_000)))
+				value := redisutil.OwnerValue("bench")
+				if err := rc.SetNX(ctx, key, value, 2*time.Second).Err(); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				if err := redisutil.ReleaseScript.Run(ctx, rc, []string{key}, value).Err(); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, fmt.Errorf("go-redis baseline: %w", err)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
 }

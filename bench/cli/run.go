@@ -22,6 +22,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the table")
 	failOnUnsafe := fs.Bool("fail-on-unsafe", false, "exit 3 when any strategy lost safety (for CI)")
 	faultSpec := fs.String("fault", "none", "fault to inject: "+faultHelp())
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of lockbench itself to this file (to check the harness)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -52,6 +53,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer sess.Close()
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	for _, name := range names {
 		if ctx.Err() != nil {

@@ -13,6 +13,9 @@ import (
 // DialTimeout bounds connecting to a served store: 3 seconds.
 const DialTimeout = 3 * time.Second
 
+// CallTimeout bounds a call whose context has no deadline: 10 seconds.
+const CallTimeout = 10 * time.Second
+
 // Service exposes a Store over net/rpc: the coordinator serves it, and
 // instance processes reach it over a connection as they would a real
 // storage service.
@@ -76,6 +79,12 @@ func Dial(ctx context.Context, addr string) (*Client, error) {
 }
 
 func (c *Client) call(ctx context.Context, method string, args, reply any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		// Never wait forever on a coordinator that went away.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
+		defer cancel()
+	}
 	cl := c.conns[int(c.next.Add(1))%len(c.conns)]
 	call := cl.Go(method, args, reply, make(chan *rpc.Call, 1))
 	select {
