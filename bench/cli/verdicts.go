@@ -1,12 +1,377 @@
 package cli
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
+	"fmt"
 	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
 )
 
-// runVerdicts is `lockbench verdicts`. Not built yet.
-func runVerdicts(context.Context, []string, io.Writer, io.Writer) error {
-	return errors.New("verdicts: not built yet")
+// VerdictsMarkdownFile is the verdict table in Markdown, written next to
+// verdicts.json.
+const VerdictsMarkdownFile = "verdicts.md"
+
+// The verdict scenario: small enough that the whole table takes a few
+// minutes on two cores, contended enough that every fault meets a holder
+// and a contender. Two instances each get every payment (the seed's "same
+// request lands on two instances"); the TTL is short so that pause and slow
+// outlast it quickly.
+const (
+	verdictInstances = 2
+	verdictWorkers   = 4
+	verdictAccounts  = 10
+	verdictHold      = "5ms"
+	verdictTTL       = time.Second
+	verdictRate      = 100 // payments per second, open loop
+	// verdictPayments is 3.5 s of load: the fault strikes at 30% (about
+	// 1 s in) and a node fault (1.5 s) is over a second before the end.
+	verdictPayments = 350
+	// verdictBaseline is the shorter fault-free run: 1.5 s.
+	verdictBaseline = 150
+	// verdictFaultLength is how long kill-node and partition last, instead
+	// of their 3 s default.
+	verdictFaultLength = "1500ms"
+)
+
+// verdictFaultSpec is the --fault value each fault runs with in the table.
+func verdictFaultSpec(name string) string {
+	switch name {
+	case "kill-node":
+		return name + ":down=" + verdictFaultLength
+	case "partition":
+		return name + ":for=" + verdictFaultLength
+	}
+	return name
+}
+
+// verdictScenario is the scenario of one cell, before the fault adjusts it.
+func verdictScenario(fault string, fencing bool) loadgen.Scenario {
+	sc := loadgen.DefaultScenario()
+	sc.Name = "verdicts"
+	sc.Instances, sc.Deliveries, sc.Workers = verdictInstances, verdictInstances, verdictWorkers
+	sc.Accounts = verdictAccounts
+	sc.Hold, _ = loadgen.ParseHold(verdictHold)
+	sc.TTL = verdictTTL
+	sc.Rate = verdictRate
+	sc.Payments = verdictPayments
+	if fault == "none" {
+		sc.Payments = verdictBaseline
+	}
+	sc.Fencing = fencing
+	return sc
+}
+
+// verdictCase is one cell of the table: a strategy under a fault, with the
+// store's fencing check off or on.
+type verdictCase struct {
+	strategy string
+	info     strategies.Info
+	spec     faults.Spec
+	sc       loadgen.Scenario
+}
+
+func (c verdictCase) label() string {
+	return fmt.Sprintf("%s × %s (fencing %s)", c.strategy, c.spec.Name, onOff(c.sc.Fencing && c.info.Fencing))
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// verdictCases lists the cells: every fault (in SPEC order) × every
+// strategy it applies to; strategies with fencing tokens twice, with the
+// store's check off (what the lock alone gives) and on (what the token
+// adds). Strategies without tokens run once, the check being moot for them.
+func verdictCases(names, faultNames []string) ([]verdictCase, error) {
+	var cases []verdictCase
+	for _, f := range faultNames {
+		spec, err := faults.Parse(verdictFaultSpec(f))
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			info, _ := strategies.Lookup(name)
+			if !spec.AppliesTo(info) {
+				continue
+			}
+			fencings := []bool{false}
+			if info.Fencing {
+				fencings = []bool{false, true}
+			}
+			for _, fencing := range fencings {
+				sc, err := spec.Adjust(verdictScenario(f, fencing))
+				if err != nil {
+					return nil, err
+				}
+				if err := sc.Validate(); err != nil {
+					return nil, err
+				}
+				cases = append(cases, verdictCase{strategy: name, info: info, spec: spec, sc: sc})
+			}
+		}
+	}
+	return cases, nil
+}
+
+// parseFaults checks a --fault list (names only) against the registry.
+func parseFaults(v string) ([]string, error) {
+	if v == "" || v == "all" {
+		return faults.Names(), nil
+	}
+	var out []string
+	for _, n := range splitList(v) {
+		if _, ok := faults.Lookup(n); !ok {
+			return nil, usageErr("--fault: unknown fault %q; want a comma-separated list of %s, or all", n, strings.Join(faults.Names(), ", "))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// hasLocal reports whether the session started the servers of the
+// strategy's backend itself (node faults need that).
+func (s *session) hasLocal(info strategies.Info) bool {
+	c := s.cluster
+	if c == nil {
+		return false
+	}
+	switch info.Backend {
+	case strategies.BackendRedis:
+		return len(c.Redis) >= max(info.RedisNodes, 1)
+	case strategies.BackendEtcd:
+		return len(c.Etcd) > 0
+	case strategies.BackendPostgres:
+		return c.Postgres != nil
+	}
+	return false
+}
+
+// needsLocal lists the faults that act on servers lockbench started.
+var needsLocal = map[string]bool{"kill-node": true, "restart-node": true, "clock-jump": true}
+
+// runVerdicts is `lockbench verdicts`: every strategy under every fault that
+// applies to it, in one small scenario, and the verdict table.
+func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("verdicts", stderr)
+	var ef endpointFlags
+	ef.register(fs)
+	strategyList := fs.String("strategy", "all", "comma-separated strategies (see `lockbench strategies`), or all")
+	faultList := fs.String("fault", "all", "comma-separated faults, or all: "+strings.Join(faults.Names(), ", "))
+	out := fs.String("out", "", "run directory (default out/verdicts-DATE-TIME)")
+	asJSON := fs.Bool("json", false, "print verdicts.json to stdout instead of the table")
+	failOnUnsafe := fs.Bool("fail-on-unsafe", false, "exit 3 when any strategy lost safety (for CI)")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return err
+	}
+	names, err := parseStrategies(*strategyList)
+	if err != nil {
+		return err
+	}
+	faultNames, err := parseFaults(*faultList)
+	if err != nil {
+		return err
+	}
+	cases, err := verdictCases(names, faultNames)
+	if err != nil {
+		return err
+	}
+	if len(cases) == 0 {
+		return usageErr("--fault: none of %s applies to %s", strings.Join(faultNames, ", "), strings.Join(names, ", "))
+	}
+	var opts servers.Options
+	for _, c := range cases {
+		o := c.spec.ServerOptions()
+		opts.Faketime = opts.Faketime || o.Faketime
+	}
+	var need servers.Needs
+	for _, c := range cases {
+		n := needs([]string{c.strategy}, c.sc)
+		need.Redis = max(need.Redis, n.Redis)
+		need.Etcd = need.Etcd || n.Etcd
+		need.Postgres = need.Postgres || n.Postgres
+	}
+	dir, err := newRunDir(*out, "verdicts", args)
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	sess, err := openSession(ctx, ef, need, opts, stderr)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+
+	var tokenless []string
+	for _, c := range cases {
+		if !c.info.Fencing && !contains(tokenless, c.strategy) {
+			tokenless = append(tokenless, c.strategy)
+		}
+	}
+	var skipped, failed []string
+	for i, c := range cases {
+		if ctx.Err() != nil {
+			break
+		}
+		if needsLocal[c.spec.Name] && !sess.hasLocal(c.info) {
+			skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
+			continue
+		}
+		fault, err := c.spec.New()
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		r, err := sess.run(ctx, c.strategy, c.sc, fault)
+		if err != nil {
+			// One broken cell must not cost the whole table.
+			failed = append(failed, fmt.Sprintf("%s: %v", c.label(), err))
+			fmt.Fprintf(stderr, "[%d/%d] %s: error: %v\n", i+1, len(cases), c.label(), err)
+			continue
+		}
+		if err := dir.add(r); err != nil {
+			return err
+		}
+		s := r.Summary
+		fmt.Fprintf(stderr, "[%d/%d] %s: %s (duplicates %d, overlaps %d, stale rejected %d, availability %.0f%%) in %s\n",
+			i+1, len(cases), c.label(), s.Verdict(), s.Duplicates, s.Overlaps, s.StaleRejected, 100*s.Availability, time.Since(t0).Round(100*time.Millisecond))
+	}
+	sums := dir.summaries()
+	var table bytes.Buffer
+	if err := results.VerdictTable(&table, sums); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir.dir, VerdictsMarkdownFile), table.Bytes()); err != nil {
+		return err
+	}
+	wall := time.Since(began).Round(time.Second)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sums); err != nil {
+			return err
+		}
+	} else {
+		stdout.Write(table.Bytes())
+		fmt.Fprintln(stdout)
+		if err := windowTable(stdout, dir.runs); err != nil {
+			return err
+		}
+		if len(tokenless) > 0 {
+			fmt.Fprintf(stdout, "\n%s issue no fencing token, so the store's check cannot help them: they run once, with it off.\n", strings.Join(tokenless, ", "))
+		}
+		fmt.Fprintf(stdout, "%d runs in %s; run directory: %s\n", len(sums), wall, dir.dir)
+	}
+	for _, s := range skipped {
+		fmt.Fprintln(stderr, "skipped:", s)
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "interrupted: partial results in %s\n", dir.dir)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("verdicts: %d of %d runs failed:\n  %s", len(failed), len(cases), strings.Join(failed, "\n  "))
+	}
+	if *failOnUnsafe {
+		for _, s := range sums {
+			if s.Unsafe {
+				return fmt.Errorf("%w: %s", ErrUnsafe, s.String())
+			}
+		}
+	}
+	return nil
+}
+
+// windowTable shows what each fault did to availability while it lasted:
+// the lock cycles completed per second before, during and after the fault
+// window. They come from the run's one-second latency intervals, each
+// interval's cycles shared out in proportion to its overlap with the three
+// spans, so the figures are approximate for windows of a second or two.
+func windowTable(w io.Writer, runs []results.Run) error {
+	fmt.Fprintln(w, "Lock cycles completed per second before, during and after each fault window (from 1 s intervals, approximate):")
+	fmt.Fprintln(w)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-14s %-12s %-7s %-15s %8s %8s %8s\n", "strategy", "fault", "fencing", "window", "before", "during", "after")
+	for _, r := range runs {
+		s := r.Summary
+		if s.FaultWindow == nil {
+			continue
+		}
+		spans := [3][2]int64{{math.MinInt64, s.FaultWindow.StartNs}, {s.FaultWindow.StartNs, s.FaultWindow.EndNs}, {s.FaultWindow.EndNs, math.MaxInt64}}
+		var n, secs [3]float64
+		for _, iv := range r.Intervals {
+			length := float64(iv.EndNs - iv.StartNs)
+			if length <= 0 {
+				continue
+			}
+			var c float64
+			if h := iv.Hists[results.Critical]; h != nil {
+				c = float64(h.TotalCount())
+			}
+			for k, sp := range spans {
+				overlap := float64(min(iv.EndNs, sp[1]) - max(iv.StartNs, sp[0]))
+				if overlap > 0 {
+					n[k] += c * overlap / length
+					secs[k] += time.Duration(overlap).Seconds()
+				}
+			}
+		}
+		rate := func(k int) string {
+			if secs[k] < 0.1 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f", n[k]/secs[k])
+		}
+		win := fmt.Sprintf("%.1f–%.1fs", time.Duration(s.FaultWindow.StartNs).Seconds(), time.Duration(s.FaultWindow.EndNs).Seconds())
+		fmt.Fprintf(&b, "%-14s %-12s %-7s %-15s %8s %8s %8s\n", s.Strategy, s.Fault, onOff(s.Fencing), win, rate(0), rate(1), rate(2))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeFileAtomic writes data to path through a temporary file and a
+// rename, so a reader never sees half a file.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, firstErr(werr, cerr))
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }

@@ -1,5 +1,65 @@
 // Package faults injects the faults that break locks (SPEC §4): a paused
 // instance process, work that outlasts the TTL, a killed or restarted node, a
 // partitioned node, a node whose clock jumps. Each fault is bounded in time
-// and undone by the end of the run.
+// and undone by the end of the run (the process continued, the node started
+// again, the proxy healed, the clock set back), also when the run is
+// cancelled; its window and timeline are recorded in the run's summary
+// (fault_window, fault_events).
+//
+// A fault is chosen with --fault NAME[:key=value,…] (Parse). Every fault
+// takes at=SHARE, the share of the run's payments offered before it strikes
+// (default DefaultAt, 0.3). The others:
+//
+//   - pause: instance=N (default any), for=D (default 1.5 × TTL + 1s; for
+//     etcd its lease, the TTL rounded up to whole seconds and at least 2s).
+//     Runs the instances as processes and SIGSTOPs one inside a critical
+//     section, then SIGCONTs it.
+//   - slow: instance=N, for=D (defaults as pause). The caught critical
+//     section's work takes for=D; runs the instances as goroutines.
+//   - kill-node: node=N (default 0), down=D (default 3s). SIGKILLs a Redis
+//     node, the etcd member or Postgres and starts it again.
+//   - restart-node, clock-jump: node=N (default 0; for redlock the middle
+//     node), hold=D (default TTL/2), split=on|off (default on); clock-jump
+//     also jump=D (default TTL + 1s). Redis strategies only.
+//   - partition: node=N (default 0), mode=cut|delay (default cut),
+//     delay=D (default 200ms), for=D (default 3s).
+//
+// # How the faults hit every time
+//
+// pause, slow, restart-node and clock-jump act from inside the store's Enter
+// (loadgen.FaultEnv.OnEnter), synchronously, on the first holder of a
+// payment: nobody has processed that payment yet, the holder will write it,
+// and the payment's other delivery is waiting for the lock. Keeping that
+// holder inside past its lock (pause, slow), or making the lock's node forget
+// it while the holder is inside (restart-node, clock-jump), therefore lets
+// the other delivery process the payment too: double-processing unless the
+// store checks a fencing token.
+//
+// Redlock needs the failed node in both majorities. With split on (and an
+// odd number of nodes), restart-node and clock-jump route the nodes after the
+// first quorum (3 and 4 of 5) through toxiproxy proxies and refuse them to
+// every instance when the fault begins, so that the caught holder's majority
+// is {0, 1, 2}; node 2 then fails, the proxies heal, and a contender's
+// majority is {2, 3, 4} — Kleppmann's scenario ("How to do distributed
+// locking"), with the holder still inside its lock's validity.
+//
+// # Caveats
+//
+//   - Faults that kill, restart or move the clock of a server need servers
+//     lockbench started (ErrNeedsLocalServers otherwise); clock-jump needs
+//     them under libfaketime, which Spec.ServerOptions asks for. partition
+//     works with given servers too: it only reroutes the lock config.
+//   - A Redis node comes back empty after kill-node and restart-node. The
+//     fencing strategy's token counter lives there too: after the restart
+//     tokens start again from 1, below what the store has seen, so with the
+//     store's check on every later write is refused as stale (safe, and
+//     unavailable), and with it off they are counted as stale accepted.
+//   - partition's cut drops every byte both ways (toxiproxy's timeout toxic)
+//     and, when it heals, closes the connections that lived through it:
+//     bytes were lost mid-stream, so their protocol state is gone.
+//   - slow slows the caught section by setting the instance's next section's
+//     length from inside the holder's own Enter; another worker of the same
+//     instance entering in the microseconds between could take it instead.
+//   - kill-node on Postgres refuses --store postgres: the store would die
+//     with the lock server.
 package faults

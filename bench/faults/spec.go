@@ -11,6 +11,7 @@ import (
 )
 
 // Spec is a parsed --fault value: NAME or NAME:key=value,key=value.
+// The zero Spec is not valid; Parse("none") is the fault-free run.
 type Spec struct {
 	Name   string
 	Params map[string]string
@@ -88,6 +89,9 @@ func Parse(s string) (Spec, error) {
 			}
 			sp.Params[key] = val
 		}
+	}
+	if k.New == nil && len(sp.Params) > 0 {
+		return Spec{}, &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s takes no parameters", name)}
 	}
 	// Build once to validate the parameters.
 	if k.New != nil {

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/results"
+)
+
+// verdictsTimeout bounds the restricted verdict table below.
+const verdictsTimeout = 55 * time.Second
+
+// `lockbench verdicts`, restricted to setnx and fencing without a fault and
+// under pause, prints the table and writes verdicts.json (one object per
+// strategy × fault × fencing) and verdicts.md: setnx loses safety under the
+// pause, fencing with the store's check on does not (its stale write is
+// rejected).
+func TestVerdicts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis node and instance processes; skipped with -short")
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), verdictsTimeout)
+	defer cancel()
+	var out, errb bytes.Buffer
+	began := time.Now()
+	err := Run(ctx, []string{"verdicts", "--strategy", "setnx,fencing", "--fault", "none,pause", "--out", dir}, &out, &errb)
+	t.Logf("verdicts in %s:\n%s\nstderr:\n%s", time.Since(began).Round(time.Millisecond), out.String(), errb.String())
+	if err != nil {
+		t.Fatalf("verdicts: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("verdicts did not finish within %s", verdictsTimeout)
+	}
+
+	f, err := os.Open(filepath.Join(dir, results.VerdictsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := results.ReadJSON(f)
+	if err != nil {
+		t.Fatalf("verdicts.json: %v", err)
+	}
+	byID := map[string]results.Summary{}
+	for _, s := range got {
+		byID[s.Strategy+"/"+s.Fault+"/"+onOff(s.Fencing)] = s
+	}
+	want := []struct {
+		id     string
+		unsafe bool
+	}{
+		{"setnx/none/off", false},
+		{"fencing/none/off", false},
+		{"fencing/none/on", false},
+		{"setnx/pause/off", true},
+		{"fencing/pause/off", true},
+		{"fencing/pause/on", false},
+	}
+	if len(got) != len(want) {
+		t.Errorf("verdicts.json has %d objects; want %d (strategy × fault × fencing)", len(got), len(want))
+	}
+	for _, w := range want {
+		s, ok := byID[w.id]
+		if !ok {
+			t.Errorf("verdicts.json has no %s", w.id)
+			continue
+		}
+		if s.Unsafe != w.unsafe {
+			t.Errorf("%s: unsafe = %v (duplicates %d, overlaps %d, stale rejected %d); want %v", w.id, s.Unsafe, s.Duplicates, s.Overlaps, s.StaleRejected, w.unsafe)
+		}
+	}
+	if s := byID["fencing/pause/on"]; s.StaleRejected == 0 {
+		t.Errorf("fencing/pause/on: stale rejected = 0; want the resumed holder's write rejected")
+	}
+	if s := byID["setnx/pause/off"]; s.Duplicates == 0 || s.FaultWindow == nil {
+		t.Errorf("setnx/pause/off: duplicates %d, window %v; want duplicates and a fault window", s.Duplicates, s.FaultWindow)
+	}
+
+	md, err := os.ReadFile(filepath.Join(dir, VerdictsMarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"| setnx", "| fencing", "**UNSAFE**", "| pause"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("verdicts.md lacks %q:\n%s", w, md)
+		}
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("the printed table lacks %q", w)
+		}
+	}
+}
+
+// Bad lists are usage errors (exit 2), found before any server starts.
+func TestVerdictsUsage(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verdicts", "--fault", "meteor"}, "--fault"},
+		{[]string{"verdicts", "--strategy", "zookeeper"}, "--strategy"},
+		// No fault of the list applies: nolock has no server to kill.
+		{[]string{"verdicts", "--strategy", "nolock", "--fault", "kill-node"}, "--fault"},
+	}
+	for _, tc := range cases {
+		var out, errb bytes.Buffer
+		err := Run(context.Background(), tc.args, &out, &errb)
+		if code := ExitCode(err, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 naming %s", tc.args, code, errb.String(), tc.want)
+		}
+	}
+}
+
+// The table's cells: each fault × the strategies it applies to, strategies
+// with fencing tokens twice (the store's check off, then on), and the
+// scenario each fault needs.
+func TestVerdictCases(t *testing.T) {
+	cases, err := verdictCases([]string{"nolock", "setnx", "etcd"}, []string{"none", "pause", "clock-jump"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cases {
+		got = append(got, c.label()+" "+c.sc.InstanceMode)
+	}
+	want := []string{
+		"nolock × none (fencing off) goroutine",
+		"setnx × none (fencing off) goroutine",
+		"etcd × none (fencing off) goroutine",
+		"etcd × none (fencing on) goroutine",
+		"setnx × pause (fencing off) process",
+		"etcd × pause (fencing off) process",
+		"etcd × pause (fencing on) process",
+		"setnx × clock-jump (fencing off) goroutine",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The window table shares each interval's lock cycles out by its overlap
+// with the spans before, during and after the fault window.
+func TestWindowTable(t *testing.T) {
+	iv := func(startS, endS float64, cycles int) results.Interval {
+		h := results.NewPhaseSet()
+		for range cycles {
+			_ = h[results.Critical].RecordValue(int64(time.Millisecond))
+		}
+		return results.Interval{StartNs: int64(startS * 1e9), EndNs: int64(endS * 1e9), Hists: h}
+	}
+	r := results.Run{
+		Summary: results.Summary{Strategy: "setnx", Fault: "kill-node", FaultWindow: &results.Window{StartNs: 1e9, EndNs: 2.5e9}},
+		// 100/s before, nothing in [1s, 2s), 100/s after 3s; the interval
+		// straddling the window's end (2.5s) has 50 cycles, shared half
+		// and half.
+		Intervals: []results.Interval{iv(0, 1, 100), iv(1, 2, 0), iv(2, 3, 50), iv(3, 4, 100)},
+	}
+	var b bytes.Buffer
+	if err := windowTable(&b, []results.Run{r}); err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(strings.Split(strings.TrimSpace(b.String()), "\n")[3])
+	got := strings.Join(fields[len(fields)-3:], " ")
+	// during: 25 of the straddling interval's cycles over 1.5s ≈ 17/s;
+	// after: 25 + 100 over 1.5s ≈ 83/s.
+	if want := "100 17 83"; got != want {
+		t.Errorf("before/during/after = %q; want %q\n%s", got, want, b.String())
+	}
+}

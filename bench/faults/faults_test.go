@@ -1,0 +1,225 @@
+package faults_test
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// pausePayments is two seconds of load: the pause strikes at 30%.
+const pausePayments = 200
+
+// Under pause, a lock alone does not protect the store: the paused holder's
+// lock expires, the payment's other delivery takes it and processes the
+// payment, and the resumed holder writes too (SPEC §4).
+func TestPauseUnfencedRedis(t *testing.T) {
+	ctx := deadline(t)
+	for _, strategy := range []string{"setnx", "redlock"} {
+		t.Run(strategy, func(t *testing.T) { pausedUnsafe(ctx, t, strategy) })
+	}
+}
+
+// The same holds for leases: etcd's session lease expires when the paused
+// process stops renewing it, and nothing renews pg-onconflict's lease,
+// which lapses on the database's clock during the pause.
+func TestPauseUnfencedLeases(t *testing.T) {
+	ctx := deadline(t)
+	for _, strategy := range []string{"etcd", "pg-onconflict"} {
+		t.Run(strategy, func(t *testing.T) { pausedUnsafe(ctx, t, strategy) })
+	}
+}
+
+// pauseFor is the pause fault of the tests: etcd's lease (2s) is noticed
+// lapsed by the server within half a second normally, but a loaded machine
+// (the race detector slows the etcd member too) can take seconds more, so
+// etcd's pause is 6s instead of its default 4s.
+func pauseFor(strategy string) string {
+	if strategy == "etcd" {
+		return "pause:for=6s"
+	}
+	return "pause"
+}
+
+func pausedUnsafe(ctx context.Context, t *testing.T, strategy string) {
+	r := run(ctx, t, strategy, pauseFor(strategy), small(pausePayments, false))
+	struck(t, r)
+	s := r.Summary
+	if s.Overlaps == 0 || s.Duplicates == 0 || !s.Unsafe {
+		t.Errorf("overlaps %d, duplicates %d, unsafe %v; want overlaps > 0, duplicates > 0, unsafe",
+			s.Overlaps, s.Duplicates, s.Unsafe)
+	}
+}
+
+// Under pause, the fencing token keeps the store safe: the resumed holder's
+// write carries an older token than the new holder's and is rejected.
+// pg-onconflict is safe this way too — by its token, not by its lease.
+func TestPauseFenced(t *testing.T) {
+	ctx := deadline(t)
+	for _, strategy := range []string{"fencing", "etcd", "pg-onconflict"} {
+		t.Run(strategy, func(t *testing.T) {
+			r := run(ctx, t, strategy, pauseFor(strategy), small(pausePayments, true))
+			struck(t, r)
+			s := r.Summary
+			if s.StaleRejected == 0 || s.Duplicates != 0 || s.Unsafe {
+				t.Errorf("stale rejected %d, duplicates %d, unsafe %v; want stale rejected > 0, no duplicates, safe",
+					s.StaleRejected, s.Duplicates, s.Unsafe)
+			}
+		})
+	}
+}
+
+// Under slow, work that outlasts the TTL breaks a lock that is not renewed
+// (setnx), while etcd's keepalive renews the lease under the slow holder:
+// it survives, with no overlap at all.
+func TestSlow(t *testing.T) {
+	ctx := deadline(t)
+	t.Run("setnx", func(t *testing.T) {
+		r := run(ctx, t, "setnx", "slow", small(pausePayments, false))
+		struck(t, r)
+		if s := r.Summary; s.Overlaps == 0 || !s.Unsafe {
+			t.Errorf("overlaps %d, unsafe %v; want overlaps > 0, unsafe", s.Overlaps, s.Unsafe)
+		}
+	})
+	t.Run("etcd", func(t *testing.T) {
+		r := run(ctx, t, "etcd", "slow", small(pausePayments, false))
+		struck(t, r)
+		if s := r.Summary; s.Overlaps != 0 || s.Unsafe {
+			t.Errorf("overlaps %d, unsafe %v; want no overlap and safe: the keepalive renews the lease", s.Overlaps, s.Unsafe)
+		}
+	})
+}
+
+// killPayments is 6 seconds of load; killFault takes the node down from
+// 20% (1.2s, later when the load generator runs behind) for 2s, which leaves
+// a whole one-second interval inside the window and more than one after it.
+const (
+	killPayments = 600
+	killFault    = "kill-node:at=0.2,down=2s"
+	cutFault     = "partition:at=0.2,for=2s"
+)
+
+// With its only node killed setnx cannot lock (no lock cycle completes
+// while the node is down, and deliveries fail), and it recovers once the
+// node is back. Redlock keeps its quorum and keeps processing.
+func TestKillNode(t *testing.T) {
+	ctx := deadline(t)
+	t.Run("setnx", func(t *testing.T) {
+		r := run(ctx, t, "setnx", killFault, small(killPayments, false))
+		w := struck(t, r)
+		s := r.Summary
+		before, during, after := cycles(r, w)
+		t.Logf("lock cycles before %d, during %d, after %d (whole intervals)", before, during, after)
+		failed := s.NotAcquired
+		for _, n := range s.Errors {
+			failed += n
+		}
+		if during != 0 {
+			t.Errorf("%d lock cycles completed while the node was down; want 0", during)
+		}
+		if failed == 0 || s.Availability >= 1 {
+			t.Errorf("failed deliveries %d, availability %.3f; want failures and availability < 1", failed, s.Availability)
+		}
+		if after == 0 {
+			t.Errorf("no lock cycle after the node came back; want setnx to recover")
+		}
+		if s.Unsafe {
+			t.Errorf("unsafe; want a dead node to cost availability, not safety")
+		}
+	})
+	t.Run("redlock", func(t *testing.T) {
+		r := run(ctx, t, "redlock", killFault, small(killPayments, false))
+		w := struck(t, r)
+		s := r.Summary
+		before, during, after := cycles(r, w)
+		t.Logf("lock cycles before %d, during %d, after %d (whole intervals)", before, during, after)
+		if during == 0 {
+			t.Errorf("no lock cycle while node 0 was down; want redlock to keep its quorum")
+		}
+		if s.Processed != s.Payments || s.Unsafe {
+			t.Errorf("processed %d of %d, unsafe %v; want every payment processed, safely", s.Processed, s.Payments, s.Unsafe)
+		}
+	})
+}
+
+// A Redis node that restarts empty, or whose clock jumps past the TTL, while
+// a holder is inside its critical section, lets redlock grant that lock a
+// second time: the node is in both majorities (see strike). Every time.
+func TestRedlockTwiceUnderNodeFaults(t *testing.T) {
+	ctx := deadline(t)
+	for _, fault := range []string{"restart-node", "clock-jump"} {
+		t.Run(fault, func(t *testing.T) {
+			r := run(ctx, t, "redlock", fault, small(pausePayments, false))
+			struck(t, r)
+			if s := r.Summary; s.Overlaps == 0 || s.Duplicates == 0 {
+				t.Errorf("overlaps %d, duplicates %d; want the lock granted twice: overlaps > 0 and duplicates > 0", s.Overlaps, s.Duplicates)
+			}
+		})
+	}
+}
+
+// The same node faults break single-node locks, and the fencing token (whose
+// counter survives a clock jump) still keeps the store safe.
+func TestSingleNodeUnderNodeFaults(t *testing.T) {
+	ctx := deadline(t)
+	cases := []struct {
+		strategy, fault string
+		fencing         bool
+		wantUnsafe      bool
+	}{
+		{"setnx", "restart-node", false, true},
+		{"setnx", "clock-jump", false, true},
+		{"fencing", "clock-jump", true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.strategy+"/"+tc.fault, func(t *testing.T) {
+			r := run(ctx, t, tc.strategy, tc.fault, small(pausePayments, tc.fencing))
+			struck(t, r)
+			s := r.Summary
+			if s.Overlaps == 0 {
+				t.Errorf("overlaps = 0; want the lock granted twice")
+			}
+			if s.Unsafe != tc.wantUnsafe {
+				t.Errorf("unsafe = %v (duplicates %d, lost updates %d, stale accepted %d); want %v",
+					s.Unsafe, s.Duplicates, s.LostUpdates, s.StaleAccepted, tc.wantUnsafe)
+			}
+			if !tc.wantUnsafe && s.StaleRejected == 0 {
+				t.Errorf("stale rejected = 0; want the old holder's write refused")
+			}
+		})
+	}
+}
+
+// A partition cuts setnx off its node (lock cycles stop, deliveries fail by
+// timeout) while redlock loses one node of five and keeps going; a delay
+// shows in the latency.
+func TestPartition(t *testing.T) {
+	ctx := deadline(t)
+	t.Run("setnx/cut", func(t *testing.T) {
+		r := run(ctx, t, "setnx", cutFault, small(killPayments, false))
+		w := struck(t, r)
+		_, during, after := cycles(r, w)
+		if during > 4 { // at most the workers' in-flight sections as the cut begins
+			t.Errorf("%d lock cycles while cut off; want (about) none", during)
+		}
+		if after == 0 {
+			t.Errorf("no lock cycle after the partition healed; want recovery")
+		}
+	})
+	t.Run("redlock/cut", func(t *testing.T) {
+		r := run(ctx, t, "redlock", cutFault, small(killPayments, false))
+		w := struck(t, r)
+		if _, during, _ := cycles(r, w); during == 0 {
+			t.Errorf("no lock cycle while node 0 was cut off; want redlock to keep its quorum")
+		}
+		if s := r.Summary; s.Processed != s.Payments {
+			t.Errorf("processed %d of %d; want all", s.Processed, s.Payments)
+		}
+	})
+	t.Run("setnx/delay", func(t *testing.T) {
+		r := run(ctx, t, "setnx", "partition:mode=delay,delay=100ms,for=1s", small(pausePayments, false))
+		struck(t, r)
+		if got := time.Duration(r.Summary.Latency["acquire"].Max); got < 100*time.Millisecond {
+			t.Errorf("acquire max = %v; want ≥ the 100ms delay", got)
+		}
+	})
+}

@@ -1,0 +1,98 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/loadgen"
+)
+
+// DefaultDown is how long kill-node keeps the node down: 3 seconds.
+const DefaultDown = 3 * time.Second
+
+func init() {
+	register(Kind{
+		Name: "kill-node",
+		Description: "SIGKILL one server mid-run (a Redis node, an etcd member, or Postgres) and start it again after a while; " +
+			"a Redis node comes back empty",
+		Params:    "node=N (default 0: the node single-node strategies use), down=D (default 3s), at=SHARE (default 0.3)",
+		AppliesTo: hasServer,
+		New: func(p map[string]string) (loadgen.Fault, error) {
+			ps := newParams("kill-node", p)
+			k := &kill{
+				index: ps.index("node", 0),
+				down:  ps.duration("down", DefaultDown),
+				at:    ps.share("at", DefaultAt),
+			}
+			return k, ps.done()
+		},
+	})
+}
+
+// kill takes one server down for a while.
+type kill struct {
+	index int
+	down  time.Duration
+	at    float64
+	node  node
+
+	mu   sync.Mutex
+	dead bool // killed and not started again
+}
+
+func (k *kill) Name() string { return "kill-node" }
+
+// Setup finds the server.
+func (k *kill) Setup(_ context.Context, env *loadgen.FaultEnv) error {
+	n, err := serverNode("kill-node", env, k.index)
+	k.node = n
+	return err
+}
+
+// Inject kills the server at cfg.at and starts it again after down (at once
+// when ctx ends first).
+func (k *kill) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
+	if env.WaitOffered(ctx, k.at) != nil {
+		return nil
+	}
+	k.mu.Lock()
+	err := k.node.kill()
+	k.dead = err == nil
+	k.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("kill %s: %w", k.node.name, err)
+	}
+	env.Begin(k.node.name + " killed")
+	sleep(ctx, k.down)
+	start := time.Now()
+	if err := k.revive(ctx); err != nil {
+		return err
+	}
+	what := " started again"
+	if k.node.redis != nil {
+		what += " (empty: no persistence)"
+	}
+	env.End(fmt.Sprintf("%s%s, in %s", k.node.name, what, ms(time.Since(start))))
+	return nil
+}
+
+// revive starts the server if it is dead.
+func (k *kill) revive(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.dead {
+		return nil
+	}
+	uctx, cancel := undoCtx(ctx)
+	defer cancel()
+	if err := k.node.start(uctx); err != nil {
+		return fmt.Errorf("start %s again: %w", k.node.name, err)
+	}
+	k.dead = false
+	return nil
+}
+
+// Close starts the server again if Inject could not.
+func (k *kill) Close() error { return k.revive(context.Background()) }

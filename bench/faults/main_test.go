@@ -1,0 +1,157 @@
+package faults_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
+	_ "github.com/lockbench/lockbench/strategies/all"
+)
+
+// The tests share one set of servers, started before them (so that no
+// test's time includes it) unless -short, and stopped when all are done:
+// five Redis nodes under libfaketime (clock-jump moves their clocks), one
+// etcd member and Postgres.
+var cluster *servers.Cluster
+
+// startTimeout bounds starting the shared servers.
+const startTimeout = 60 * time.Second
+
+func TestMain(m *testing.M) {
+	// Instance processes re-execute the test binary.
+	loadgen.MaybeRunChild()
+	flag.Parse()
+	if !testing.Short() {
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		c, err := servers.Start(ctx, servers.Needs{Redis: 5, Etcd: true, Postgres: true}, servers.Options{Faketime: true})
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "starting servers:", err)
+			os.Exit(1)
+		}
+		cluster = c
+	}
+	code := m.Run()
+	if cluster != nil {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the servers:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func sharedServers(t *testing.T) *servers.Cluster {
+	t.Helper()
+	if cluster == nil {
+		t.Skip("needs servers; skipped with -short")
+	}
+	return cluster
+}
+
+// testTimeout bounds each test, all its runs together: 55 seconds.
+const testTimeout = 55 * time.Second
+
+// deadline returns the context bounding a test's runs.
+func deadline(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// small is the scenario of the fault tests: two instances that each get
+// every payment, few accounts, a 1s TTL, 5ms of work, 100 payments a second,
+// a 10s acquire timeout.
+func small(payments int, fencing bool) loadgen.Scenario {
+	sc := loadgen.DefaultScenario()
+	sc.Name = "faults-test"
+	sc.Instances, sc.Deliveries, sc.Workers = 2, 2, 2
+	sc.Accounts = 5
+	sc.TTL = time.Second
+	sc.Hold, _ = loadgen.ParseHold("5ms")
+	sc.Rate = 100
+	// Contenders wait long enough for a lease to lapse under a loaded
+	// machine (the race detector slows the etcd member too).
+	sc.AcquireTimeout = 10 * time.Second
+	sc.Payments = payments
+	sc.Fencing = fencing
+	return sc
+}
+
+// run runs strategy through sc under fault (a --fault value) against the
+// shared servers and returns what was measured; ctx bounds the whole test.
+func run(ctx context.Context, t *testing.T, strategy, fault string, sc loadgen.Scenario) results.Run {
+	t.Helper()
+	c := sharedServers(t)
+	spec, err := faults.Parse(fault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, err = spec.Adjust(sc); err != nil {
+		t.Fatal(err)
+	}
+	f, err := spec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := c.Endpoints()
+	began := time.Now()
+	r, err := loadgen.Run(ctx, loadgen.Options{
+		Strategy: strategy,
+		Scenario: sc,
+		Lock:     strategies.Config{RedisAddrs: ep.RedisAddrs, EtcdEndpoints: ep.EtcdEndpoints, PostgresDSN: ep.PostgresDSN},
+		Store:    store.NewMemory(),
+		Fault:    f,
+		Cluster:  c,
+	})
+	if err != nil {
+		t.Fatalf("%s under %s: %v", strategy, fault, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s under %s: the test did not finish within %s", strategy, fault, testTimeout)
+	}
+	s := r.Summary
+	t.Logf("%s under %s (fencing %v) in %s: %s; duplicates %d, overlaps %d, lost %d, lost updates %d, stale rejected %d, stale accepted %d, processed %d/%d, not acquired %d, errors %v",
+		strategy, fault, s.Fencing, time.Since(began).Round(time.Millisecond), s.Verdict(), s.Duplicates, s.Overlaps, s.Lost, s.LostUpdates,
+		s.StaleRejected, s.StaleAccepted, s.Processed, s.Payments, s.NotAcquired, s.Errors)
+	for _, e := range s.FaultEvents {
+		t.Logf("  %6.3fs %s", time.Duration(e.AtNs).Seconds(), e.What)
+	}
+	return r
+}
+
+// struck fails the test unless the fault ran: a window was recorded.
+func struck(t *testing.T, r results.Run) *results.Window {
+	t.Helper()
+	w := r.Summary.FaultWindow
+	if w == nil || w.EndNs <= w.StartNs {
+		t.Fatalf("fault window = %+v; want the fault to have struck and ended", w)
+	}
+	return w
+}
+
+// cycles counts the lock cycles completed in the one-second intervals that
+// lie wholly before, inside and after the window.
+func cycles(r results.Run, w *results.Window) (before, during, after int64) {
+	for _, iv := range r.Intervals {
+		c := iv.Hists[results.Critical].TotalCount()
+		switch {
+		case iv.EndNs <= w.StartNs:
+			before += c
+		case iv.StartNs >= w.StartNs && iv.EndNs <= w.EndNs:
+			during += c
+		case iv.StartNs >= w.EndNs:
+			after += c
+		}
+	}
+	return before, during, after
+}

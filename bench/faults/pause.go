@@ -1,0 +1,183 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+func init() {
+	register(Kind{
+		Name: "pause",
+		Description: "SIGSTOP one instance process inside a critical section for longer than the TTL, then SIGCONT " +
+			"(a GC pause: the seed's T0–T36 timeline); runs the instances as processes",
+		Params:    "instance=N (default: whichever is caught first), for=D (default 1.5×TTL+1s; for etcd its lease: TTL in whole seconds, ≥ 2s), at=SHARE (default 0.3)",
+		AppliesTo: hasServer,
+		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
+			c, err := parseOutlast("pause", p)
+			if err != nil {
+				return sc, err
+			}
+			if err := c.check("pause", sc); err != nil {
+				return sc, err
+			}
+			sc.InstanceMode = "process"
+			return sc, nil
+		},
+		New: func(p map[string]string) (loadgen.Fault, error) {
+			c, err := parseOutlast("pause", p)
+			if err != nil {
+				return nil, err
+			}
+			return &pause{cfg: c}, nil
+		},
+	})
+}
+
+// hasServer is AppliesTo for faults that act on a lock server or on a lock's
+// expiry: every strategy with a server (nolock and mutex have neither).
+func hasServer(info strategies.Info) bool { return info.Backend != strategies.BackendNone }
+
+// outlastConfig is the configuration of pause and slow: one instance's
+// critical section outlasts the lock.
+type outlastConfig struct {
+	instance int           // -1: any instance
+	dur      time.Duration // 0: outlast(strategy, TTL), decided at Setup
+	at       float64
+}
+
+func parseOutlast(name string, p map[string]string) (outlastConfig, error) {
+	ps := newParams(name, p)
+	c := outlastConfig{
+		instance: ps.index("instance", -1),
+		dur:      ps.duration("for", 0),
+		at:       ps.share("at", DefaultAt),
+	}
+	return c, ps.done()
+}
+
+// wants reports whether the trap may catch a holder of instance i.
+func (c outlastConfig) wants(r store.EnterReq) bool {
+	return c.instance < 0 || r.Instance == c.instance
+}
+
+// who names the instance(s) the trap waits for.
+func (c outlastConfig) who() string {
+	if c.instance < 0 {
+		return "any instance"
+	}
+	return fmt.Sprintf("instance %d", c.instance)
+}
+
+// check validates c against the scenario.
+func (c outlastConfig) check(name string, sc loadgen.Scenario) error {
+	if c.instance >= sc.Instances {
+		return &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s: instance=%d but the run has %d instance(s) (0..%d)", name, c.instance, sc.Instances, sc.Instances-1)}
+	}
+	if c.dur > 0 && c.dur <= sc.TTL {
+		return &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s: for=%s must exceed the TTL (%s), or the lock never expires under the holder", name, c.dur, sc.TTL)}
+	}
+	return nil
+}
+
+// pause stops one instance process inside a critical section.
+type pause struct {
+	cfg     outlastConfig
+	env     *loadgen.FaultEnv
+	trap    *trap
+	handles []loadgen.InstanceHandle // copied by Inject before the trap is armed
+
+	mu      sync.Mutex
+	pid     int  // the process stopped
+	stopped bool // it is stopped by us and not yet continued
+}
+
+func (p *pause) Name() string { return "pause" }
+
+// Setup decides the pause's length and sets the trap.
+func (p *pause) Setup(_ context.Context, env *loadgen.FaultEnv) error {
+	if err := p.cfg.check("pause", env.Scenario); err != nil {
+		return err
+	}
+	if env.Scenario.InstanceMode != "process" {
+		return errors.New("pause needs instance processes (--instance-mode process)")
+	}
+	if p.cfg.dur == 0 {
+		p.cfg.dur = outlast(env.Info, env.Scenario.TTL)
+	}
+	p.env = env
+	p.trap = newTrap(env, p.cfg.wants, p.stop)
+	return nil
+}
+
+// stop runs inside the holder's Enter, before the store answers it: the
+// holder's process stops while it waits for what it reads, so it is
+// certainly inside its critical section, and reads (once continued) what
+// the store had before anyone else could take the lock.
+func (p *pause) stop(r store.EnterReq) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pid := p.handles[r.Instance].Pid()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		p.env.Event(fmt.Sprintf("could not stop instance %d (pid %d): %v", r.Instance, pid, err))
+		return
+	}
+	p.pid, p.stopped = pid, true
+	p.env.Begin(fmt.Sprintf("instance %d (pid %d) stopped inside its critical section: key %s, payment %d, token %d",
+		r.Instance, pid, r.LockKey, r.Payment, r.Token))
+}
+
+// resume continues the process if it is stopped, and reports which it was
+// (0: none).
+func (p *pause) resume() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopped {
+		return 0, nil
+	}
+	p.stopped = false
+	return p.pid, syscall.Kill(p.pid, syscall.SIGCONT)
+}
+
+// Inject waits for the run to reach cfg.at, arms the trap, and keeps the
+// caught process stopped for cfg.dur (or until ctx ends).
+func (p *pause) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
+	p.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
+	for i, h := range p.handles {
+		if h.Pid() == 0 {
+			return fmt.Errorf("pause: instance %d is not a process", i)
+		}
+	}
+	if env.WaitOffered(ctx, p.cfg.at) != nil {
+		return nil
+	}
+	p.trap.arm()
+	r, ok := p.trap.wait(ctx)
+	if !ok {
+		env.Event(fmt.Sprintf("pause not injected: no holder of a new payment (%s) entered after %.0f%% of the payments", p.cfg.who(), 100*p.cfg.at))
+		return nil
+	}
+	start := time.Now()
+	sleep(ctx, p.cfg.dur)
+	pid, err := p.resume()
+	if err != nil {
+		return fmt.Errorf("resume instance %d (pid %d): %w", r.Instance, pid, err)
+	}
+	if pid != 0 {
+		env.End(fmt.Sprintf("instance %d (pid %d) resumed after %s", r.Instance, pid, ms(time.Since(start))))
+	}
+	return nil
+}
+
+// Close continues the process if Inject could not.
+func (p *pause) Close() error {
+	_, err := p.resume()
+	return err
+}

@@ -1,0 +1,202 @@
+package faults_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// Every fault of SPEC §4 is registered, in SPEC order.
+func TestNames(t *testing.T) {
+	want := "none pause slow kill-node restart-node partition clock-jump"
+	if got := strings.Join(faults.Names(), " "); got != want {
+		t.Errorf("Names() = %q; want %q", got, want)
+	}
+}
+
+// Parse accepts NAME and NAME:key=value,… and names the flag and what is
+// accepted when it refuses.
+func TestParse(t *testing.T) {
+	cases := []struct {
+		in      string
+		wantErr string // "" for success
+	}{
+		{"none", ""},
+		{"pause", ""},
+		{"pause:for=3s,instance=1,at=0.5", ""},
+		{"slow:for=2s", ""},
+		{"kill-node:node=2,down=1s", ""},
+		{"restart-node:node=2,hold=300ms,split=off", ""},
+		{"partition:mode=delay,delay=50ms,for=1s", ""},
+		{"clock-jump:jump=5s", ""},
+		// An unknown fault lists the known ones.
+		{"meteor", "unknown fault"},
+		// A misspelt parameter is named, with the accepted ones.
+		{"pause:fro=3s", `unknown parameter "fro"`},
+		// Values are checked.
+		{"pause:for=-1s", "bad for"},
+		{"kill-node:down=soon", "bad down"},
+		{"partition:mode=flaky", "bad mode"},
+		{"restart-node:split=maybe", "bad split"},
+		{"pause:at=1.5", "bad at"},
+		{"kill-node:node=-1", "bad node"},
+		// jump belongs to clock-jump only.
+		{"restart-node:jump=3s", `unknown parameter "jump"`},
+		// none takes nothing.
+		{"none:x=1", "takes no parameters"},
+		// A parameter without =.
+		{"pause:3s", "want key=value"},
+	}
+	for _, tc := range cases {
+		_, err := faults.Parse(tc.in)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("Parse(%q) = %v; want no error", tc.in, err)
+		case tc.wantErr != "" && err == nil:
+			t.Errorf("Parse(%q) = nil; want an error containing %q", tc.in, tc.wantErr)
+		case tc.wantErr != "":
+			var ue *loadgen.UsageError
+			if !errors.As(err, &ue) || ue.Flag != "fault" {
+				t.Errorf("Parse(%q) = %v; want a *loadgen.UsageError on --fault", tc.in, err)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Parse(%q) = %q; want it to contain %q", tc.in, err, tc.wantErr)
+			}
+		}
+	}
+}
+
+// Adjust gives each fault the scenario it needs, and refuses parameters
+// that cannot work with the scenario.
+func TestAdjust(t *testing.T) {
+	base := loadgen.DefaultScenario()
+	base.InstanceMode = "goroutine"
+	base.TTL = time.Second
+	cases := []struct {
+		fault    string
+		wantMode string
+		wantErr  string
+	}{
+		// pause stops a process: the instances must be processes.
+		{"pause", "process", ""},
+		// slow slows the section from the holder's own goroutine.
+		{"slow", "goroutine", ""},
+		{"kill-node", "goroutine", ""},
+		// A pause shorter than the TTL would not outlast the lock.
+		{"pause:for=500ms", "", "must exceed the TTL"},
+		{"slow:for=1s", "", "must exceed the TTL"},
+		// The holder must still be within its validity when the node fails.
+		{"restart-node:hold=1s", "", "shorter than the TTL"},
+		{"clock-jump:hold=2s", "", "shorter than the TTL"},
+		// An instance the run does not have.
+		{"pause:instance=3", "", "instance=3"},
+	}
+	for _, tc := range cases {
+		spec, err := faults.Parse(tc.fault)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.fault, err)
+		}
+		got, err := spec.Adjust(base)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Adjust(%s) = %v; want an error containing %q", tc.fault, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Adjust(%s): %v", tc.fault, err)
+			continue
+		}
+		if got.InstanceMode != tc.wantMode {
+			t.Errorf("Adjust(%s).InstanceMode = %q; want %q", tc.fault, got.InstanceMode, tc.wantMode)
+		}
+	}
+}
+
+// Faults apply where they mean something: node faults need a server,
+// restart-node and clock-jump a Redis one.
+func TestAppliesTo(t *testing.T) {
+	infos := map[string]strategies.Info{
+		"nolock":  {Name: "nolock"},
+		"setnx":   {Name: "setnx", Backend: strategies.BackendRedis, RedisNodes: 1},
+		"redlock": {Name: "redlock", Backend: strategies.BackendRedis, RedisNodes: 5},
+		"etcd":    {Name: "etcd", Backend: strategies.BackendEtcd, Fencing: true},
+		"pg":      {Name: "pg-onconflict", Backend: strategies.BackendPostgres, Fencing: true},
+	}
+	want := map[string]string{ // fault: the strategies it applies to
+		"none":         "nolock setnx redlock etcd pg",
+		"pause":        "setnx redlock etcd pg",
+		"slow":         "setnx redlock etcd pg",
+		"kill-node":    "setnx redlock etcd pg",
+		"restart-node": "setnx redlock",
+		"partition":    "setnx redlock etcd pg",
+		"clock-jump":   "setnx redlock",
+	}
+	for fault, w := range want {
+		spec, err := faults.Parse(fault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, name := range []string{"nolock", "setnx", "redlock", "etcd", "pg"} {
+			if spec.AppliesTo(infos[name]) {
+				got = append(got, name)
+			}
+		}
+		if strings.Join(got, " ") != w {
+			t.Errorf("%s applies to %q; want %q", fault, strings.Join(got, " "), w)
+		}
+	}
+}
+
+// --fault none builds no fault, and clock-jump asks for faketime servers.
+func TestNewAndOptions(t *testing.T) {
+	spec, _ := faults.Parse("none")
+	if f, err := spec.New(); f != nil || err != nil {
+		t.Errorf("none: New() = %v, %v; want nil, nil", f, err)
+	}
+	if spec.ServerOptions().Faketime {
+		t.Errorf("none asks for faketime servers; want nothing changed")
+	}
+	cj, _ := faults.Parse("clock-jump")
+	if !cj.ServerOptions().Faketime {
+		t.Errorf("clock-jump does not ask for faketime servers")
+	}
+}
+
+// Faults that act on a server refuse, with ErrNeedsLocalServers, servers
+// lockbench did not start.
+func TestNeedsLocalServers(t *testing.T) {
+	setnx := strategies.Info{Name: "setnx", Backend: strategies.BackendRedis, RedisNodes: 1}
+	etcd := strategies.Info{Name: "etcd", Backend: strategies.BackendEtcd}
+	cases := []struct {
+		fault string
+		info  strategies.Info
+	}{
+		{"kill-node", setnx},
+		{"kill-node", etcd},
+		{"restart-node", setnx},
+		{"clock-jump", setnx},
+	}
+	for _, tc := range cases {
+		spec, _ := faults.Parse(tc.fault)
+		f, err := spec.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := loadgen.DefaultScenario()
+		env := &loadgen.FaultEnv{Strategy: tc.info.Name, Info: tc.info, Scenario: sc,
+			Lock: strategies.Config{RedisAddrs: []string{"127.0.0.1:1"}, EtcdEndpoints: []string{"http://127.0.0.1:1"}}}
+		err = f.Setup(context.Background(), env)
+		if !errors.Is(err, faults.ErrNeedsLocalServers) {
+			t.Errorf("%s on %s with given servers: Setup = %v; want ErrNeedsLocalServers", tc.fault, tc.info.Name, err)
+		}
+		_ = f.Close()
+	}
+}

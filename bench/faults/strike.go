@@ -1,0 +1,326 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// strikeConfig configures restart-node and clock-jump: a fault on one Redis
+// node while a holder is inside its critical section.
+type strikeConfig struct {
+	index int           // -1: node 0, or the middle node of a multi-node lock
+	hold  time.Duration // 0: TTL/2
+	split bool
+	at    float64
+	jump  time.Duration // clock-jump: 0 means TTL + 1s
+}
+
+const strikeParams = "node=N (default 0; for redlock the middle node, N/2), hold=D (how long the caught holder stays inside, default TTL/2), " +
+	"split=on|off (multi-node locks, default on: see the package doc), at=SHARE (default 0.3)"
+
+func parseStrike(name string, p map[string]string, clock bool) (strikeConfig, error) {
+	ps := newParams(name, p)
+	c := strikeConfig{
+		index: ps.index("node", -1),
+		hold:  ps.duration("hold", 0),
+		split: ps.onOff("split", true),
+		at:    ps.share("at", DefaultAt),
+	}
+	if clock {
+		c.jump = ps.duration("jump", 0)
+	}
+	return c, ps.done()
+}
+
+func (c strikeConfig) check(name string, sc loadgen.Scenario) error {
+	if c.hold >= sc.TTL {
+		return &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s: hold=%s must be shorter than the TTL (%s): the holder must still hold a valid lock when the node fails", name, c.hold, sc.TTL)}
+	}
+	return nil
+}
+
+// serversFaketime are the server options clock-jump needs.
+var serversFaketime = servers.Options{Faketime: true}
+
+func isRedis(info strategies.Info) bool { return info.Backend == strategies.BackendRedis }
+
+// strike catches a holder inside its critical section (see trap), keeps it
+// there for cfg.hold, well within its lock's validity, and meanwhile makes
+// one Redis node forget the lock (act): restarted empty, or its clock moved
+// past the key's expiry. A contender that retries then gets the lock too.
+//
+// For a multi-node lock (Redlock) that needs the failed node in both
+// majorities. With split on, the nodes after the first quorum (3 and 4 of
+// 5) are refused to every instance when the fault begins, so the caught
+// holder's majority is the first quorum (0, 1, 2); the failed node is the
+// last of those (2); once it has failed the other nodes are reachable again
+// and a contender's majority is {2, 3, 4}: Kleppmann's scenario, every time.
+type strike struct {
+	name string
+	cfg  strikeConfig
+	// act fails the node and describes what it did.
+	act func(ctx context.Context, s *strike) (string, error)
+	// undo, if set, puts the node back after the holder is out.
+	undo func(s *strike) (string, error)
+
+	env     *loadgen.FaultEnv
+	node    node
+	cut     []*proxy // split: proxies of the nodes refused to the holder
+	cutIdx  []int
+	checks  []*redis.Client // split: direct clients of those nodes
+	trap    *trap
+	handles []loadgen.InstanceHandle // copied by Inject before arming
+
+	mu      sync.Mutex
+	stopped int  // pid of a holder process we stopped, 0 when none
+	undone  bool // undo ran (or is not needed)
+	acted   bool
+}
+
+func (s *strike) Name() string { return s.name }
+
+// Setup finds the node, reroutes the split nodes through proxies and sets
+// the trap.
+func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
+	if !isRedis(env.Info) {
+		return fmt.Errorf("%s applies to Redis strategies, not %s", s.name, env.Strategy)
+	}
+	if err := s.cfg.check(s.name, env.Scenario); err != nil {
+		return err
+	}
+	s.env = env
+	n := redisNodes(env)
+	if s.cfg.index < 0 {
+		s.cfg.index = 0
+		if n > 1 {
+			s.cfg.index = n / 2
+		}
+	}
+	if s.cfg.hold == 0 {
+		s.cfg.hold = env.Scenario.TTL / 2
+	}
+	if s.cfg.jump == 0 {
+		s.cfg.jump = env.Scenario.TTL + time.Second
+	}
+	nd, err := serverNode(s.name, env, s.cfg.index)
+	if err != nil {
+		return err
+	}
+	s.node = nd
+	if s.undo != nil { // clock-jump: the node must run under libfaketime
+		if err := nd.redis.SetClockOffset(0); errors.Is(err, servers.ErrNoFaketime) {
+			return fmt.Errorf("%s: %s was not started under libfaketime (lockbench does so when the fault is chosen up front: servers.Options.Faketime)", s.name, nd.name)
+		} else if err != nil {
+			return fmt.Errorf("%s: %s: %w", s.name, nd.name, err)
+		}
+	}
+	var want func(store.EnterReq) bool
+	if n > 1 && s.cfg.split {
+		if err := s.setupSplit(n); err != nil {
+			s.closeSplit()
+			return err
+		}
+		want = s.holdsFirstQuorumOnly
+	}
+	s.trap = newTrap(env, want, s.holdHolder)
+	return nil
+}
+
+// holdHolder runs inside the caught holder's Enter: it keeps the holder in
+// its critical section for cfg.hold, by slowing that section (an in-process
+// instance, whose goroutine this is) or by stopping its process (resumed by
+// Inject).
+func (s *strike) holdHolder(r store.EnterReq) {
+	h := s.handles[r.Instance]
+	how := "slowed"
+	if pid := h.Pid(); pid != 0 {
+		s.mu.Lock()
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err == nil {
+			s.stopped = pid
+			how = "stopped"
+		}
+		s.mu.Unlock()
+	} else {
+		h.Slow(s.cfg.hold)
+	}
+	what := fmt.Sprintf("holder caught inside its critical section (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
+		how, ms(s.cfg.hold), r.Instance, r.LockKey, r.Payment, r.Token)
+	if len(s.cut) > 0 {
+		s.env.Event(what)
+	} else {
+		s.env.Begin(what)
+	}
+}
+
+// Inject waits for cfg.at, catches a holder, fails the node while the
+// holder is inside, and puts everything back.
+func (s *strike) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
+	s.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
+	if env.WaitOffered(ctx, s.cfg.at) != nil {
+		return nil
+	}
+	if len(s.cut) > 0 {
+		for _, p := range s.cut {
+			p.refuse()
+		}
+		env.Begin(fmt.Sprintf("%s refused to every instance: a lock taken now holds the first quorum only", s.cutNames()))
+	}
+	s.trap.arm()
+	_, ok := s.trap.wait(ctx)
+	if !ok {
+		err := s.heal()
+		env.End(fmt.Sprintf("%s not injected: no holder of a new payment entered after %.0f%% of the payments", s.name, 100*s.cfg.at))
+		return err
+	}
+	caught := time.Now()
+	// Heal first: while the node is down a contender must see the other
+	// nodes answer "taken" (and retry), not fail (and give up).
+	if len(s.cut) > 0 {
+		if err := s.heal(); err != nil {
+			return err
+		}
+		env.Event(s.cutNames() + " reachable again")
+	}
+	what, err := s.act(ctx, s)
+	if err != nil {
+		return errors.Join(fmt.Errorf("%s %s: %w", s.name, s.node.name, err), s.resumeHolder())
+	}
+	s.mu.Lock()
+	s.acted = true
+	s.mu.Unlock()
+	env.Event(what)
+	sleep(ctx, s.cfg.hold-time.Since(caught))
+	if err := s.resumeHolder(); err != nil {
+		return err
+	}
+	env.End("holder's critical section over")
+	if s.undo != nil {
+		what, err := s.doUndo()
+		if err != nil {
+			return err
+		}
+		if what != "" {
+			env.Event(what)
+		}
+	}
+	return nil
+}
+
+// resumeHolder continues a holder process stopped by holdHolder.
+func (s *strike) resumeHolder() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped == 0 {
+		return nil
+	}
+	pid := s.stopped
+	s.stopped = 0
+	return syscall.Kill(pid, syscall.SIGCONT)
+}
+
+func (s *strike) doUndo() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.undone || !s.acted || s.undo == nil {
+		return "", nil
+	}
+	s.undone = true
+	return s.undo(s)
+}
+
+// Close puts back whatever Inject could not.
+func (s *strike) Close() error {
+	err := s.resumeHolder()
+	_, uerr := s.doUndo()
+	s.closeSplit()
+	return errors.Join(err, uerr)
+}
+
+// restartNode kills the node and starts it again at once: without
+// persistence it comes back empty.
+func restartNode(ctx context.Context, s *strike) (string, error) {
+	start := time.Now()
+	if err := s.node.kill(); err != nil {
+		return "", err
+	}
+	uctx, cancel := undoCtx(ctx)
+	defer cancel()
+	if err := s.node.start(uctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s restarted in %s, empty (no persistence): it forgot the lock", s.node.name, ms(time.Since(start))), nil
+}
+
+// jumpClock moves the node's clock forward past the lock's expiry.
+func jumpClock(_ context.Context, s *strike) (string, error) {
+	if err := s.node.redis.SetClockOffset(s.cfg.jump); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s's clock jumped forward %s: its copy of the lock expired", s.node.name, ms(s.cfg.jump)), nil
+}
+
+// resetClock sets the node's clock back to real time. Keys written in the
+// meantime then live up to cfg.jump longer there, which delays their expiry
+// and never shortens it.
+func resetClock(s *strike) (string, error) {
+	if err := s.node.redis.SetClockOffset(0); err != nil {
+		return "", err
+	}
+	return s.node.name + "'s clock set back to real time", nil
+}
+
+func init() {
+	register(Kind{
+		Name:        "restart-node",
+		Description: "while a holder is inside its critical section, restart one Redis node without persistence: it comes back empty and forgets the lock",
+		Params:      strikeParams,
+		AppliesTo:   isRedis,
+		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
+			c, err := parseStrike("restart-node", p, false)
+			if err != nil {
+				return sc, err
+			}
+			return sc, c.check("restart-node", sc)
+		},
+		New: func(p map[string]string) (loadgen.Fault, error) {
+			c, err := parseStrike("restart-node", p, false)
+			if err != nil {
+				return nil, err
+			}
+			return &strike{name: "restart-node", cfg: c, act: restartNode}, nil
+		},
+	})
+	register(Kind{
+		Name: "clock-jump",
+		Description: "while a holder is inside its critical section, one Redis node's clock (libfaketime) jumps forward past the TTL, " +
+			"so its copy of the lock expires early; set back at the end",
+		Params:    strikeParams + ", jump=D (default TTL + 1s)",
+		AppliesTo: isRedis,
+		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
+			c, err := parseStrike("clock-jump", p, true)
+			if err != nil {
+				return sc, err
+			}
+			return sc, c.check("clock-jump", sc)
+		},
+		Options: serversFaketime,
+		New: func(p map[string]string) (loadgen.Fault, error) {
+			c, err := parseStrike("clock-jump", p, true)
+			if err != nil {
+				return nil, err
+			}
+			return &strike{name: "clock-jump", cfg: c, act: jumpClock, undo: resetClock}, nil
+		},
+	})
+}

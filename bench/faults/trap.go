@@ -1,0 +1,96 @@
+package faults
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+)
+
+// Trap states.
+const (
+	trapIdle int32 = iota
+	trapArmed
+	trapSprung
+	trapDisarmed
+)
+
+// trap catches one holder entering its critical section, synchronously
+// inside the store's Enter (FaultEnv.OnEnter), so that the fault acts while
+// that holder is certainly inside.
+//
+// It only catches the first holder of a payment: the first Enter of a
+// payment is made before any other delivery of it was processed, so the
+// holder read "not processed" and will write. A fault that keeps that holder
+// inside past its lock lets the payment's other delivery take the lock and
+// process it too: the double-processing of the seed's timeline, every time
+// rather than when the timing happens to suit.
+type trap struct {
+	// entered has one bit per payment: set at its first Enter. Bits are
+	// set with atomic OR, so the hook takes no lock on the hot path.
+	entered []atomic.Uint64
+	state   atomic.Int32
+	// want filters the holders the trap may catch (nil: any).
+	want func(store.EnterReq) bool
+	// act runs in the hook, in the holder's Enter, when the trap springs.
+	act    func(store.EnterReq)
+	sprung chan store.EnterReq
+}
+
+// newTrap registers a trap's hook on env. Payments are numbered from 0 to
+// the scenario's PaymentCap.
+func newTrap(env *loadgen.FaultEnv, want func(store.EnterReq) bool, act func(store.EnterReq)) *trap {
+	sc := env.Scenario
+	t := &trap{
+		entered: make([]atomic.Uint64, (sc.PaymentCap()+63)/64),
+		want:    want,
+		act:     act,
+		sprung:  make(chan store.EnterReq, 1),
+	}
+	env.OnEnter(t.hook)
+	return t
+}
+
+// first marks payment p entered and reports whether it was the first time.
+func (t *trap) first(p int64) bool {
+	if p < 0 || p/64 >= int64(len(t.entered)) {
+		return false
+	}
+	bit := uint64(1) << (p % 64)
+	return t.entered[p/64].Or(bit)&bit == 0
+}
+
+func (t *trap) hook(r store.EnterReq) {
+	if !t.first(r.Payment) || t.state.Load() != trapArmed {
+		return
+	}
+	if t.want != nil && !t.want(r) {
+		return
+	}
+	if !t.state.CompareAndSwap(trapArmed, trapSprung) {
+		return
+	}
+	t.act(r)
+	t.sprung <- r
+}
+
+// arm lets the trap spring from now on. Whatever the fault's Inject set up
+// before arm is visible to the hook (the state is the synchronisation).
+func (t *trap) arm() { t.state.CompareAndSwap(trapIdle, trapArmed) }
+
+// wait returns the caught holder's request once the trap has sprung (its act
+// has run), or ok=false when ctx ended first; the trap is disarmed then, so
+// it cannot spring after the fault gave up on it.
+func (t *trap) wait(ctx context.Context) (r store.EnterReq, ok bool) {
+	select {
+	case r = <-t.sprung:
+		return r, true
+	case <-ctx.Done():
+	}
+	if t.state.CompareAndSwap(trapArmed, trapDisarmed) {
+		return store.EnterReq{}, false
+	}
+	// It sprang at the same moment: its act ran, so it must be undone.
+	return <-t.sprung, true
+}
