@@ -10,12 +10,21 @@
 //
 // The model: each account is one record holding its balance and the ids of
 // the payments applied to it, as a document store or a row with a JSON column
-// would. In account mode a write replaces the record with what the holder
-// computed from its read; a write based on a stale read silently drops the
-// debits and marks written since (lost_updates, and lost for payments whose
-// worker was told they were applied). In payment mode the debit is atomic but
-// the balance check uses the holder's read, so two payments of one account
-// can overdraw it.
+// would. Every write makes a new version of the record, computed from a
+// parent version: in account mode the one the holder read (BaseVersion),
+// and the new record replaces whatever is there; in payment mode the
+// current one, since the debit is atomic. A version holds its parent's
+// payment applications plus the one written with it; the account's record
+// is its latest version. So a write based on a stale read silently drops
+// what was written since, and brings back what it read even if a write in
+// between had dropped it. A payment is processed (what Enter reads, and
+// what the final state holds) while one of its applications is in its
+// account's record; lost counts payments applied whose worker was told so
+// but that no record holds. lost_updates is a net count, in payments: the
+// debits the store applied minus the debits the records still hold, so a
+// debit dropped twice counts once and one brought back counts none. In
+// payment mode nothing is dropped, but the balance check uses the holder's
+// read, so two payments of one account can overdraw it.
 //
 // The store is reached over a connection like a real storage service: Memory
 // is served by the coordinator (Serve) and instances dial it (Dial);

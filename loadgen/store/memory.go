@@ -20,7 +20,10 @@ type Memory struct {
 	shards [memShards]shard
 	// per-payment state, guarded by the shard of the payment's account
 	applications []int32
-	marked       []bool
+	// inRecord counts the payment's applications reflected in its
+	// account's current record; the payment is marked processed while it
+	// is above zero.
+	inRecord []int32
 }
 
 type shard struct {
@@ -34,7 +37,22 @@ type account struct {
 	balance   int64
 	version   int64
 	overdrawn bool
-	writtenBy []int64 // writtenBy[v-1] is the payment written at version v
+	// versions[v-1] is the write that made version v (account mode only:
+	// in payment mode every write's parent is the version before it).
+	versions []recordVersion
+	// appliedDebits counts the applications with a debit the store
+	// applied to this account; inRecordDebits those reflected in its
+	// current record. The difference is the account's lost updates.
+	appliedDebits  int64
+	inRecordDebits int64
+}
+
+// recordVersion is one version of an account record: the version it was
+// computed from, and the application written with it.
+type recordVersion struct {
+	parent  int64
+	payment int64
+	debit   bool
 }
 
 type keyState struct {
@@ -62,7 +80,7 @@ func (m *Memory) Reset(_ context.Context, s Setup) error {
 		m.shard(int32(a)).accounts[int32(a)] = &account{balance: b}
 	}
 	m.applications = make([]int32, s.Payments)
-	m.marked = make([]bool, s.Payments)
+	m.inRecord = make([]int32, s.Payments)
 	return nil
 }
 
@@ -87,7 +105,7 @@ func (m *Memory) shard(a int32) *shard { return &m.shards[uint32(a)%memShards] }
 
 func (m *Memory) check(p int64, a int32) error {
 	if p < 0 || p >= int64(len(m.applications)) || m.setup.PaymentAccount[p] != a {
-		return errors.New("store: unknown payment or account")
+		return errUnknownPayment
 	}
 	return nil
 }
@@ -116,14 +134,14 @@ func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
 		ks.maxToken = r.Token
 	}
 	acc := sh.accounts[r.Account]
-	return EnterResp{Processed: m.marked[r.Payment], Balance: acc.balance, Version: acc.version}, nil
+	return EnterResp{Processed: m.inRecord[r.Payment] > 0, Balance: acc.balance, Version: acc.version}, nil
 }
 
 // Finish records the holder leaving and applies its write, judging it.
 func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	if r.BaseVersion < 0 {
-		// It would slice writtenBy out of range below.
-		return FinishResp{}, errors.New("store: negative BaseVersion")
+		// A version the record never had: there is nothing to walk to.
+		return FinishResp{}, errNegativeBase
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -135,7 +153,12 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	defer sh.mu.Unlock()
 	ks := sh.locks[r.LockKey]
 	if ks == nil || ks.active == 0 {
-		return FinishResp{}, errors.New("store: Finish without Enter")
+		return FinishResp{}, errFinishWithoutEnter
+	}
+	acc := sh.accounts[r.Account]
+	if r.Apply && m.setup.Mode == AccountMode && r.BaseVersion > acc.version {
+		// Refused before anything changes, like the errors above.
+		return FinishResp{}, errBaseAhead
 	}
 	ks.active--
 	if !r.Apply {
@@ -151,31 +174,60 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	if r.Token > ks.maxToken {
 		ks.maxToken = r.Token
 	}
-	acc := sh.accounts[r.Account]
+	debit := r.Debit > 0
 	switch m.setup.Mode {
 	case AccountMode:
-		// The record is replaced by what the holder computed from its read:
-		// writes made since BaseVersion vanish with it.
-		if lostN := acc.version - r.BaseVersion; lostN > 0 {
-			sh.c.LostUpdates += lostN
-			for _, p := range acc.writtenBy[r.BaseVersion:acc.version] {
-				m.marked[p] = false
-			}
-		}
+		// The record is replaced by what the holder computed from its read
+		// of version BaseVersion: the new version's parent.
+		m.rebase(acc, r.BaseVersion)
 		acc.balance = r.NewBalance
+		acc.versions = append(acc.versions, recordVersion{parent: r.BaseVersion, payment: r.Payment, debit: debit})
 	case PaymentMode:
+		// An atomic debit: computed from the current version, so the
+		// record keeps everything it held.
 		acc.balance -= r.Debit
 	}
 	acc.version++
-	acc.writtenBy = append(acc.writtenBy, r.Payment)
 	if acc.balance < 0 && !acc.overdrawn {
 		acc.overdrawn = true
 		sh.c.Overdrafts++
 	}
 	m.applications[r.Payment]++
-	m.marked[r.Payment] = true
+	m.inRecord[r.Payment]++
+	if debit {
+		acc.appliedDebits++
+		acc.inRecordDebits++
+	}
 	sh.c.Applications++
 	return FinishResp{Applied: true}, nil
+}
+
+// rebase makes acc's record hold what version base holds, before a write
+// computed from base lands on it. Both versions' sets are their chains of
+// parents down to version 0, so walking the current version and base down
+// to their common ancestor (parents are smaller versions: step the larger)
+// visits exactly the applications that leave the record (on the current
+// version's side) and those that come back into it (on base's side: a
+// write from a read older than an overwrite resurrects what it had read).
+// When the lock works, base is the current version and nothing is walked.
+func (m *Memory) rebase(acc *account, base int64) {
+	for cur := acc.version; cur != base; {
+		if cur > base {
+			v := acc.versions[cur-1]
+			m.inRecord[v.payment]--
+			if v.debit {
+				acc.inRecordDebits--
+			}
+			cur = v.parent
+		} else {
+			v := acc.versions[base-1]
+			m.inRecord[v.payment]++
+			if v.debit {
+				acc.inRecordDebits++
+			}
+			base = v.parent
+		}
+	}
 }
 
 // Counts computes the verdict from the store's state.
@@ -189,9 +241,11 @@ func (m *Memory) Counts(context.Context) (Counts, error) {
 		c.Overlaps += sh.c.Overlaps
 		c.StaleRejected += sh.c.StaleRejected
 		c.StaleAccepted += sh.c.StaleAccepted
-		c.LostUpdates += sh.c.LostUpdates
 		c.Overdrafts += sh.c.Overdrafts
 		c.Applications += sh.c.Applications
+		for _, acc := range sh.accounts {
+			c.LostUpdates += acc.appliedDebits - acc.inRecordDebits
+		}
 		sh.mu.Unlock()
 	}
 	for p, n := range m.applications {
@@ -202,8 +256,9 @@ func (m *Memory) Counts(context.Context) (Counts, error) {
 			c.Duplicates += int64(n - 1)
 		}
 		// Every application was acknowledged to its worker (Applied), so a
-		// payment applied but no longer marked is acknowledged work lost.
-		if n > 0 && !m.marked[p] {
+		// payment applied but no longer in its account's record is
+		// acknowledged work lost.
+		if n > 0 && m.inRecord[p] == 0 {
 			c.Lost++
 		}
 	}

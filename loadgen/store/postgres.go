@@ -33,14 +33,7 @@ const PostgresConnectAttempts = 3
 const (
 	sqlstateUnknown      = "LB001"
 	sqlstateWithoutEnter = "LB002"
-)
-
-// The errors Postgres returns carry Memory's messages, so that callers and
-// tests see one store whichever is behind them.
-var (
-	errUnknownPayment     = errors.New("store: unknown payment or account")
-	errFinishWithoutEnter = errors.New("store: Finish without Enter")
-	errNegativeBase       = errors.New("store: negative BaseVersion")
+	sqlstateBaseAhead    = "LB003"
 )
 
 // Postgres is the store kept in PostgreSQL: the seed's WriteWithFencing done
@@ -56,9 +49,10 @@ var (
 // the strategy's failures.)
 //
 // The counters live on the rows they are about — overlaps and stale writes
-// on the lock key, lost updates and the overdrawn flag on the account,
-// applications and the processed mark on the payment — so that no single
-// counter row serialises every worker; Counts sums them.
+// on the lock key; the overdrawn flag and the debits applied and still in
+// the record on the account; applications and how many of them are in the
+// account's record on the payment — so that no single counter row
+// serialises every worker; Counts sums them.
 type Postgres struct {
 	pool *pgxpool.Pool
 }
@@ -192,13 +186,15 @@ func postgresError(op string, err error) error {
 			return errUnknownPayment
 		case sqlstateWithoutEnter:
 			return errFinishWithoutEnter
+		case sqlstateBaseAhead:
+			return errBaseAhead
 		}
 	}
 	return fmt.Errorf("store: postgres %s: %w", op, err)
 }
 
 // Counts computes the verdict from the tables, as Memory does from its
-// state.
+// state: lost_updates is Σ debits applied − Σ debits in the records.
 func (p *Postgres) Counts(ctx context.Context) (Counts, error) {
 	var c Counts
 	// One statement, so one snapshot of all three tables.
@@ -207,12 +203,12 @@ SELECT p.processed, p.duplicates, p.lost, p.unprocessed, a.overdrafts,
        a.lost_updates, k.overlaps, k.stale_rejected, k.stale_accepted, p.applications
 FROM (SELECT count(*) FILTER (WHERE applications > 0) AS processed,
              coalesce(sum(applications - 1) FILTER (WHERE applications > 1), 0)::bigint AS duplicates,
-             count(*) FILTER (WHERE applications > 0 AND NOT marked) AS lost,
+             count(*) FILTER (WHERE applications > 0 AND in_record = 0) AS lost,
              count(*) FILTER (WHERE applications = 0) AS unprocessed,
              coalesce(sum(applications), 0)::bigint AS applications
       FROM lockbench_store_payments) p,
      (SELECT count(*) FILTER (WHERE overdrawn) AS overdrafts,
-             coalesce(sum(lost_updates), 0)::bigint AS lost_updates
+             coalesce(sum(applied_debits - in_record_debits), 0)::bigint AS lost_updates
       FROM lockbench_store_accounts) a,
      (SELECT coalesce(sum("overlaps"), 0)::bigint AS overlaps,
              coalesce(sum(stale_rejected), 0)::bigint AS stale_rejected,
@@ -235,10 +231,14 @@ func (p *Postgres) Close() error {
 // postgresSchema creates the store's tables and functions idempotently and
 // empties the tables. It runs inside Reset's transaction.
 //
-// account_writes holds "payment written at version v" for each account, so
-// that a write based on version b can unmark what versions b+1.. wrote (a
-// table rather than an array column: an array would be rewritten whole on
-// every write to a hot account).
+// lockbench_store_versions holds, in account mode, one row per version of
+// an account's record: the version it was computed from (parent) and the
+// application written with it (payment, debit). A record holds the
+// applications on its chain of parents; Finish walks two chains to move the
+// in-record counts (see Memory.rebase), so the walk is a loop of primary-key
+// lookups inside one call. (A table rather than an array column: an array
+// would be rewritten whole on every write to a hot account.) Payment mode
+// needs no rows there: every write's parent is the version before it.
 //
 // Both functions are VOLATILE PL/pgSQL, so under READ COMMITTED every
 // statement in them takes a fresh snapshot: once a statement has waited for
@@ -246,30 +246,44 @@ func (p *Postgres) Close() error {
 // committed. Enter and Finish take the lock key row first, and Finish then
 // takes the account row and only then that account's payment rows: one
 // order, so no deadlock.
+//
+// Tables left by an older lockbench are brought to these columns (they are
+// emptied anyway), so that a shared database keeps working across versions.
 const postgresSchema = `
 CREATE TABLE IF NOT EXISTS lockbench_store_config (
   mode    int  NOT NULL,
   fencing bool NOT NULL
 );
 CREATE TABLE IF NOT EXISTS lockbench_store_accounts (
-  id           int     PRIMARY KEY,
-  balance      bigint  NOT NULL,
-  version      bigint  NOT NULL DEFAULT 0,
-  overdrawn    bool    NOT NULL DEFAULT false,
-  lost_updates bigint  NOT NULL DEFAULT 0
+  id               int     PRIMARY KEY,
+  balance          bigint  NOT NULL,
+  version          bigint  NOT NULL DEFAULT 0,
+  overdrawn        bool    NOT NULL DEFAULT false,
+  applied_debits   bigint  NOT NULL DEFAULT 0, -- applications with a debit
+  in_record_debits bigint  NOT NULL DEFAULT 0  -- those in the current record
 );
-CREATE TABLE IF NOT EXISTS lockbench_store_account_writes (
+ALTER TABLE lockbench_store_accounts
+  ADD COLUMN IF NOT EXISTS applied_debits   bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS in_record_debits bigint NOT NULL DEFAULT 0,
+  DROP COLUMN IF EXISTS lost_updates;
+DROP TABLE IF EXISTS lockbench_store_account_writes;
+CREATE TABLE IF NOT EXISTS lockbench_store_versions (
   account int    NOT NULL,
   version bigint NOT NULL,
+  parent  bigint NOT NULL,
   payment bigint NOT NULL,
+  debit   bigint NOT NULL,
   PRIMARY KEY (account, version)
 );
 CREATE TABLE IF NOT EXISTS lockbench_store_payments (
   id           bigint PRIMARY KEY,
   account      int    NOT NULL,
   applications int    NOT NULL DEFAULT 0,
-  marked       bool   NOT NULL DEFAULT false
+  in_record    int    NOT NULL DEFAULT 0 -- applications in the current record
 );
+ALTER TABLE lockbench_store_payments
+  ADD COLUMN IF NOT EXISTS in_record int NOT NULL DEFAULT 0,
+  DROP COLUMN IF EXISTS marked;
 CREATE TABLE IF NOT EXISTS lockbench_store_lock_keys ( -- "overlaps" is a keyword
   key            text   PRIMARY KEY,
   active         int    NOT NULL,
@@ -295,7 +309,7 @@ BEGIN
     max_token = greatest(k.max_token, excluded.max_token);
   -- A fresh snapshot: sees every Finish that held the key before us.
   RETURN QUERY
-    SELECT p.marked, a.balance, a.version
+    SELECT p.in_record > 0, a.balance, a.version
     FROM lockbench_store_payments p
     JOIN lockbench_store_accounts a ON a.id = p.account
     WHERE p.id = p_payment AND p.account = p_account;
@@ -316,7 +330,14 @@ LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
   v_mode    int;
   v_fencing bool;
-  v_version bigint;
+  v_current bigint;
+  v_out     bigint;      -- walks down from the current version
+  v_back    bigint;      -- walks down from p_base
+  v_parent  bigint;
+  v_paid    bigint;      -- the payment of the version walked
+  v_amount  bigint;      -- its debit
+  v_debits  bigint := 0; -- change of the account's in-record debits
+  v_debit   int := CASE WHEN p_debit > 0 THEN 1 ELSE 0 END;
 BEGIN
   PERFORM 1 FROM lockbench_store_payments WHERE id = p_payment AND account = p_account;
   IF NOT FOUND THEN
@@ -334,6 +355,16 @@ BEGIN
     RETURN;
   END IF;
   SELECT mode, fencing INTO STRICT v_mode, v_fencing FROM lockbench_store_config;
+  IF v_mode = 0 THEN
+    -- Account mode: lock the record, and refuse (rolling back the
+    -- active-- above) a write computed from a version it never had.
+    SELECT version INTO STRICT v_current FROM lockbench_store_accounts
+    WHERE id = p_account FOR UPDATE;
+    IF p_base > v_current THEN
+      RAISE EXCEPTION 'base version % ahead of account % at %', p_base, p_account, v_current
+        USING ERRCODE = '` + sqlstateBaseAhead + `';
+    END IF;
+  END IF;
   IF p_token > 0 THEN
     -- The seed's WriteWithFencing, with its result checked: no row means
     -- a newer token was already seen for this key.
@@ -352,36 +383,57 @@ BEGIN
   END IF;
   IF v_mode = 0 THEN
     -- Account mode: the record is replaced by what the holder computed
-    -- from its read at p_base; writes made since then vanish with it.
-    -- (SET expressions see the row before the update.)
+    -- from its read at p_base. Walk the current version and p_base down
+    -- to their common ancestor (step the larger; parents are smaller):
+    -- what the current side wrote leaves the record, what p_base's side
+    -- wrote comes back into it. Empty when the lock worked.
+    v_out := v_current;
+    v_back := p_base;
+    WHILE v_out <> v_back LOOP
+      IF v_out > v_back THEN
+        SELECT parent, payment, debit INTO STRICT v_parent, v_paid, v_amount
+        FROM lockbench_store_versions WHERE account = p_account AND version = v_out;
+        UPDATE lockbench_store_payments SET in_record = in_record - 1 WHERE id = v_paid;
+        IF v_amount > 0 THEN
+          v_debits := v_debits - 1;
+        END IF;
+        v_out := v_parent;
+      ELSE
+        SELECT parent, payment, debit INTO STRICT v_parent, v_paid, v_amount
+        FROM lockbench_store_versions WHERE account = p_account AND version = v_back;
+        UPDATE lockbench_store_payments SET in_record = in_record + 1 WHERE id = v_paid;
+        IF v_amount > 0 THEN
+          v_debits := v_debits + 1;
+        END IF;
+        v_back := v_parent;
+      END IF;
+    END LOOP;
     UPDATE lockbench_store_accounts SET
-      balance      = p_new_balance,
-      version      = version + 1,
-      lost_updates = lost_updates + greatest(version - p_base, 0),
-      overdrawn    = overdrawn OR p_new_balance < 0
-    WHERE id = p_account
-    RETURNING version INTO STRICT v_version;
-    IF v_version - 1 > p_base THEN
-      UPDATE lockbench_store_payments SET marked = false
-      WHERE id IN (SELECT payment FROM lockbench_store_account_writes
-                   WHERE account = p_account AND version > p_base AND version < v_version);
-    END IF;
-    INSERT INTO lockbench_store_account_writes (account, version, payment)
-    VALUES (p_account, v_version, p_payment);
+      balance          = p_new_balance,
+      version          = v_current + 1,
+      overdrawn        = overdrawn OR p_new_balance < 0,
+      applied_debits   = applied_debits + v_debit,
+      in_record_debits = in_record_debits + v_debits + v_debit
+    WHERE id = p_account;
+    INSERT INTO lockbench_store_versions (account, version, parent, payment, debit)
+    VALUES (p_account, v_current + 1, p_base, p_payment, p_debit);
   ELSE
-    -- Payment mode: an atomic debit (nothing reads account_writes here).
+    -- Payment mode: an atomic debit, computed from the current version,
+    -- so the record keeps everything it held.
     UPDATE lockbench_store_accounts SET
-      balance   = balance - p_debit,
-      version   = version + 1,
-      overdrawn = overdrawn OR balance - p_debit < 0
+      balance          = balance - p_debit,
+      version          = version + 1,
+      overdrawn        = overdrawn OR balance - p_debit < 0,
+      applied_debits   = applied_debits + v_debit,
+      in_record_debits = in_record_debits + v_debit
     WHERE id = p_account;
   END IF;
-  UPDATE lockbench_store_payments SET applications = applications + 1, marked = true
+  UPDATE lockbench_store_payments SET applications = applications + 1, in_record = in_record + 1
   WHERE id = p_payment;
   RETURN QUERY SELECT true, false;
 END
 $fn$;
 
-TRUNCATE lockbench_store_config, lockbench_store_accounts, lockbench_store_account_writes,
+TRUNCATE lockbench_store_config, lockbench_store_accounts, lockbench_store_versions,
   lockbench_store_payments, lockbench_store_lock_keys;
 `

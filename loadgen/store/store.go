@@ -1,6 +1,21 @@
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+)
+
+// The errors both stores return for calls they cannot judge (Postgres maps
+// its SQLSTATEs to these), so that callers and tests see one store
+// whichever is behind them. Such a call changes nothing.
+var (
+	errUnknownPayment     = errors.New("store: unknown payment or account")
+	errFinishWithoutEnter = errors.New("store: Finish without Enter")
+	errNegativeBase       = errors.New("store: negative BaseVersion")
+	// errBaseAhead: an account-mode write computed from a version the
+	// record has not reached yet; no holder can have read it.
+	errBaseAhead = errors.New("store: BaseVersion ahead of the record")
+)
 
 // Mode says what the lock key guards, and so how the store applies a debit.
 type Mode int
