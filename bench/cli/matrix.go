@@ -27,8 +27,8 @@ type matrixPlan struct {
 
 var (
 	quickMatrix = matrixPlan{
-		basePayments: 1000, accounts: []int{24, 6, 1}, contentionPays: 400,
-		rates: []float64{250, 500, 1000, 2000, 4000}, stepDuration: 1500 * time.Millisecond, stepWarmup: 300 * time.Millisecond,
+		basePayments: 800, accounts: []int{24, 6, 1}, contentionPays: 300,
+		rates: []float64{250, 1000, 2000, 4000}, stepDuration: time.Second, stepWarmup: 250 * time.Millisecond,
 	}
 	fullMatrix = matrixPlan{
 		basePayments: 5000, accounts: []int{96, 24, 6, 2, 1}, contentionPays: 2000,
