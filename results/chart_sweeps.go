@@ -26,14 +26,14 @@ func ThroughputContention(ss []Summary) (*Chart, error) {
 		return nil, nil
 	}
 	ch := newChart("throughput-contention", "Throughput against contention",
-		"contenders per lock key (instances × workers ÷ accounts)", "payments/s (achieved)")
+		"contenders per lock key (instances × workers ÷ accounts)", "payments/s (achieved, log scale)")
 	ch.addGrid()
 	ch.Caption = "Each line is one strategy as more workers compete for each lock key; " +
 		"the higher a line stays as it moves right, the better the strategy copes with contention."
 	lb := newLabeler(ss)
 	keys, groups := groupByKey(ss)
 	xs := map[float64]bool{}
-	yMax := 0.0
+	yMin, yMax := math.Inf(1), 0.0
 	for _, k := range keys {
 		g := groups[k]
 		sort.SliceStable(g, func(i, j int) bool { return g[i].Params.Contenders() < g[j].Params.Contenders() })
@@ -43,6 +43,9 @@ func ThroughputContention(ss []Summary) (*Chart, error) {
 			xs[x] = true
 			xys = append(xys, plotter.XY{X: x, Y: finite(s.PaymentsPerSec)})
 			yMax = math.Max(yMax, finite(s.PaymentsPerSec))
+			if y := finite(s.PaymentsPerSec); y > 0 {
+				yMin = math.Min(yMin, y)
+			}
 		}
 		if err := ch.addSeries(k, lb.label(k), lb.split(k) && !k.Fencing, xys, true, true); err != nil {
 			return nil, err
@@ -63,7 +66,12 @@ func ThroughputContention(ss []Summary) (*Chart, error) {
 		pad := math.Max((hi-lo)*0.05, 0.5)
 		ch.plot.X.Min, ch.plot.X.Max = math.Max(0, lo-pad), hi+pad
 	}
-	ch.plot.Y.Min, ch.plot.Y.Max = 0, math.Max(yMax*1.1, 1)
+	// Log scale: the in-process controls run an order of magnitude above
+	// the distributed locks, which a linear axis would flatten to the floor.
+	if math.IsInf(yMin, 1) {
+		yMin = 1
+	}
+	ch.useLogY(math.Max(yMin, 1), math.Max(yMax, 10))
 	return ch, nil
 }
 
