@@ -105,7 +105,6 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		sc := loadgen.DefaultScenario()
 		sc.Name = results.ScenarioBase
 		sc.Payments = plan.basePayments
-		sc.Warmup = plan.stepWarmup // connection pools fill outside the measurement
 		if _, err := step("base", name, sc); err != nil || ctx.Err() != nil {
 			return firstErr(err, ctx.Err())
 		}
@@ -117,7 +116,6 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			sc.Name = results.ScenarioContention
 			sc.Accounts = accounts
 			sc.Payments = plan.contentionPays
-			sc.Warmup = plan.stepWarmup
 			if _, err := step("contention", name, sc); err != nil || ctx.Err() != nil {
 				return firstErr(err, ctx.Err())
 			}

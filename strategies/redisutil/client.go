@@ -23,6 +23,8 @@ const (
 	// concurrent workers never queue on the client (the harness must not be
 	// the bottleneck).
 	DefaultPoolSize = 256
+	// DefaultMinIdleConns is how many connections a client opens up front: 8.
+	DefaultMinIdleConns = 8
 	// DefaultPingTimeout bounds the connectivity check in Dial: 2s.
 	DefaultPingTimeout = 2 * time.Second
 )
@@ -37,6 +39,10 @@ func Options(addr, password string) *redis.Options {
 		WriteTimeout: DefaultIOTimeout,
 		PoolTimeout:  DefaultPoolTimeout,
 		PoolSize:     DefaultPoolSize,
+		// Open a few connections up front, so a run does not start with a
+		// dial storm (Redlock: every worker × every node) that times rounds
+		// out.
+		MinIdleConns: DefaultMinIdleConns,
 		// No retries: see the package comment. DialerRetries 1 is a single
 		// attempt (0 would mean go-redis' default of 5).
 		MaxRetries:    -1,
