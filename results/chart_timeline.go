@@ -28,10 +28,26 @@ func LatencyTimeline(runs []Run, fault string) (*Chart, error) {
 		"seconds since start", "p99 total latency per interval (ms, log scale)")
 	ch.addGrid()
 	ch.Caption = fmt.Sprintf("Each line is one strategy's p99 latency second by second under the %s fault; "+
-		"the shaded span is when the fault was active: look for spikes in it and for how fast a line recovers after.", fault)
+		"the shaded span is when the fault was active (from its earliest start to its latest end over the runs): look for spikes in it and for how fast a line recovers after.", fault)
 	xMax, yLo, yHi := 0.0, math.Inf(1), 0.0
-	windows := map[Window]bool{}
-	var bands []band
+	// One band from the earliest fault start to the latest fault end over
+	// all runs, drawn before the lines so that it never hides them (one band
+	// per run would stack up into dark patches).
+	var span *band
+	for _, r := range runs {
+		if w := r.Summary.FaultWindow; w != nil && len(timelineSegments(r.Intervals)) > 0 {
+			x0, x1 := float64(w.StartNs)/1e9, float64(w.EndNs)/1e9
+			if span == nil {
+				span = &band{x0, x1, faultBandColor}
+			}
+			span.x0, span.x1 = math.Min(span.x0, x0), math.Max(span.x1, x1)
+			xMax = math.Max(xMax, x1)
+		}
+	}
+	if span != nil {
+		ch.plot.Add(*span)
+		ch.legend.Add("fault active", *span)
+	}
 	n := 0
 	for _, r := range runs {
 		segs := timelineSegments(r.Intervals)
@@ -48,21 +64,10 @@ func LatencyTimeline(runs []Run, fault string) (*Chart, error) {
 				return nil, err
 			}
 		}
-		if w := r.Summary.FaultWindow; w != nil && !windows[*w] {
-			windows[*w] = true
-			bands = append(bands, band{float64(w.StartNs) / 1e9, float64(w.EndNs) / 1e9, faultBandColor})
-			xMax = math.Max(xMax, float64(w.EndNs)/1e9)
-		}
 		n++
 	}
 	if n == 0 {
 		return nil, nil
-	}
-	for i, b := range bands {
-		ch.plot.Add(b)
-		if i == 0 {
-			ch.legend.Add("fault active", b)
-		}
 	}
 	ch.plot.X.Min, ch.plot.X.Max = 0, math.Max(xMax, 1)
 	ch.useLogY(yLo, yHi)
