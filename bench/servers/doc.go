@@ -41,10 +41,10 @@
 // # Caveats
 //
 // These servers are tuned for benchmarking locks on one machine, not for
-// keeping data: PostgreSQL runs with fsync, synchronous_commit and
-// full_page_writes off, and etcd with UnsafeNoFsync. etcd survives a killed
-// process (the page cache still has its data) but not a power cut; a killed
-// PostgreSQL loses its last commits (synchronous_commit off). Redis saves
+// keeping data: PostgreSQL runs with fsync and full_page_writes off, and
+// etcd with UnsafeNoFsync. Both survive a killed process (acknowledged
+// commits are in the page cache; PostgreSQL keeps synchronous_commit on so
+// that they are) but not a power cut. Redis saves
 // nothing unless Options.RedisAOF is set, so a killed and restarted node comes
 // back empty, which is the point of the restart-node fault.
 //

@@ -141,7 +141,10 @@ func (p *Postgres) command(bins binaries) *exec.Cmd {
 		"-k", p.sockDir,
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "fsync=off",
-		"-c", "synchronous_commit=off",
+		// synchronous_commit stays on: a commit's WAL reaches the kernel
+		// before it is acknowledged, so a killed server (kill-node) keeps
+		// every acknowledged commit, sequences included. Without it a crash
+		// can hand out a fencing token twice.
 		"-c", "full_page_writes=off",
 		"-c", "max_connections="+strconv.Itoa(pgMaxConnections),
 	)
