@@ -88,6 +88,7 @@ func ExitCode(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lockbench:", strings.TrimPrefix(err.Error(), "usage: "))
 		return 2
 	}
-	fmt.Fprintln(stderr, "lockbench:", err)
+	// One line, even when a driver's error spans several.
+	fmt.Fprintln(stderr, "lockbench:", strings.Join(strings.Fields(err.Error()), " "))
 	return 1
 }
