@@ -2,7 +2,6 @@ package fencing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -49,10 +48,7 @@ return 0
 // Fencing locks keys on the first Redis node of Config.RedisAddrs and issues a
 // fencing token with every lease.
 type Fencing struct {
-	client *redis.Client
-	addr   string
-	ttl    time.Duration
-	owner  string
+	redisutil.Node
 }
 
 var _ strategies.Strategy = (*Fencing)(nil)
@@ -60,20 +56,11 @@ var _ strategies.Strategy = (*Fencing)(nil)
 // New connects to cfg.RedisAddrs[0], checks that it answers and loads the
 // scripts. Locks live cfg.TTL (truncated to whole milliseconds).
 func New(ctx context.Context, cfg strategies.Config) (*Fencing, error) {
-	cfg = cfg.WithDefaults()
-	if len(cfg.RedisAddrs) == 0 {
-		return nil, errors.New("fencing: no Redis address in Config.RedisAddrs")
-	}
-	ttl := cfg.TTL.Truncate(time.Millisecond)
-	if ttl <= 0 {
-		return nil, fmt.Errorf("fencing: TTL %v is below PX's 1ms resolution", cfg.TTL)
-	}
-	addr := cfg.RedisAddrs[0]
-	c, err := redisutil.Dial(ctx, addr, cfg.RedisPassword, acquireScript, redisutil.ReleaseScript)
+	n, err := redisutil.DialNode(ctx, "fencing", cfg, acquireScript, redisutil.ReleaseScript)
 	if err != nil {
-		return nil, fmt.Errorf("fencing: %w", err)
+		return nil, err
 	}
-	return &Fencing{client: c, addr: addr, ttl: ttl, owner: cfg.Owner}, nil
+	return &Fencing{Node: n}, nil
 }
 
 // Acquire runs the acquire script once. It returns strategies.ErrNotAcquired
@@ -83,18 +70,18 @@ func (f *Fencing) Acquire(ctx context.Context, key string) (strategies.Lease, er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	value := redisutil.OwnerValue(f.owner)
+	value := redisutil.OwnerValue(f.Owner)
 	start := time.Now() // before sending: see setnx.Acquire
 	keys := []string{redisutil.LockKey(key), FenceKeyPrefix + key}
-	token, err := acquireScript.Run(ctx, f.client, keys, value, f.ttl.Milliseconds()).Int64()
+	token, err := acquireScript.Run(ctx, f.Client, keys, value, f.TTL.Milliseconds()).Int64()
 	if err != nil {
-		return nil, fmt.Errorf("fencing: acquire %s: %w", key, redisutil.Classify(ctx, f.addr, err))
+		return nil, fmt.Errorf("fencing: acquire %s: %w", key, redisutil.Classify(ctx, f.Addr, err))
 	}
 	if token == 0 {
 		return nil, strategies.ErrNotAcquired
 	}
-	return redisutil.NewLease(f.client, key, value, token, start.Add(f.ttl)), nil
+	return redisutil.NewLease(f.Client, key, value, token, start.Add(f.TTL)), nil
 }
 
 // Close closes the connections. Locks still held expire by their TTL.
-func (f *Fencing) Close() error { return f.client.Close() }
+func (f *Fencing) Close() error { return f.Client.Close() }

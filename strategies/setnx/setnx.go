@@ -2,11 +2,8 @@ package setnx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/redisutil"
@@ -31,10 +28,7 @@ func init() {
 
 // SetNX locks keys on the first Redis node of Config.RedisAddrs.
 type SetNX struct {
-	client *redis.Client
-	addr   string
-	ttl    time.Duration
-	owner  string
+	redisutil.Node
 }
 
 var _ strategies.Strategy = (*SetNX)(nil)
@@ -42,20 +36,11 @@ var _ strategies.Strategy = (*SetNX)(nil)
 // New connects to cfg.RedisAddrs[0] and checks that it answers. Locks live
 // cfg.TTL (truncated to whole milliseconds, the resolution of PX).
 func New(ctx context.Context, cfg strategies.Config) (*SetNX, error) {
-	cfg = cfg.WithDefaults()
-	if len(cfg.RedisAddrs) == 0 {
-		return nil, errors.New("setnx: no Redis address in Config.RedisAddrs")
-	}
-	ttl := cfg.TTL.Truncate(time.Millisecond)
-	if ttl <= 0 {
-		return nil, fmt.Errorf("setnx: TTL %v is below PX's 1ms resolution", cfg.TTL)
-	}
-	addr := cfg.RedisAddrs[0]
-	c, err := redisutil.Dial(ctx, addr, cfg.RedisPassword, redisutil.ReleaseScript)
+	n, err := redisutil.DialNode(ctx, "setnx", cfg, redisutil.ReleaseScript)
 	if err != nil {
-		return nil, fmt.Errorf("setnx: %w", err)
+		return nil, err
 	}
-	return &SetNX{client: c, addr: addr, ttl: ttl, owner: cfg.Owner}, nil
+	return &SetNX{Node: n}, nil
 }
 
 // Acquire makes one SET NX PX attempt. It returns strategies.ErrNotAcquired
@@ -65,19 +50,19 @@ func (s *SetNX) Acquire(ctx context.Context, key string) (strategies.Lease, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	value := redisutil.OwnerValue(s.owner)
+	value := redisutil.OwnerValue(s.Owner)
 	// The deadline counts from before the request is sent: the key cannot
 	// expire earlier than that plus the TTL, whatever the round trip took.
 	start := time.Now()
-	ok, err := s.client.SetNX(ctx, redisutil.LockKey(key), value, s.ttl).Result()
+	ok, err := s.Client.SetNX(ctx, redisutil.LockKey(key), value, s.TTL).Result()
 	if err != nil {
-		return nil, fmt.Errorf("setnx: acquire %s: %w", key, redisutil.Classify(ctx, s.addr, err))
+		return nil, fmt.Errorf("setnx: acquire %s: %w", key, redisutil.Classify(ctx, s.Addr, err))
 	}
 	if !ok {
 		return nil, strategies.ErrNotAcquired
 	}
-	return redisutil.NewLease(s.client, key, value, 0, start.Add(s.ttl)), nil
+	return redisutil.NewLease(s.Client, key, value, 0, start.Add(s.TTL)), nil
 }
 
 // Close closes the connections. Locks still held expire by their TTL.
-func (s *SetNX) Close() error { return s.client.Close() }
+func (s *SetNX) Close() error { return s.Client.Close() }
