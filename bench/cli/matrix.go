@@ -140,27 +140,9 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	// 4. The faults: the verdict table.
-	var failed []string
-	for i, c := range cases {
-		if ctx.Err() != nil {
-			break
-		}
-		if needsLocal[c.spec.Name] && !sess.hasLocal(c.info) {
-			continue
-		}
-		fault, err := c.spec.New()
-		if err != nil {
-			return err
-		}
-		r, err := sess.run(ctx, c.strategy, c.sc, fault)
-		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", c.label(), err))
-			continue
-		}
-		if err := dir.add(r); err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "[%d/%d] %s: %s\n", i+1, len(cases), c.label(), r.Summary.Verdict())
+	_, failed, err := runCases(ctx, sess, dir, cases, stderr)
+	if err != nil {
+		return err
 	}
 	if err := results.Render(dir.dir); err != nil {
 		return err

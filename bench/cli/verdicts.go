@@ -222,33 +222,9 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			tokenless = append(tokenless, c.strategy)
 		}
 	}
-	var skipped, failed []string
-	for i, c := range cases {
-		if ctx.Err() != nil {
-			break
-		}
-		if needsLocal[c.spec.Name] && !sess.hasLocal(c.info) {
-			skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
-			continue
-		}
-		fault, err := c.spec.New()
-		if err != nil {
-			return err
-		}
-		t0 := time.Now()
-		r, err := sess.run(ctx, c.strategy, c.sc, fault)
-		if err != nil {
-			// One broken cell must not cost the whole table.
-			failed = append(failed, fmt.Sprintf("%s: %v", c.label(), err))
-			fmt.Fprintf(stderr, "[%d/%d] %s: error: %v\n", i+1, len(cases), c.label(), err)
-			continue
-		}
-		if err := dir.add(r); err != nil {
-			return err
-		}
-		s := r.Summary
-		fmt.Fprintf(stderr, "[%d/%d] %s: %s (duplicates %d, overlaps %d, stale rejected %d, availability %.0f%%) in %s\n",
-			i+1, len(cases), c.label(), s.Verdict(), s.Duplicates, s.Overlaps, s.StaleRejected, 100*s.Availability, time.Since(t0).Round(100*time.Millisecond))
+	skipped, failed, err := runCases(ctx, sess, dir, cases, stderr)
+	if err != nil {
+		return err
 	}
 	sums := dir.summaries()
 	var table bytes.Buffer
@@ -374,4 +350,38 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// runCases runs the verdict cells into dir. A cell whose fault needs local
+// servers the session did not start is skipped; a cell that fails is
+// reported and the others still run (one broken cell must not cost the
+// whole table). It returns only errors that stop everything.
+func runCases(ctx context.Context, sess *session, dir *runDir, cases []verdictCase, stderr io.Writer) (skipped, failed []string, err error) {
+	for i, c := range cases {
+		if ctx.Err() != nil {
+			break
+		}
+		if needsLocal[c.spec.Name] && !sess.hasLocal(c.info) {
+			skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
+			continue
+		}
+		fault, err := c.spec.New()
+		if err != nil {
+			return skipped, failed, err
+		}
+		t0 := time.Now()
+		r, err := sess.run(ctx, c.strategy, c.sc, fault)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", c.label(), err))
+			fmt.Fprintf(stderr, "[%d/%d] %s: error: %v\n", i+1, len(cases), c.label(), err)
+			continue
+		}
+		if err := dir.add(r); err != nil {
+			return skipped, failed, err
+		}
+		s := r.Summary
+		fmt.Fprintf(stderr, "[%d/%d] %s: %s (duplicates %d, overlaps %d, stale rejected %d, availability %.0f%%) in %s\n",
+			i+1, len(cases), c.label(), s.Verdict(), s.Duplicates, s.Overlaps, s.StaleRejected, 100*s.Availability, time.Since(t0).Round(100*time.Millisecond))
+	}
+	return skipped, failed, nil
 }
