@@ -51,7 +51,7 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 	in := &Instance{cfg: cfg, strategy: s, store: acc, queue: make(chan Delivery, cfg.Scenario.Workers)}
 	for i := range cfg.Scenario.Workers {
 		seed := uint64(cfg.Scenario.Seed)*1_000_003 + uint64(cfg.ID)*4099 + uint64(i)
-		in.workers = append(in.workers, &worker{inst: in, rec: results.NewRecorder(), spare: results.NewPhaseSet(), rng: rand.New(rand.NewPCG(seed, 7))})
+		in.workers = append(in.workers, &worker{inst: in, rec: results.NewRecorder(), rng: rand.New(rand.NewPCG(seed, 7))})
 	}
 	return in, nil
 }
@@ -97,12 +97,7 @@ func (in *Instance) Slow(d time.Duration) { in.slowOnce.Store(int64(d)) }
 // Swap collects what the workers recorded since the last Swap, merged.
 func (in *Instance) Swap(into results.PhaseSet) {
 	for _, w := range in.workers {
-		// Double-buffered: the worker records into one set while the other
-		// is merged and reset, so nothing is allocated per interval.
-		got := w.rec.Swap(w.spare)
-		into.Merge(got)
-		got.Reset()
-		w.spare = got
+		w.rec.Drain(into)
 	}
 }
 

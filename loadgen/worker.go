@@ -77,10 +77,8 @@ func (s Snapshot) ErrorMap() map[string]int64 {
 type worker struct {
 	inst *Instance
 	rec  *results.Recorder
-	// spare is the interval set not being recorded into; owned by Swap.
-	spare results.PhaseSet
-	rng   *rand.Rand
-	c     Counters
+	rng  *rand.Rand
+	c    Counters
 }
 
 // lockKey names the lock guarding d.

@@ -59,7 +59,8 @@ func makeRun(f fixture) Run {
 		for i := 0; i < 10*samplesPerInterval; i++ {
 			sample(rec.Record, 1)
 		}
-		run.Total = rec.Swap(NewPhaseSet())
+		run.Total = NewPhaseSet()
+		rec.Drain(run.Total)
 	}
 	for i := 0; i < f.intervals; i++ {
 		rec := NewRecorder()
@@ -74,7 +75,8 @@ func makeRun(f fixture) Run {
 		for j := 0; j < n; j++ {
 			sample(rec.Record, factor)
 		}
-		iv := Interval{StartNs: int64(i) * 1e9, EndNs: int64(i+1) * 1e9, Hists: rec.Swap(NewPhaseSet())}
+		iv := Interval{StartNs: int64(i) * 1e9, EndNs: int64(i+1) * 1e9, Hists: NewPhaseSet()}
+		rec.Drain(iv.Hists)
 		run.Total.Merge(iv.Hists)
 		run.Intervals = append(run.Intervals, iv)
 	}

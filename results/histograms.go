@@ -47,23 +47,27 @@ func (s PhaseSet) Merge(o PhaseSet) {
 }
 
 // Recorder is one worker's latency recorder. hdrhistogram-go is not
-// goroutine-safe, so each worker owns a Recorder; its mutex is taken by the
-// worker on every record and by the collector once per interval, so it is
-// never contended on the hot path (unlike a global lock around shared
-// histograms).
+// goroutine-safe, and a histogram per worker would cost a 150 KB reset per
+// phase per worker every interval; so a worker appends raw values to its own
+// buffers, and the collector drains them into the interval's histograms once
+// per interval. The recorder's mutex is taken by its one worker per cycle and
+// by the collector once per interval: never contended on the hot path (unlike
+// a global lock around shared histograms).
 type Recorder struct {
-	mu       sync.Mutex
-	interval PhaseSet
+	mu  sync.Mutex
+	buf [NumPhases][]int64
+	// spare is the drained buffers, kept for reuse; only Drain touches it.
+	spare [NumPhases][]int64
 }
 
 // NewRecorder returns an empty recorder.
-func NewRecorder() *Recorder { return &Recorder{interval: NewPhaseSet()} }
+func NewRecorder() *Recorder { return &Recorder{} }
 
 // Record adds one latency for phase p, clamped to the histogram's range
 // (values under MinLatencyNs are kept, at coarser precision).
 func (r *Recorder) Record(p Phase, d time.Duration) {
 	r.mu.Lock()
-	_ = r.interval[p].RecordValue(clamp(d))
+	r.buf[p] = append(r.buf[p], clamp(d))
 	r.mu.Unlock()
 }
 
@@ -71,7 +75,7 @@ func (r *Recorder) Record(p Phase, d time.Duration) {
 func (r *Recorder) RecordCycle(acquire, critical, release, total time.Duration) {
 	r.mu.Lock()
 	for p, d := range [NumPhases]time.Duration{acquire, critical, release, total} {
-		_ = r.interval[p].RecordValue(clamp(d))
+		r.buf[p] = append(r.buf[p], clamp(d))
 	}
 	r.mu.Unlock()
 }
@@ -84,15 +88,21 @@ func clamp(d time.Duration) int64 {
 	return min(v, MaxLatencyNs)
 }
 
-// Swap returns what was recorded since the last Swap and starts a new
-// interval. fresh must be empty; it becomes the recorder's new interval set
-// (passing the previous, reset set back avoids allocation).
-func (r *Recorder) Swap(fresh PhaseSet) PhaseSet {
+// Drain records everything recorded since the last Drain into into. Only one
+// goroutine (the collector) may call Drain.
+func (r *Recorder) Drain(into PhaseSet) {
 	r.mu.Lock()
-	old := r.interval
-	r.interval = fresh
+	full := r.buf
+	for p := range r.spare {
+		r.buf[p] = r.spare[p][:0]
+	}
 	r.mu.Unlock()
-	return old
+	for p, vs := range full {
+		for _, v := range vs {
+			_ = into[p].RecordValue(v)
+		}
+	}
+	r.spare = full
 }
 
 // Reset empties every phase.
