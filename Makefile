@@ -30,6 +30,7 @@ test: vet build
 
 # bench: the published matrix, quick form (under 5 minutes), into $(OUT).
 bench: build
+	rm -rf $(OUT)
 	$(BIN) matrix --quick --out $(OUT)
 	@echo "report: $(OUT)/report.md"
 
