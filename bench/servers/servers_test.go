@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -54,15 +53,6 @@ func etcdClient(t *testing.T, endpoints []string) *clientv3.Client {
 	return ec
 }
 
-func selectOne(ctx context.Context, dsn string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	var one int
-	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
-}
 
 // alive reports whether a process (or, for a negative pid, a process group)
 // exists.
@@ -116,7 +106,7 @@ func TestCluster(t *testing.T) {
 		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "v" {
 			t.Errorf("etcd Get = %v, %v; want v", resp, err)
 		}
-		if err := selectOne(ctx, ep.PostgresDSN); err != nil {
+		if err := pingPostgres(ctx, ep.PostgresDSN); err != nil {
 			t.Errorf("postgres SELECT 1: %v", err)
 		}
 		if !strings.Contains(log.String(), "redis-0| ") {
@@ -198,13 +188,13 @@ func TestCluster(t *testing.T) {
 		}
 		cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
 		defer ccancel()
-		if err := selectOne(cctx, p.DSN); err == nil {
+		if err := pingPostgres(cctx, p.DSN); err == nil {
 			t.Errorf("SELECT 1 after Kill succeeded")
 		}
 		if err := p.Start(ctx); err != nil {
 			t.Fatalf("Start: %v", err)
 		}
-		if err := selectOne(ctx, p.DSN); err != nil {
+		if err := pingPostgres(ctx, p.DSN); err != nil {
 			t.Errorf("SELECT 1 after Start: %v", err)
 		}
 	})
