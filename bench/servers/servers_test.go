@@ -53,7 +53,6 @@ func etcdClient(t *testing.T, endpoints []string) *clientv3.Client {
 	return ec
 }
 
-
 // alive reports whether a process (or, for a negative pid, a process group)
 // exists.
 func alive(pid int) bool {
