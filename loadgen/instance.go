@@ -62,8 +62,15 @@ func (in *Instance) Start(ctx context.Context) {
 		in.wg.Add(1)
 		go func() {
 			defer in.wg.Done()
+			// The worker's own child of ctx, so the per-call contexts
+			// derived from it every cycle register with this worker's
+			// context, not all with ctx under one mutex; and their parent
+			// for calls that must finish even when ctx is done, made once.
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			cx := cycleCtx{run: wctx, detached: context.WithoutCancel(wctx)}
 			for d := range in.queue {
-				w.process(ctx, d)
+				w.process(cx, d)
 			}
 		}()
 	}

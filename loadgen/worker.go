@@ -89,12 +89,20 @@ func (in *Instance) lockKey(d Delivery) string {
 	return "lockbench:acct:" + strconv.FormatInt(int64(d.Account), 10)
 }
 
+// cycleCtx are the contexts a worker's lock cycles derive theirs from: the
+// run's (done when the run ends) and the same without its cancellation,
+// for the calls that must finish anyway (release, and the store's Finish).
+type cycleCtx struct {
+	run, detached context.Context
+}
+
 // process handles one delivery: acquire → read → work → write → release.
 // Times are taken with time.Now (monotonic) except the start, which is the
 // intended start in wall-clock nanoseconds shared with the dispatcher.
-func (w *worker) process(ctx context.Context, d Delivery) {
+func (w *worker) process(cx cycleCtx, d Delivery) {
 	in := w.inst
 	sc := &in.cfg.Scenario
+	ctx := cx.run
 	w.c.Deliveries.Add(1)
 	key := in.lockKey(d)
 
@@ -121,12 +129,12 @@ func (w *worker) process(ctx context.Context, d Delivery) {
 	}
 	w.c.Acquired.Add(1)
 
-	w.critical(ctx, d, key, lease)
+	w.critical(cx, d, key, lease)
 	t2 := time.Now()
 
 	// Release with a fresh bound: the run's ctx may be ending, and a lock
 	// left behind would only expire by its TTL.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), sc.AcquireTimeout)
+	rctx, rcancel := context.WithTimeout(cx.detached, sc.AcquireTimeout)
 	if err := lease.Release(rctx); err != nil {
 		w.c.Errors[classify(err)].Add(1)
 	}
@@ -141,8 +149,9 @@ func (w *worker) process(ctx context.Context, d Delivery) {
 // critical is the work under the lock: read "processed?" and the balance,
 // do the work (--hold), then debit or decline and mark processed — with the
 // fencing token, which the store checks when fencing is on.
-func (w *worker) critical(ctx context.Context, d Delivery, key string, lease strategies.Lease) {
+func (w *worker) critical(cx cycleCtx, d Delivery, key string, lease strategies.Lease) {
 	in := w.inst
+	ctx := cx.run
 	token := lease.Token()
 	read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Token: token, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID})
 	if err != nil {
@@ -171,7 +180,7 @@ func (w *worker) critical(ctx context.Context, d Delivery, key string, lease str
 	}
 	// Finish even when ctx is done: the store must see every holder leave.
 	// (A store reached over a connection bounds the call itself.)
-	if _, err := in.store.Finish(context.WithoutCancel(ctx), fin); err != nil {
+	if _, err := in.store.Finish(cx.detached, fin); err != nil {
 		w.c.Errors[ecStore].Add(1)
 	}
 }
