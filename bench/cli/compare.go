@@ -10,10 +10,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"text/tabwriter"
 	"time"
 
 	"github.com/lockbench/lockbench/bench/servers"
@@ -27,10 +29,19 @@ import (
 // two commands a setnx lock cycle sends (SET … NX PX and the release
 // script), the same client count and the same local Redis, then lockbench's
 // setnx with zero hold, and print both lock-cycle rates and their ratio.
+// The go-redis loop between them (same client settings, no harness) splits
+// the gap into the Go client's share and the harness's.
+//
+// The three run in turn, --rounds times after a warm-up round, and each
+// round's ratios are taken within the round: on a shared machine the rates
+// drift by tens of percent over a minute, and a ratio of figures measured a
+// minute apart would measure the drift. The medians of the rounds' ratios
+// are the result.
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compare-redis", stderr)
 	clients := fs.Int("clients", 50, "concurrent clients (redis-benchmark -c, lockbench workers)")
-	n := fs.Int("requests", 100000, "requests per redis-benchmark test, and lock cycles for lockbench")
+	n := fs.Int("requests", 50000, "requests per redis-benchmark test, and lock cycles for lockbench, per round")
+	rounds := fs.Int("rounds", 7, "rounds of the three measurements, interleaved, after one warm-up round")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -39,6 +50,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *n < 1000 {
 		return usageErr("--requests: want ≥ 1000, got %d", *n)
+	}
+	if *rounds < 1 || *rounds > 100 {
+		return usageErr("--rounds: want 1..100, got %d", *rounds)
 	}
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {
@@ -69,19 +83,6 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		return parseBenchCSV(out)
 	}
-	setRate, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
-	if err != nil {
-		return err
-	}
-	relRate, err := bench("EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
-	if err != nil {
-		return err
-	}
-	cycle := 1 / (1/setRate + 1/relRate)
-	plain, err := goRedisCycles(ctx, addr, *clients, *n)
-	if err != nil {
-		return err
-	}
 
 	sc := loadgen.DefaultScenario()
 	sc.Name = "compare-redis"
@@ -92,21 +93,72 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	sc.Warmup = 0
 	sess := &session{ep: cluster.Endpoints(), stderr: stderr, stores: map[string]store.Store{}}
 	defer sess.Close()
-	start := time.Now()
-	r, err := sess.run(ctx, "setnx", sc, nil)
-	if err != nil {
-		return err
+
+	fmt.Fprintf(stdout, "lock cycles/s: SET NX PX then EVALSHA of the release script, %d clients, %d cycles a measurement, local Redis\n", *clients, *n)
+	fmt.Fprintf(stdout, "redis-benchmark's cycle rate is 1 / (1/SET rate + 1/EVALSHA rate); lockbench is `run --strategy setnx --hold 0`\n\n")
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "round\tredis-benchmark\tgo-redis alone\tlockbench setnx\tlockbench/redis-benchmark\tlockbench/go-redis\tgo-redis/redis-benchmark\t")
+	var ours, theirs, plain []float64
+	// Round 0 warms up all three (connections, the Go heap, Redis's
+	// dictionaries) and is shown but not counted.
+	for r := range *rounds + 1 {
+		setRate, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
+		if err != nil {
+			return err
+		}
+		relRate, err := bench("EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
+		if err != nil {
+			return err
+		}
+		cycle := 1 / (1/setRate + 1/relRate)
+		alone, err := goRedisCycles(ctx, addr, *clients, *n)
+		if err != nil {
+			return err
+		}
+		run, err := sess.run(ctx, "setnx", sc, nil)
+		if err != nil {
+			return err
+		}
+		lb := run.Summary.OpsPerSec
+		name := strconv.Itoa(r)
+		if r == 0 {
+			name = "warm-up"
+		} else {
+			theirs, plain, ours = append(theirs, cycle), append(plain, alone), append(ours, lb)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t\n", name, cycle, alone, lb, lb/cycle, lb/alone, alone/cycle)
+		fmt.Fprintf(stderr, "compare-redis: round %d of %d done (lockbench/redis-benchmark %.2f)\n", r, *rounds, lb/cycle)
 	}
-	ours := r.Summary.OpsPerSec
-	fmt.Fprintf(stdout, "redis-benchmark  SET NX PX   %10.0f req/s  (-c %d -n %d)\n", setRate, *clients, *n)
-	fmt.Fprintf(stdout, "redis-benchmark  EVALSHA rel %10.0f req/s\n", relRate)
-	fmt.Fprintf(stdout, "redis-benchmark  lock cycle  %10.0f cycles/s  (1 / (1/set + 1/release))\n", cycle)
-	fmt.Fprintf(stdout, "lockbench setnx  lock cycle  %10.0f cycles/s  (%d workers, hold 0, %s)\n", ours, *clients, time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "go-redis alone   lock cycle  %10.0f cycles/s  (same client settings and commands, no harness)\n", plain)
-	fmt.Fprintf(stdout, "ratio lockbench / redis-benchmark: %.2f (target ≥ 0.80)\n", ours/cycle)
-	fmt.Fprintf(stdout, "ratio lockbench / go-redis alone:  %.2f (the harness's own cost)\n", ours/plain)
-	fmt.Fprintf(stdout, "ratio go-redis / redis-benchmark:  %.2f (the Go client's cost against redis-benchmark's C)\n", plain/cycle)
+	ratio := func(a, b []float64) []float64 {
+		out := make([]float64, len(a))
+		for i := range a {
+			out[i] = a[i] / b[i]
+		}
+		return out
+	}
+	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t\n", median(theirs), median(plain), median(ours),
+		median(ratio(ours, theirs)), median(ratio(ours, plain)), median(ratio(plain, theirs)))
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "ratio lockbench / redis-benchmark: %.2f (median of %d rounds, range %.2f–%.2f; target ≥ 0.80)\n",
+		median(ratio(ours, theirs)), *rounds, slices.Min(ratio(ours, theirs)), slices.Max(ratio(ours, theirs)))
+	fmt.Fprintf(stdout, "ratio lockbench / go-redis alone:  %.2f (the harness's own cost)\n", median(ratio(ours, plain)))
+	fmt.Fprintf(stdout, "ratio go-redis / redis-benchmark:  %.2f (the Go client's cost against redis-benchmark's C)\n", median(ratio(plain, theirs)))
 	return nil
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count); xs is not modified.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // parseBenchCSV reads the rps column of redis-benchmark --csv output.

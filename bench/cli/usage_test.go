@@ -30,6 +30,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown flag", []string{"run", "--speed", "9"}, "-speed"},
 		{"stray argument", []string{"run", "fast"}, "fast"},
 		{"unknown command", []string{"launch"}, "launch"},
+		{"zero compare rounds", []string{"compare-redis", "--rounds", "0"}, "--rounds"},
+		{"too few compare requests", []string{"compare-redis", "--requests", "10"}, "--requests"},
 		{"bad etcd members", []string{"run", "--etcd-members", "2", "--strategy", "nolock"}, "--etcd-members"},
 	}
 	for _, tc := range cases {
