@@ -10,7 +10,8 @@ import (
 var ErrNotAcquired = errors.New("strategies: lock not acquired")
 
 // ErrNotOwner is returned by Release when the lease no longer owns the lock:
-// it expired, or another holder has it now. Nothing was deleted.
+// it expired, or another holder has it now. No other holder's lock was
+// deleted (a quorum strategy still clears what was left of its own keys).
 var ErrNotOwner = errors.New("strategies: lease no longer owns the lock")
 
 // ErrUnavailable wraps errors caused by an unreachable lock server, so callers
@@ -41,8 +42,8 @@ type Lease interface {
 	// Deadline is when the lease stops being valid by the strategy's own
 	// reckoning; the zero time when it never expires on its own.
 	Deadline() time.Time
-	// Release gives the lock up. It returns ErrNotOwner (and deletes nothing)
-	// when the lock is no longer this lease's.
+	// Release gives the lock up. It returns ErrNotOwner when the lock is no
+	// longer this lease's, and never deletes another holder's lock.
 	Release(ctx context.Context) error
 }
 

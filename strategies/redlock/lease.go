@@ -26,12 +26,14 @@ func (l *lease) Key() string         { return l.key }
 func (l *lease) Token() int64        { return 0 }
 func (l *lease) Deadline() time.Time { return l.deadline }
 
-// Release compare-and-deletes on every node in parallel. When fewer than a
-// quorum of nodes answer it returns their failures as joined *NodeError values
-// (wrapping strategies.ErrUnavailable): the lock may still be held until its
-// TTL. Otherwise it returns strategies.ErrNotOwner if no node still held the
-// lease's value (it expired, or was taken), and nil if any did; a failed
-// minority does not matter, as it cannot make a quorum for anyone.
+// Release compare-and-deletes on every node in parallel. The lease was
+// still held if a quorum of nodes still had its value (redsync's rule):
+// then it returns nil. It returns strategies.ErrNotOwner when too few did
+// for a quorum even counting the nodes that did not answer: the lock had
+// expired (or been taken) on enough nodes that another holder may have it.
+// When that cannot be told because nodes failed, it returns their failures
+// as joined *NodeError values (wrapping strategies.ErrUnavailable): the lock
+// may still be held until its TTL.
 //
 // Unlike Acquire, Release waits for every node up to the client's I/O timeout
 // (redisutil.DefaultIOTimeout) rather than the per-node timeout: giving up
@@ -43,18 +45,21 @@ func (l *lease) Release(ctx context.Context) error {
 		return release(ctx, c, rkey, l.value)
 	})
 	var failed []error
+	deleted := 0
 	for _, err := range errs {
-		if err != nil && !errors.Is(err, strategies.ErrNotOwner) {
+		switch {
+		case err == nil:
+			deleted++
+		case !errors.Is(err, strategies.ErrNotOwner):
 			failed = append(failed, err)
 		}
 	}
-	answered := len(errs) - len(failed)
 	switch {
-	case answered < l.r.quorum:
-		return fmt.Errorf("%w: redlock: release %s: only %d of %d nodes answered: %w",
-			strategies.ErrUnavailable, l.key, answered, len(errs), errors.Join(failed...))
-	case countErrs(errs) == len(errs):
-		return strategies.ErrNotOwner
+	case deleted >= l.r.quorum:
+		return nil
+	case deleted+len(failed) >= l.r.quorum:
+		return fmt.Errorf("%w: redlock: release %s: %d of %d nodes answered, %d still held it: %w",
+			strategies.ErrUnavailable, l.key, len(errs)-len(failed), len(errs), deleted, errors.Join(failed...))
 	}
-	return nil
+	return strategies.ErrNotOwner
 }

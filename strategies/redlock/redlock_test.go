@@ -3,12 +3,16 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/redisutil"
 	"github.com/lockbench/lockbench/strategies/redlock"
 )
 
@@ -96,6 +100,54 @@ func TestRedlock(t *testing.T) {
 		var ne *redlock.NodeError
 		if !errors.As(err, &ne) || ne.Node > 2 {
 			t.Errorf("errors.As(%v, *NodeError): got %v; want one of the killed nodes 0-2", err, ne)
+		}
+	})
+
+	// A lease is released if a quorum of nodes still held it, and is not
+	// ours any more (ErrNotOwner) when its keys were gone from a majority:
+	// the rest, left by uneven expiry, are still deleted.
+	t.Run("release-quorum", func(t *testing.T) {
+		r := open(t, cl, ttl)
+		ctx := context.Background()
+		clients := make([]*redis.Client, len(cl.Redis))
+		for i, n := range cl.Redis {
+			clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
+			defer clients[i].Close()
+		}
+		// expire deletes the lease's key on the first n nodes, as its TTL
+		// running out there first would.
+		expire := func(key string, n int) {
+			for _, c := range clients[:n] {
+				if err := c.Del(ctx, redisutil.LockKey(key)).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		left := func(key string) int {
+			k := 0
+			for _, c := range clients {
+				if c.Exists(ctx, redisutil.LockKey(key)).Val() == 1 {
+					k++
+				}
+			}
+			return k
+		}
+		for _, tc := range []struct {
+			gone int
+			want error
+		}{{0, nil}, {2, nil}, {3, strategies.ErrNotOwner}, {5, strategies.ErrNotOwner}} {
+			key := fmt.Sprintf("release-quorum-%d", tc.gone)
+			l, err := r.Acquire(ctx, key)
+			if err != nil {
+				t.Fatalf("Acquire: %v", err)
+			}
+			expire(key, tc.gone)
+			if err := l.Release(ctx); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+				t.Errorf("Release with the key gone from %d of 5 nodes: got %v; want %v", tc.gone, err, tc.want)
+			}
+			if k := left(key); k != 0 {
+				t.Errorf("after Release with the key gone from %d of 5 nodes: still on %d nodes; want 0", tc.gone, k)
+			}
 		}
 	})
 }
