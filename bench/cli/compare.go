@@ -98,28 +98,36 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "redis-benchmark's cycle rate is 1 / (1/SET rate + 1/EVALSHA rate); lockbench is `run --strategy setnx --hold 0`\n\n")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "round\tredis-benchmark\tgo-redis alone\tlockbench setnx\tlockbench/redis-benchmark\tlockbench/go-redis\tgo-redis/redis-benchmark\t")
+	// round measures the three once; a round cut short by Ctrl-C is not one.
+	round := func() (cycle, alone, lb float64, err error) {
+		setRate, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		relRate, err := bench("EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if alone, err = goRedisCycles(ctx, addr, *clients, *n); err != nil {
+			return 0, 0, 0, err
+		}
+		run, err := sess.run(ctx, "setnx", sc, nil)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		return 1 / (1/setRate + 1/relRate), alone, run.Summary.OpsPerSec, ctx.Err()
+	}
 	var ours, theirs, plain []float64
 	// Round 0 warms up all three (connections, the Go heap, Redis's
 	// dictionaries) and is shown but not counted.
 	for r := range *rounds + 1 {
-		setRate, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
+		cycle, alone, lb, err := round()
+		if ctx.Err() != nil {
+			break // interrupted: report the rounds done
+		}
 		if err != nil {
 			return err
 		}
-		relRate, err := bench("EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
-		if err != nil {
-			return err
-		}
-		cycle := 1 / (1/setRate + 1/relRate)
-		alone, err := goRedisCycles(ctx, addr, *clients, *n)
-		if err != nil {
-			return err
-		}
-		run, err := sess.run(ctx, "setnx", sc, nil)
-		if err != nil {
-			return err
-		}
-		lb := run.Summary.OpsPerSec
 		name := strconv.Itoa(r)
 		if r == 0 {
 			name = "warm-up"
@@ -128,6 +136,11 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t\n", name, cycle, alone, lb, lb/cycle, lb/alone, alone/cycle)
 		fmt.Fprintf(stderr, "compare-redis: round %d of %d done (lockbench/redis-benchmark %.2f)\n", r, *rounds, lb/cycle)
+	}
+	if len(ours) == 0 {
+		tw.Flush()
+		fmt.Fprintln(stderr, "interrupted before a counted round finished: no ratio")
+		return nil
 	}
 	ratio := func(a, b []float64) []float64 {
 		out := make([]float64, len(a))
@@ -141,9 +154,12 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tw.Flush()
 	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "ratio lockbench / redis-benchmark: %.2f (median of %d rounds, range %.2f–%.2f; target ≥ 0.80)\n",
-		median(ratio(ours, theirs)), *rounds, slices.Min(ratio(ours, theirs)), slices.Max(ratio(ours, theirs)))
+		median(ratio(ours, theirs)), len(ours), slices.Min(ratio(ours, theirs)), slices.Max(ratio(ours, theirs)))
 	fmt.Fprintf(stdout, "ratio lockbench / go-redis alone:  %.2f (the harness's own cost)\n", median(ratio(ours, plain)))
 	fmt.Fprintf(stdout, "ratio go-redis / redis-benchmark:  %.2f (the Go client's cost against redis-benchmark's C)\n", median(ratio(plain, theirs)))
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "interrupted: %d of %d rounds done\n", len(ours), *rounds)
+	}
 	return nil
 }
 
