@@ -60,7 +60,7 @@ func Options(addr, password string) *redis.Options {
 		// (about 12% of a lock cycle's CPU here). Locks need no pushes.
 		Protocol:                 2,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		Dialer:                   dialPlain,
+		Dialer:                   dialIdleChecked,
 	}
 }
 
@@ -91,9 +91,9 @@ func Dial(ctx context.Context, addr, password string, scripts ...*redis.Script) 
 // before go-redis health-checks it on the way out of the pool: 1ms.
 const HealthCheckIdle = time.Millisecond
 
-// dialPlain dials like go-redis' default dialer and wraps the connection
+// dialIdleChecked dials like go-redis' default dialer and wraps the connection
 // in an idleConn.
-func dialPlain(ctx context.Context, network, addr string) (net.Conn, error) {
+func dialIdleChecked(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: DefaultDialTimeout, KeepAlive: 5 * time.Minute}
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
@@ -119,11 +119,14 @@ func dialPlain(ctx context.Context, network, addr string) (net.Conn, error) {
 // closed: one more system call per command than redis-benchmark makes,
 // about a fifth of a lock cycle's client CPU on a small VM. idleConn skips
 // that peek when the connection read a reply less than HealthCheckIdle ago.
-// A connection can only go stale by the server closing it (a killed or
-// restarted node, a partition), which takes far longer than that, and a
-// connection in use when it happens fails its command and leaves the pool;
-// so a restart is still found before a command is sent, as with go-redis
-// alone.
+// A connection goes stale when its server closes it (a killed or restarted
+// node, a cut partition). A node that is down for longer than
+// HealthCheckIdle, as every restart is, leaves only idle connections
+// behind, and those are still peeked at and dropped before a command is
+// sent, as with go-redis alone. Only a connection used in the last
+// millisecond to a node that died in that millisecond fails its next
+// command (as unavailable, and leaves the pool): the node did die under
+// a live client.
 type idleConn struct {
 	net.Conn
 	raw      idleRawConn
