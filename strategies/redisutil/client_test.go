@@ -30,14 +30,14 @@ func TestIdleConnPeeksOnlyWhenIdle(t *testing.T) {
 		_, _ = c.Write([]byte("+PONG\r\n"))
 		_, _ = io.Copy(io.Discard, c)
 	}()
-	c, err := dialPlain(context.Background(), "tcp", ln.Addr().String())
+	c, err := dialIdleChecked(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	ic, ok := c.(*idleConn)
 	if !ok {
-		t.Fatalf("dialPlain returned %T, want *idleConn", c)
+		t.Fatalf("dialIdleChecked returned %T, want *idleConn", c)
 	}
 	buf := make([]byte, 7)
 	if _, err := io.ReadFull(ic, buf); err != nil {
