@@ -21,38 +21,42 @@ const (
 	Hold = time.Millisecond
 )
 
-// testExclusion has Contenders goroutines take the lock on one key Rounds
-// times each, count themselves in and out of the critical section, and
-// checks that nobody ever found another contender inside. perContender gives
-// each goroutine its own strategy object instead of one shared object.
-func testExclusion(t *testing.T, h *harness, perContender bool) {
-	key := h.key(t)
-	objects := make([]strategies.Strategy, Contenders)
-	for i := range objects {
-		if i == 0 || perContender {
-			objects[i] = h.open(t, LongTTL, fmt.Sprintf("contender-%d", i))
-		} else {
-			objects[i] = objects[0]
-		}
-	}
+// Contention is what Contend saw.
+type Contention struct {
+	// Entries counts critical sections entered; Overlaps those entered
+	// with another contender inside; MaxInside the most inside at once.
+	Entries, Overlaps, MaxInside int64
+	// Tokens are the holders' fencing tokens in critical-section order.
+	Tokens []int64
+	// Errs are the acquires and releases that failed.
+	Errs []error
+	// Took is how long the contention lasted.
+	Took time.Duration
+}
 
+// Contend has one goroutine per element of objects (an object may appear
+// more than once: contenders sharing an instance) take the lock on key
+// rounds times each, all starting at once, with AcquireRetry bounded by
+// acquireTimeout per attempt; each counts itself in and out of the
+// critical section, where it stays for Hold. Package tests of strategies
+// use it for their own exclusion cases.
+func Contend(objects []strategies.Strategy, key string, rounds int, acquireTimeout time.Duration) Contention {
 	var (
 		inside, maxInside, overlaps, entries atomic.Int64
 		mu                                   sync.Mutex
-		tokens                               []int64 // in critical-section order
-		errs                                 []error
+		c                                    Contention
 		wg                                   sync.WaitGroup
 	)
 	fail := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		errs = append(errs, err)
+		c.Errs = append(c.Errs, err)
 	}
 	start := make(chan struct{})
 	for i, s := range objects {
 		wg.Go(func() {
 			<-start // everyone at once: contention from the first round
-			for round := range Rounds {
+			for round := range rounds {
 				ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
 				l, _, err := strategies.AcquireRetry(ctx, s, key, strategies.Retry{})
 				if err != nil {
@@ -68,7 +72,7 @@ func testExclusion(t *testing.T, h *harness, perContender bool) {
 				}
 				entries.Add(1)
 				mu.Lock()
-				tokens = append(tokens, l.Token())
+				c.Tokens = append(c.Tokens, l.Token())
 				mu.Unlock()
 				time.Sleep(Hold)
 				inside.Add(-1)
@@ -82,26 +86,74 @@ func testExclusion(t *testing.T, h *harness, perContender bool) {
 	began := time.Now()
 	close(start)
 	wg.Wait()
-	t.Logf("%d entries by %d contenders in %v; %d overlapping, at most %d inside at once",
-		entries.Load(), Contenders, time.Since(began).Round(time.Millisecond), overlaps.Load(), maxInside.Load())
+	c.Took = time.Since(began)
+	c.Entries, c.Overlaps, c.MaxInside = entries.Load(), overlaps.Load(), maxInside.Load()
+	return c
+}
 
-	for _, err := range errs {
+// IncreasingTokens reports the first holder whose token is not larger than
+// its predecessor's, or nil.
+func (c Contention) IncreasingTokens() error {
+	for i := 1; i < len(c.Tokens); i++ {
+		if c.Tokens[i] <= c.Tokens[i-1] {
+			return fmt.Errorf("holder %d: got token %d after %d; want strictly increasing tokens", i, c.Tokens[i], c.Tokens[i-1])
+		}
+	}
+	return nil
+}
+
+// Check fails t unless every contender got the lock every time (entries
+// critical sections in all), nobody found another contender inside, and
+// the tokens of successive holders increased.
+func (c Contention) Check(t testing.TB, entries int) {
+	t.Helper()
+	for _, err := range c.Errs {
+		t.Errorf("contender: %v", err)
+	}
+	if c.Overlaps != 0 {
+		t.Errorf("%d overlaps, up to %d holders at once; want 0", c.Overlaps, c.MaxInside)
+	}
+	if len(c.Tokens) != entries {
+		t.Errorf("%d acquisitions; want %d", len(c.Tokens), entries)
+	}
+	if err := c.IncreasingTokens(); err != nil {
+		t.Error(err)
+	}
+}
+
+// testExclusion has Contenders goroutines take the lock on one key Rounds
+// times each (Contend) and checks that nobody ever found another contender
+// inside. perContender gives each goroutine its own strategy object instead
+// of one shared object.
+func testExclusion(t *testing.T, h *harness, perContender bool) {
+	key := h.key(t)
+	objects := make([]strategies.Strategy, Contenders)
+	for i := range objects {
+		if i == 0 || perContender {
+			objects[i] = h.open(t, LongTTL, fmt.Sprintf("contender-%d", i))
+		} else {
+			objects[i] = objects[0]
+		}
+	}
+	c := Contend(objects, key, Rounds, acquireTimeout)
+	t.Logf("%d entries by %d contenders in %v; %d overlapping, at most %d inside at once",
+		c.Entries, Contenders, c.Took.Round(time.Millisecond), c.Overlaps, c.MaxInside)
+
+	for _, err := range c.Errs {
 		t.Errorf("got %v; want every contender to get the lock within %v", err, acquireTimeout)
 	}
 	expectOverlap := h.control() || (perContender && !h.info.CrossProcess)
 	switch {
-	case expectOverlap && overlaps.Load() == 0:
+	case expectOverlap && c.Overlaps == 0:
 		t.Errorf("got no overlap; want the checker to catch %s letting contenders in together (it excludes nobody here)", h.info.Name)
 	case expectOverlap:
 		t.Logf("overlap expected and caught: %s does not exclude contenders here", h.info.Name)
-	case overlaps.Load() > 0:
-		t.Errorf("got %d overlapping entries, up to %d holders at once; want at most 1 holder", overlaps.Load(), maxInside.Load())
+	case c.Overlaps > 0:
+		t.Errorf("got %d overlapping entries, up to %d holders at once; want at most 1 holder", c.Overlaps, c.MaxInside)
 	}
 	if h.info.Fencing && !expectOverlap {
-		for i := 1; i < len(tokens); i++ {
-			if tokens[i] <= tokens[i-1] {
-				t.Errorf("holder %d: got token %d after %d; want strictly increasing tokens", i, tokens[i], tokens[i-1])
-			}
+		if err := c.IncreasingTokens(); err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/conformance"
 )
 
 // endpoints are the client URLs of the etcd cluster the tests share: the one
@@ -172,61 +171,15 @@ func TestMutualExclusion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			es := make([]*Etcd, tt.instances)
+			es := make([]strategies.Strategy, tt.instances)
 			for i := range es {
 				es[i] = newEtcd(t, 0)
 			}
-			key := testKey(t)
-			var (
-				inside  atomic.Int32
-				mu      sync.Mutex
-				tokens  []int64
-				wg      sync.WaitGroup
-				overlap atomic.Int32
-			)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			errs := make(chan error, contenders)
-			for i := range contenders {
-				e := es[i%len(es)]
-				wg.Go(func() {
-					for range rounds {
-						l, err := e.Acquire(ctx, key)
-						if err != nil {
-							errs <- err
-							return
-						}
-						if inside.Add(1) != 1 {
-							overlap.Add(1)
-						}
-						mu.Lock()
-						tokens = append(tokens, l.Token())
-						mu.Unlock()
-						time.Sleep(time.Millisecond)
-						inside.Add(-1)
-						if err := l.Release(ctx); err != nil {
-							errs <- err
-							return
-						}
-					}
-				})
+			objects := make([]strategies.Strategy, contenders)
+			for i := range objects {
+				objects[i] = es[i%len(es)]
 			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Errorf("contender: %v", err)
-			}
-			if n := overlap.Load(); n != 0 {
-				t.Errorf("%d overlaps; want 0", n)
-			}
-			if len(tokens) != contenders*rounds {
-				t.Errorf("%d acquisitions; want %d", len(tokens), contenders*rounds)
-			}
-			for i := 1; i < len(tokens); i++ {
-				if tokens[i] <= tokens[i-1] {
-					t.Errorf("holder %d's token %d; want > previous holder's %d", i, tokens[i], tokens[i-1])
-				}
-			}
+			conformance.Contend(objects, testKey(t), rounds, time.Minute).Check(t, contenders*rounds)
 		})
 	}
 }

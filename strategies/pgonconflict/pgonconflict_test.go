@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/conformance"
 )
 
 // dsn is the shared database: the one LOCKBENCH_PG_DSN names, or one
@@ -227,63 +228,19 @@ func TestMutualExclusion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			os := make([]*OnConflict, tt.instances)
+			os := make([]strategies.Strategy, tt.instances)
 			for i := range os {
-				os[i] = newPG(t, 10*time.Second)
+				o := newPG(t, 10*time.Second)
 				// This case is about exclusion, not about how fast a
 				// loaded two-core machine forks 32 backends at once.
-				warmTo(t, os[i], contenders/tt.instances)
+				warmTo(t, o, contenders/tt.instances)
+				os[i] = o
 			}
-			key := testKey(t)
-			var (
-				inside, overlaps atomic.Int32
-				mu               sync.Mutex
-				tokens           []int64
-				wg               sync.WaitGroup
-			)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			errs := make(chan error, contenders)
-			for i := range contenders {
-				o := os[i%len(os)]
-				wg.Go(func() {
-					for range rounds {
-						l, _, err := strategies.AcquireRetry(ctx, o, key, strategies.Retry{})
-						if err != nil {
-							errs <- err
-							return
-						}
-						if inside.Add(1) != 1 {
-							overlaps.Add(1)
-						}
-						mu.Lock()
-						tokens = append(tokens, l.Token())
-						mu.Unlock()
-						time.Sleep(time.Millisecond)
-						inside.Add(-1)
-						if err := l.Release(ctx); err != nil {
-							errs <- err
-							return
-						}
-					}
-				})
+			objects := make([]strategies.Strategy, contenders)
+			for i := range objects {
+				objects[i] = os[i%len(os)]
 			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				t.Errorf("contender: %v", err)
-			}
-			if n := overlaps.Load(); n != 0 {
-				t.Errorf("%d overlaps; want 0", n)
-			}
-			if len(tokens) != contenders*rounds {
-				t.Errorf("%d acquisitions; want %d", len(tokens), contenders*rounds)
-			}
-			for i := 1; i < len(tokens); i++ {
-				if tokens[i] <= tokens[i-1] {
-					t.Errorf("holder %d's token %d; want > previous holder's %d", i, tokens[i], tokens[i-1])
-				}
-			}
+			conformance.Contend(objects, testKey(t), rounds, time.Minute).Check(t, contenders*rounds)
 		})
 	}
 }
