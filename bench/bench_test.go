@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	_ "github.com/lockbench/lockbench/strategies/all"
 )

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 

@@ -18,9 +18,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies/redisutil"
 )
 

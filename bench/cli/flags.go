@@ -13,8 +13,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 

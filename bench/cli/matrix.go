@@ -6,9 +6,9 @@ import (
 	"io"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // matrixPlan is the size of the published matrix.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // runUp is `lockbench up`: start every local server, print the endpoints in

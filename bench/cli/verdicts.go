@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/bench/faults"
-	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/bench/faults"
-	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	_ "github.com/lockbench/lockbench/strategies/all"
 )

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lockbench/lockbench/bench/servers"
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // testTimeout bounds each test's calls to a store.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9/logging"
 
-	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	_ "github.com/lockbench/lockbench/strategies/all"
 	"github.com/lockbench/lockbench/strategies/conformance"

@@ -3,7 +3,7 @@ package conformance_test
 import (
 	"testing"
 
-	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/conformance"
 )

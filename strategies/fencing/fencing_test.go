@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/fencing"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // The pool's health check peeks at a connection only when it has been idle

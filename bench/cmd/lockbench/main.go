@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/lockbench/lockbench/bench/cli"
-	_ "github.com/lockbench/lockbench/bench/servers/etcdchild" // the binary is its own etcd
 	"github.com/lockbench/lockbench/loadgen"
+	_ "github.com/lockbench/lockbench/servers/etcdchild" // the binary is its own etcd
 	_ "github.com/lockbench/lockbench/strategies/all"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 
-	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // init turns this process into an etcd member when it was started as one by

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/lockbench/lockbench/bench/servers"
+	"github.com/lockbench/lockbench/servers"
 )
 
 func ExampleRedact() {
