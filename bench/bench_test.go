@@ -70,7 +70,7 @@ func endpoints() (servers.Endpoints, error) {
 	s.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()
-		need := servers.Needs{Redis: 5, Etcd: true, Postgres: true}
+		need := servers.NeedsOf(strategies.All())
 		s.ep, s.cluster, s.err = servers.Ensure(ctx, need, servers.EndpointsFromEnv(), servers.Options{})
 		if s.err != nil {
 			s.err = errors.New(servers.Redact(s.err.Error()))
@@ -108,31 +108,49 @@ func BenchmarkLock(b *testing.B) {
 		skipOnce.Do(func() { fmt.Fprintln(os.Stderr, msg) })
 		b.Skip(msg)
 	}
-	lock := strategies.Config{
-		RedisAddrs:    ep.RedisAddrs,
-		RedisPassword: ep.RedisPassword,
-		EtcdEndpoints: ep.EtcdEndpoints,
-		PostgresDSN:   ep.PostgresDSN,
-	}
 	st, err := dialStore()
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	for _, name := range strategies.Names() {
+	var pg *store.Postgres // the Postgres store, for transactional strategies
+	defer func() {
+		if pg != nil {
+			_ = pg.Close()
+		}
+	}()
+	for _, info := range strategies.All() {
+		target, err := servers.TargetFor(info.Need, ep, lockServers.cluster)
+		if err != nil {
+			b.Fatal(servers.Redact(err.Error()))
+		}
+		var use store.Store = st
+		if info.Transactional {
+			// It takes no lock: its transactions run on the Postgres store.
+			if pg == nil {
+				if pg, err = store.NewPostgres(context.Background(), ep.PostgresDSN); err != nil {
+					b.Fatal(servers.Redact(err.Error()))
+				}
+			}
+			use = pg
+		}
 		for _, n := range contenders {
-			b.Run("strategy="+name+"/contenders="+strconv.Itoa(n), func(b *testing.B) {
-				benchLock(b, name, n, lock, st)
+			b.Run("strategy="+info.Name+"/contenders="+strconv.Itoa(n), func(b *testing.B) {
+				benchLock(b, info, n, target.Config, use)
 			})
 		}
 	}
 }
 
-// benchLock runs b.N lock cycles of strategy name with n contenders.
-func benchLock(b *testing.B, name string, n int, lock strategies.Config, st store.Store) {
+// benchLock runs b.N lock cycles of strategy info with n contenders.
+func benchLock(b *testing.B, info strategies.Info, n int, lock strategies.Config, st store.Store) {
 	b.Helper()
+	name := info.Name
 	sc := loadgen.DefaultScenario()
 	sc.Name = "bench"
+	if info.Transactional {
+		sc.Store = "postgres"
+	}
 	sc.Instances, sc.Workers, sc.Deliveries = n, 1, n
 	sc.Accounts = 1
 	sc.Payments = (b.N + n - 1) / n

@@ -8,11 +8,11 @@ import (
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// Fault is something that breaks locks during a run (SPEC §4). The runner
+// Fault is something that breaks locks during a run (package bench/faults
+// has them all; the README's fault table says what each breaks). The runner
 // calls Setup before the instances start (a fault may reroute the lock
 // config, e.g. through a proxy), runs Inject alongside the load, and calls
 // Close at the end. Inject must undo what it did (resume, restart, heal)
@@ -24,10 +24,17 @@ type Fault interface {
 	Close() error
 }
 
-// InstanceHandle is what a fault may do to an instance.
+// InstanceHandle is what a fault may do to any instance: find its process
+// to stop it with a signal.
 type InstanceHandle interface {
 	// Pid is the instance's process id; 0 for an in-process instance.
 	Pid() int
+}
+
+// Slower is implemented by instances whose next critical section a fault
+// can lengthen from the coordinator (in-process instances: the `slow`
+// fault, and restart-node or clock-jump holding an in-process holder).
+type Slower interface {
 	// Slow makes the instance's next critical section take d.
 	Slow(d time.Duration)
 }
@@ -39,10 +46,7 @@ type FaultEnv struct {
 	Scenario Scenario
 	// Lock is the lock config the instances will be built from; Setup may
 	// change it (e.g. point a node at a proxy).
-	Lock strategies.Config
-	// Cluster is the set of servers lockbench started, nil for a user's own
-	// servers (node faults need it).
-	Cluster   *servers.Cluster
+	Lock      strategies.Config
 	Instances []InstanceHandle
 
 	start    time.Time

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -24,12 +25,21 @@ type InstanceConfig struct {
 
 // Instance is one app server: its own strategy object (so a mutex excludes
 // only its own workers, as in production) and --workers workers taking
-// deliveries from one queue.
+// deliveries from one queue, or, when a payment's deliveries are routed to
+// distinct workers of one instance (more deliveries than instances), each
+// from its own.
 type Instance struct {
 	cfg      InstanceConfig
 	strategy strategies.Strategy
 	store    store.Accessor
-	queue    chan Delivery
+	// tx is the instance's own connection to the Postgres store, for a
+	// transactional strategy (Info.Transactional); nil otherwise.
+	tx interface {
+		store.Transactor
+		Close() error
+	}
+	queue    chan Delivery   // shared by the workers; nil when routed
+	queues   []chan Delivery // one per worker when routed
 	workers  []*worker
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -48,7 +58,30 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 	if err != nil {
 		return nil, err
 	}
-	in := &Instance{cfg: cfg, strategy: s, store: acc, queue: make(chan Delivery, cfg.Scenario.Workers)}
+	in := &Instance{cfg: cfg, strategy: s, store: acc}
+	if info, _ := strategies.Lookup(cfg.Strategy); info.Transactional {
+		// A transactional strategy's deliveries are transactions on the
+		// Postgres store, over the instance's own connection (as an app
+		// would have), at the strategy's endpoint: a partition of it cuts
+		// them.
+		if cfg.Scenario.Store != "postgres" {
+			_ = s.Close()
+			return nil, usageErr("store", "%s takes no lock and needs the Postgres store (--store postgres)", cfg.Strategy)
+		}
+		tx, err := store.NewPostgres(ctx, lock.PostgresDSN)
+		if err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+		in.tx = tx
+	}
+	if cfg.Scenario.Deliveries > cfg.Scenario.Instances {
+		for range cfg.Scenario.Workers {
+			in.queues = append(in.queues, make(chan Delivery, 1))
+		}
+	} else {
+		in.queue = make(chan Delivery, cfg.Scenario.Workers)
+	}
 	for i := range cfg.Scenario.Workers {
 		seed := uint64(cfg.Scenario.Seed)*1_000_003 + uint64(cfg.ID)*4099 + uint64(i)
 		in.workers = append(in.workers, &worker{inst: in, rec: results.NewRecorder(), rng: rand.New(rand.NewPCG(seed, 7))})
@@ -56,9 +89,13 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 	return in, nil
 }
 
-// Start runs the workers until the queue is closed by Stop.
+// Start runs the workers until the queues are closed by Stop.
 func (in *Instance) Start(ctx context.Context) {
-	for _, w := range in.workers {
+	for i, w := range in.workers {
+		queue := in.queue
+		if in.queues != nil {
+			queue = in.queues[i]
+		}
 		in.wg.Add(1)
 		go func() {
 			defer in.wg.Done()
@@ -69,17 +106,25 @@ func (in *Instance) Start(ctx context.Context) {
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			cx := cycleCtx{run: wctx, detached: context.WithoutCancel(wctx)}
-			for d := range in.queue {
+			for d := range queue {
 				w.process(cx, d)
 			}
 		}()
 	}
 }
 
-// Deliver queues d, blocking while every worker is busy and the queue full.
+// Deliver queues d for d.Worker (any worker when routing is off), blocking
+// while the worker (or every worker) is busy and its queue full.
 func (in *Instance) Deliver(ctx context.Context, d Delivery) error {
+	queue := in.queue
+	if in.queues != nil {
+		if d.Worker < 0 || int(d.Worker) >= len(in.queues) {
+			return fmt.Errorf("loadgen: delivery of payment %d to worker %d; instance %d has %d", d.Payment, d.Worker, in.cfg.ID, len(in.queues))
+		}
+		queue = in.queues[d.Worker]
+	}
 	select {
-	case in.queue <- d:
+	case queue <- d:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -91,12 +136,22 @@ func (in *Instance) Deliver(ctx context.Context, d Delivery) error {
 // Stopping twice is harmless.
 func (in *Instance) Stop() error {
 	in.stopOnce.Do(func() {
-		close(in.queue)
+		if in.queue != nil {
+			close(in.queue)
+		}
+		for _, q := range in.queues {
+			close(q)
+		}
 		in.wg.Wait()
 		in.stopErr = in.strategy.Close()
+		if in.tx != nil {
+			in.stopErr = errors.Join(in.stopErr, in.tx.Close())
+		}
 	})
 	return in.stopErr
 }
+
+var _ Slower = (*Instance)(nil)
 
 // Slow makes the next critical section entered by this instance take d.
 func (in *Instance) Slow(d time.Duration) { in.slowOnce.Store(int64(d)) }

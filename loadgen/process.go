@@ -125,10 +125,6 @@ func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(chi
 		if err := dec.Decode(&d); err != nil {
 			break // EOF: the coordinator is done with us
 		}
-		if d.Payment < 0 { // control message: the slow fault
-			inst.Slow(time.Duration(d.Amount))
-			continue
-		}
 		_ = inst.Deliver(ctx, d)
 	}
 	err := inst.Stop()
@@ -255,11 +251,6 @@ func (r *remoteInstance) Deliver(ctx context.Context, d Delivery) error {
 		return err
 	}
 	return r.bw.Flush()
-}
-
-// Slow asks the instance to make its next critical section take d.
-func (r *remoteInstance) Slow(d time.Duration) {
-	_ = r.Deliver(context.Background(), Delivery{Payment: -1, Amount: int64(d)})
 }
 
 // Pid is the instance process's pid.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 
@@ -28,8 +27,6 @@ type Options struct {
 	Store store.Store
 	// Fault is injected during the run; nil for none.
 	Fault Fault
-	// Cluster is passed to the fault (nil for a user's own servers).
-	Cluster *servers.Cluster
 	// Progress, if set, is called about once a second.
 	Progress func(Progress)
 	// Log receives instance processes' stderr; nil discards it.
@@ -71,7 +68,12 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	}
 	info, ok := strategies.Lookup(o.Strategy)
 	if !ok {
-		return results.Run{}, usage("strategy", "unknown strategy %q (known: %v)", o.Strategy, strategies.Names())
+		return results.Run{}, usageErr("strategy", "unknown strategy %q (known: %v)", o.Strategy, strategies.Names())
+	}
+	if info.Transactional {
+		if _, ok := o.Store.(store.Transactor); !ok || sc.Store != "postgres" {
+			return results.Run{}, usageErr("store", "%s takes no lock: each delivery is a transaction on the Postgres store; want --store postgres", o.Strategy)
+		}
 	}
 	wl := NewWorkload(&sc)
 	mode := store.AccountMode
@@ -82,7 +84,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	if err := o.Store.Reset(ctx, setup); err != nil {
 		return results.Run{}, fmt.Errorf("store reset: %w", err)
 	}
-	env := &FaultEnv{Strategy: o.Strategy, Info: info, Scenario: sc, Lock: o.Lock, Cluster: o.Cluster, total: len(wl.Payments)}
+	env := &FaultEnv{Strategy: o.Strategy, Info: info, Scenario: sc, Lock: o.Lock, total: len(wl.Payments)}
 	st := hookedStore{Store: o.Store, env: env}
 	if o.Fault != nil {
 		defer o.Fault.Close()
@@ -232,7 +234,8 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, insts []instance, 
 		}
 		d := Delivery{Payment: p.ID, Account: p.Account, Amount: p.Amount, IntendedNs: intended.UnixNano(), Record: !intended.Before(measureStart)}
 		for _, t := range wl.Targets[i] {
-			if err := insts[t].Deliver(ctx, d); err != nil {
+			d.Worker = int32(t.Worker)
+			if err := insts[t.Instance].Deliver(ctx, d); err != nil {
 				return behind
 			}
 		}
@@ -310,6 +313,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 	s := results.Summary{
 		Strategy:      o.Strategy,
 		Scenario:      sc.Name,
+		Variant:       sc.Variant,
 		Fault:         faultName,
 		Fencing:       sc.Fencing && info.Fencing,
 		Payments:      payments,

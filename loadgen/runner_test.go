@@ -28,13 +28,6 @@ func quick(name string, mut func(*Scenario)) (Options, Scenario) {
 // deliveries always shows duplicates, and without duplicates concurrent
 // read-modify-writes of one account show lost updates.
 func TestCheckerCatchesNoLock(t *testing.T) {
-	cases := []struct {
-		name  string
-		mode  string
-		mut   func(*Scenario)
-		check func(t *testing.T, s Options, got Counts)
-	}{}
-	_ = cases
 	for _, mode := range []string{"goroutine", "process"} {
 		t.Run(mode, func(t *testing.T) {
 			o, _ := quick("nolock", func(s *Scenario) { s.InstanceMode = mode })
@@ -59,9 +52,6 @@ func TestCheckerCatchesNoLock(t *testing.T) {
 	}
 }
 
-// Counts is a local alias so the table above reads well.
-type Counts = store.Counts
-
 // Within one instance, mutex excludes its workers: no lost updates, while
 // nolock loses them.
 func TestMutexOneInstance(t *testing.T) {
@@ -82,5 +72,43 @@ func TestMutexOneInstance(t *testing.T) {
 				t.Errorf("unsafe = %v (lost updates %d, duplicates %d); want %v", got, r.Summary.LostUpdates, r.Summary.Duplicates, tc.unsafe)
 			}
 		})
+	}
+}
+
+// Two requests for one payment on one server (a monolith): each
+// payment is delivered to two workers of the single instance, at the same
+// time. The in-process mutex excludes them; nolock processes the payment
+// twice. Both instance modes route the copies to distinct workers.
+func TestMonolithTwoDeliveries(t *testing.T) {
+	for _, mode := range []string{"goroutine", "process"} {
+		for _, tc := range []struct {
+			strategy string
+			unsafe   bool
+		}{
+			{"nolock", true},
+			{"mutex", false},
+		} {
+			t.Run(mode+"/"+tc.strategy, func(t *testing.T) {
+				o, _ := quick(tc.strategy, func(s *Scenario) {
+					s.Instances, s.Deliveries, s.Workers, s.InstanceMode = 1, 2, 4, mode
+				})
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				r, err := Run(ctx, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := r.Summary
+				if s.Unsafe != tc.unsafe {
+					t.Errorf("unsafe = %v (duplicates %d, lost updates %d); want %v", s.Unsafe, s.Duplicates, s.LostUpdates, tc.unsafe)
+				}
+				if tc.unsafe && s.Duplicates == 0 {
+					t.Errorf("duplicates = 0; want the two copies caught processing one payment twice")
+				}
+				if s.Processed != s.Payments {
+					t.Errorf("processed %d of %d payments; want all", s.Processed, s.Payments)
+				}
+			})
+		}
 	}
 }

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// Scenario defaults, stated once (SPEC §1).
+// Scenario defaults, stated once (the README's flag table repeats them).
 const (
 	DefaultInstances      = 3
 	DefaultWorkers        = 8
@@ -31,7 +32,10 @@ const (
 // names with dashes turned to underscores, so a published scenario file can
 // be re-run exactly.
 type Scenario struct {
-	Name           string        `yaml:"name"`
+	Name string `yaml:"name"`
+	// Variant labels the parameters that set this run apart from others of
+	// the same strategy, scenario and fault ("instances=1"); "" when none.
+	Variant        string        `yaml:"variant"`
 	Instances      int           `yaml:"instances"`
 	Workers        int           `yaml:"workers"`
 	Payments       int           `yaml:"payments"`
@@ -53,7 +57,7 @@ type Scenario struct {
 	InstanceMode   string        `yaml:"instance_mode"`
 }
 
-// DefaultScenario returns the defaults of SPEC §1.
+// DefaultScenario returns the defaults above.
 func DefaultScenario() Scenario {
 	hold, _ := ParseHold(DefaultHold)
 	dist, _ := ParseAccountDist("uniform")
@@ -79,58 +83,48 @@ func DefaultScenario() Scenario {
 	}
 }
 
-// UsageError is a bad input: it names the flag and what is accepted. The
-// command prints it on one line and exits 2.
-type UsageError struct {
-	Flag string
-	Msg  string
-}
+// usageErr is a bad field of the scenario, named by its flag.
+var usageErr = usage.Errorf
 
-func (e *UsageError) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
-
-func usage(flag, format string, args ...any) error {
-	return &UsageError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
-}
-
-// Validate reports the first bad field as a *UsageError.
+// Validate reports the first bad field as a *usage.Error.
 func (s *Scenario) Validate() error {
 	switch {
 	case s.Instances < 1 || s.Instances > 256:
-		return usage("instances", "want 1..256, got %d", s.Instances)
+		return usageErr("instances", "want 1..256, got %d", s.Instances)
 	case s.Workers < 1 || s.Workers > 4096:
-		return usage("workers", "want 1..4096, got %d", s.Workers)
+		return usageErr("workers", "want 1..4096, got %d", s.Workers)
 	case s.Payments < 0:
-		return usage("payments", "want ≥ 0, got %d", s.Payments)
+		return usageErr("payments", "want ≥ 0, got %d", s.Payments)
 	case s.Payments == 0 && s.Duration <= 0:
-		return usage("payments", "want --payments N or --duration D (one of them > 0)")
+		return usageErr("payments", "want --payments N or --duration D (one of them > 0)")
 	case s.Duration < 0:
-		return usage("duration", "want a duration ≥ 0, got %s", s.Duration)
+		return usageErr("duration", "want a duration ≥ 0, got %s", s.Duration)
 	case s.Warmup < 0:
-		return usage("warmup", "want a duration ≥ 0, got %s", s.Warmup)
+		return usageErr("warmup", "want a duration ≥ 0, got %s", s.Warmup)
 	case s.Rate < 0:
-		return usage("rate", "want payments per second ≥ 0 (0 = closed loop), got %g", s.Rate)
+		return usageErr("rate", "want payments per second ≥ 0 (0 = closed loop), got %g", s.Rate)
 	case s.Deliveries < 1:
-		return usage("deliveries", "want ≥ 1, got %d", s.Deliveries)
-	case s.Deliveries > s.Instances:
-		return usage("deliveries", "want ≤ --instances (%d): each delivery goes to a distinct instance, got %d", s.Instances, s.Deliveries)
+		return usageErr("deliveries", "want ≥ 1, got %d", s.Deliveries)
+	case s.Deliveries > s.Instances*s.Workers:
+		return usageErr("deliveries", "want ≤ --instances × --workers (%d): deliveries go to distinct instances, then to distinct workers of one, got %d", s.Instances*s.Workers, s.Deliveries)
 	case s.LockKey != "account" && s.LockKey != "payment":
-		return usage("lock-key", "want account or payment, got %q", s.LockKey)
+		return usageErr("lock-key", "want account or payment, got %q", s.LockKey)
 	case s.Accounts < 1:
-		return usage("accounts", "want ≥ 1, got %d", s.Accounts)
+		return usageErr("accounts", "want ≥ 1, got %d", s.Accounts)
 	case s.Funding <= 0:
-		return usage("funding", "want a share > 0 (0.5 = half of each account's payments), got %g", s.Funding)
+		return usageErr("funding", "want a share > 0 (0.5 = half of each account's payments), got %g", s.Funding)
 	case s.TTL <= 0:
-		return usage("ttl", "want a duration > 0, got %s", s.TTL)
+		return usageErr("ttl", "want a duration > 0, got %s", s.TTL)
 	case s.AcquireTimeout <= 0:
-		return usage("acquire-timeout", "want a duration > 0, got %s", s.AcquireTimeout)
+		return usageErr("acquire-timeout", "want a duration > 0, got %s", s.AcquireTimeout)
 	case s.Store != "memory" && s.Store != "postgres":
-		return usage("store", "want memory or postgres, got %q", s.Store)
+		return usageErr("store", "want memory or postgres, got %q", s.Store)
 	case s.InstanceMode != "goroutine" && s.InstanceMode != "process":
-		return usage("instance-mode", "want goroutine or process, got %q", s.InstanceMode)
+		return usageErr("instance-mode", "want goroutine or process, got %q", s.InstanceMode)
 	case s.Hold.text == "":
-		return usage("hold", "want a duration (2ms), uniform:MIN-MAX or exp:MEAN")
+		return usageErr("hold", "want a duration (2ms), uniform:MIN-MAX or exp:MEAN")
 	case s.AccountDist.text == "":
-		return usage("account-dist", "want uniform, zipf:S or hot:F")
+		return usageErr("account-dist", "want uniform, zipf:S or hot:F")
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/usage"
 )
 
 func TestParseHold(t *testing.T) {
@@ -78,7 +80,7 @@ func TestValidate(t *testing.T) {
 		mut  func(*Scenario)
 	}{
 		{"rate", func(s *Scenario) { s.Rate = -1 }},
-		{"deliveries", func(s *Scenario) { s.Deliveries = 4 }}, // > 3 instances
+		{"deliveries", func(s *Scenario) { s.Deliveries = s.Instances*s.Workers + 1 }}, // more than every worker of every instance
 		{"ttl", func(s *Scenario) { s.TTL = 0 }},
 		{"lock-key", func(s *Scenario) { s.LockKey = "user" }},
 		{"payments", func(s *Scenario) { s.Payments = 0 }}, // and no duration
@@ -87,9 +89,9 @@ func TestValidate(t *testing.T) {
 	for _, tc := range cases {
 		s := DefaultScenario()
 		tc.mut(&s)
-		var ue *UsageError
+		var ue *usage.Error
 		if err := s.Validate(); !errors.As(err, &ue) || ue.Flag != tc.flag {
-			t.Errorf("Validate() = %v; want a UsageError for --%s", err, tc.flag)
+			t.Errorf("Validate() = %v; want a usage.Error for --%s", err, tc.flag)
 		}
 	}
 	s := DefaultScenario()
@@ -108,11 +110,11 @@ func TestWorkloadReproducible(t *testing.T) {
 			t.Fatalf("payment %d differs between runs with one seed: %+v vs %+v", i, a.Payments[i], b.Payments[i])
 		}
 		seen := map[int]bool{}
-		for _, in := range a.Targets[i] {
-			if seen[in] || in < 0 || in >= s.Instances {
-				t.Fatalf("payment %d targets %v; want %d distinct instances", i, a.Targets[i], s.Deliveries)
+		for _, tg := range a.Targets[i] {
+			if seen[tg.Instance] || tg.Instance < 0 || tg.Instance >= s.Instances || tg.Worker != -1 {
+				t.Fatalf("payment %d targets %v; want %d distinct instances, any worker", i, a.Targets[i], s.Deliveries)
 			}
-			seen[in] = true
+			seen[tg.Instance] = true
 		}
 	}
 	s.Seed = 2
@@ -125,6 +127,48 @@ func TestWorkloadReproducible(t *testing.T) {
 	}
 	if same == len(a.Payments) {
 		t.Errorf("seeds 1 and 2 gave the same payments")
+	}
+}
+
+// More deliveries than instances: distinct instances first, then distinct
+// workers of an instance, so that no two copies of a payment wait for one
+// worker.
+func TestWorkloadRoutesToWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		instances, workers, deliveries int
+	}{
+		{1, 4, 2}, // a monolith: two requests on one server
+		{2, 3, 5}, // two rounds and a half
+		{3, 2, 6}, // every worker of every instance
+	} {
+		s := DefaultScenario()
+		s.Instances, s.Workers, s.Deliveries = tc.instances, tc.workers, tc.deliveries
+		if err := s.Validate(); err != nil {
+			t.Fatalf("%+v: Validate() = %v; want nil", tc, err)
+		}
+		w := NewWorkload(&s)
+		for i, ts := range w.Targets {
+			if len(ts) != tc.deliveries {
+				t.Fatalf("%+v: payment %d has %d targets; want %d", tc, i, len(ts), tc.deliveries)
+			}
+			perInstance := map[int]int{}
+			seen := map[Target]bool{}
+			for _, tg := range ts {
+				if tg.Instance < 0 || tg.Instance >= tc.instances || tg.Worker < 0 || tg.Worker >= tc.workers || seen[tg] {
+					t.Fatalf("%+v: payment %d targets %v; want distinct (instance, worker) pairs in range", tc, i, ts)
+				}
+				seen[tg] = true
+				perInstance[tg.Instance]++
+			}
+			// Spread over instances first: counts differ by at most one.
+			lo, hi := tc.deliveries, 0
+			for in := range tc.instances {
+				lo, hi = min(lo, perInstance[in]), max(hi, perInstance[in])
+			}
+			if hi-lo > 1 {
+				t.Fatalf("%+v: payment %d targets %v; want the deliveries spread over the instances first", tc, i, ts)
+			}
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -23,6 +24,9 @@ type Delivery struct {
 	IntendedNs int64
 	// Record is false during the warmup.
 	Record bool
+	// Worker is the instance's worker that takes the delivery, or -1 for
+	// whichever is free (see Target).
+	Worker int32
 }
 
 // Counters are one worker's (or one instance's) counts. Workers update
@@ -73,7 +77,8 @@ func (s Snapshot) ErrorMap() map[string]int64 {
 	return m
 }
 
-// worker processes deliveries one at a time: the seed's ProcessWithLock.
+// worker processes deliveries one at a time: acquire the lock, read,
+// work, write, release.
 type worker struct {
 	inst *Instance
 	rec  *results.Recorder
@@ -105,6 +110,10 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	ctx := cx.run
 	w.c.Deliveries.Add(1)
 	key := in.lockKey(d)
+	if in.tx != nil {
+		w.transact(cx, d, key)
+		return
+	}
 
 	t0 := time.Now()
 	actx, cancel := context.WithTimeout(ctx, sc.AcquireTimeout)
@@ -145,6 +154,86 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 		w.rec.RecordCycle(t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), time.Duration(t3.UnixNano()-d.IntendedNs))
 	}
 }
+
+// transact handles one delivery of a transactional strategy (pg-unique): one
+// transaction on the Postgres store, with no lock. Its phases: acquire is
+// the claim (the processed-marker insert, including any wait for another
+// transaction holding the same marker), critical the work, the debit and the
+// commit; there is nothing to release. Inside the transaction the delivery
+// also enters the store's critical-section bookkeeping (the fault hooks fire
+// there, and overlaps are counted), and leaves it after the commit.
+func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
+	in := w.inst
+	sc := &in.cfg.Scenario
+	hold := sc.Hold.Sample(w.rng)
+	if slow := in.slowOnce.Swap(0); slow > 0 {
+		hold = time.Duration(slow)
+	}
+	// The claim may wait AcquireTimeout, the rest as long again after the
+	// work.
+	ctx, cancel := context.WithTimeout(cx.run, 2*sc.AcquireTimeout+hold)
+	defer cancel()
+	t0 := time.Now()
+	var t1 time.Time
+	entered := false
+	_, err := in.tx.Process(ctx, store.TxReq{Payment: d.Payment, Account: d.Account, Amount: d.Amount}, func(ctx context.Context) error {
+		t1 = time.Now()
+		if _, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID}); err != nil {
+			return fmt.Errorf("%w: %w", errStore, err)
+		}
+		entered = true
+		if hold > 0 {
+			t := time.NewTimer(hold)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	t2 := time.Now()
+	if entered {
+		// The store must see every delivery that entered leave, whatever
+		// happened to its transaction.
+		if _, ferr := in.store.Finish(cx.detached, store.FinishReq{LockKey: key, Payment: d.Payment, Account: d.Account}); ferr != nil {
+			w.c.Errors[ecStore].Add(1)
+		}
+	}
+	claimed := !t1.IsZero()
+	if !claimed {
+		t1 = t2
+	}
+	switch {
+	case err == nil:
+		w.c.Acquired.Add(1)
+	case cx.run.Err() != nil:
+		// The run is ending: neither a give-up nor a server error.
+		return
+	case !claimed && ctx.Err() != nil:
+		// Waited on the marker past the acquire timeout.
+		w.c.NotAcquired.Add(1)
+		if d.Record {
+			w.rec.Record(results.Acquire, t1.Sub(t0))
+		}
+		return
+	case errors.Is(err, errStore):
+		w.c.Errors[ecStore].Add(1)
+		return
+	default:
+		w.c.Errors[classify(err)].Add(1)
+		return
+	}
+	if d.Record {
+		w.c.Measured.Add(1)
+		w.rec.RecordCycle(t1.Sub(t0), t2.Sub(t1), 0, time.Duration(t2.UnixNano()-d.IntendedNs))
+	}
+}
+
+// errStore marks a failure of the store's bookkeeping call inside a
+// transaction, counted as a store error.
+var errStore = errors.New("loadgen: store call failed")
 
 // critical is the work under the lock: read "processed?" and the balance,
 // do the work (--hold), then debit or decline and mark processed — with the

@@ -76,6 +76,9 @@ func BenchName(s *Summary) string {
 	kv("strategy", s.Strategy)
 	kv("scenario", s.Scenario)
 	kv("fault", fault)
+	if s.Variant != "" {
+		kv("variant", s.Variant)
+	}
 	kv("fencing", strconv.FormatBool(s.Fencing))
 	if inSweep(s, ScenarioSweep) {
 		kv("rate", strconv.FormatFloat(s.Params.Rate, 'f', -1, 64))

@@ -35,7 +35,7 @@ const (
 
 // SafetyGrid charts strategies (rows, fenced and unfenced runs of one
 // strategy apart, e.g. "etcd (fenced)") against faults (columns): each cell
-// is "safe" on green, or the run's unsafe count (SPEC §2) on a red that
+// is "safe" on green, or the run's unsafe count (Summary.UnsafeCount) on a red that
 // darkens with it, with the availability underneath when payments went
 // unprocessed. Of several runs in one cell, the least safe is shown. It
 // returns nil when ss is empty.

@@ -6,6 +6,8 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+
+	"github.com/lockbench/lockbench/strategies"
 )
 
 func TestCharts(t *testing.T) {
@@ -125,7 +127,7 @@ func TestStrategyColors(t *testing.T) {
 	// One colour per strategy, every strategy distinct, and unknown
 	// strategies stable from call to call.
 	seen := map[[3]uint8]string{}
-	for _, s := range StrategyOrder {
+	for _, s := range strategies.Builtin() {
 		c := StrategyColor(s)
 		k := [3]uint8{c.R, c.G, c.B}
 		if other, dup := seen[k]; dup {

@@ -26,6 +26,7 @@ var fixedCSVColumns = []csvColumn{
 	{"strategy", func(s *Summary) string { return s.Strategy }},
 	{"scenario", func(s *Summary) string { return s.Scenario }},
 	{"fault", func(s *Summary) string { return s.Fault }},
+	{"variant", func(s *Summary) string { return s.Variant }},
 	{"fencing", func(s *Summary) string { return boolStr(s.Fencing) }},
 	{"unsafe", func(s *Summary) string { return boolStr(s.Unsafe) }},
 	{"unsafe_count", func(s *Summary) string { return i64(s.UnsafeCount()) }},

@@ -9,49 +9,103 @@ import (
 	"path/filepath"
 )
 
-// The files of a run directory (SPEC §6), besides the *.hlog interval logs
-// (HlogName) and the charts (<Chart.Name>.png and .svg).
+// The entries of a run directory (the README's "A run directory"). At the top: what a person
+// opens first and the small data files; below, one directory of interval
+// logs and one of charts, so that the top stays readable however many runs
+// there are.
 const (
-	// SummaryJSONFile is every run's Summary, a JSON array (SPEC §2).
+	// ReportFile is what a person reads first (WriteReport).
+	ReportFile = "report.md"
+	// SummaryJSONFile is every run's Summary, a JSON array.
 	SummaryJSONFile = "summary.json"
 	// SummaryCSVFile is the same, one row per run (WriteCSV).
 	SummaryCSVFile = "summary.csv"
-	// BenchFile is the Go benchmark format, for benchstat (WriteBench).
-	BenchFile = "bench.txt"
 	// VerdictsFile is the Summary of every verdict run (VerdictRuns),
 	// written only when a fault ran.
 	VerdictsFile = "verdicts.json"
+	// BenchFile is the Go benchmark format, for benchstat (WriteBench).
+	BenchFile = "bench.txt"
 	// MetaFile is the directory's Meta.
 	MetaFile = "meta.json"
-	// ReportFile is what a person reads first (WriteReport).
-	ReportFile = "report.md"
+	// HlogDir holds an HdrHistogram interval log per run and phase
+	// (HlogName, WriteHlog).
+	HlogDir = "hlog"
+	// ChartsDir holds every chart as <Chart.Name>.png and .svg.
+	ChartsDir = "charts"
 )
 
-// WriteDir writes the run directory dir (created if needed) for runs:
-// an interval log per run and phase, summary.json, summary.csv, bench.txt,
-// verdicts.json when faults ran, meta.json, the charts as PNG and SVG, and
-// report.md last. Every file is written atomically (temporary file in dir,
-// then rename), so an interrupted run leaves a readable directory; call it
-// again after each run with all the runs so far to keep the directory
-// current (interval logs of runs already written are not re-encoded). Data
-// files are written before charts; a chart that fails to
-// draw is left out (and named in report.md) and its error returned after
-// everything else was written.
+// Layout is where a run directory keeps its interval logs and its charts:
+// directories relative to its top, "" being the top itself. WriteData and
+// RenderRuns write Layout{HlogDir, ChartsDir}; the zero Layout is that of
+// the flat directories lockbench wrote before hlog/ and charts/ existed
+// (results/reference among them), which LoadDir and Render still read.
+type Layout struct {
+	Hlog, Charts string
+}
+
+// standardLayout is the layout of every directory lockbench writes.
+var standardLayout = Layout{Hlog: HlogDir, Charts: ChartsDir}
+
+// LayoutOf returns the layout of the run directory dir: the flat one when
+// dir has interval logs at its top and no hlog/ directory, the standard
+// one otherwise. Render draws a flat directory's charts next to its
+// report.md, where the links of its old report and of anything else that
+// points into it (the README's, for results/reference) expect them.
+func LayoutOf(dir string) Layout {
+	if _, err := os.Stat(filepath.Join(dir, HlogDir)); err == nil {
+		return standardLayout
+	}
+	if old, _ := filepath.Glob(filepath.Join(dir, "*.hlog")); len(old) > 0 {
+		return Layout{}
+	}
+	return standardLayout
+}
+
+// hlogPath is the path of the interval log of phase p of the run with file
+// id id, in the run directory dir.
+func (l Layout) hlogPath(dir, id string, p Phase) string {
+	return filepath.Join(dir, l.Hlog, HlogName(id, p))
+}
+
+// chartPath is the path of a chart file (name and extension) in dir.
+func (l Layout) chartPath(dir, file string) string {
+	return filepath.Join(dir, l.Charts, file)
+}
+
+// WriteDir writes a whole run directory at once: WriteData, then
+// RenderRuns. A command that adds runs one by one calls WriteData after
+// each and RenderRuns once at the end instead.
 func WriteDir(dir string, runs []Run, meta Meta) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := WriteData(dir, runs, meta); err != nil {
+		return err
+	}
+	return RenderRuns(dir, runs, meta)
+}
+
+// WriteData writes the data files of the run directory dir (created if
+// needed) for runs: an interval log per run and phase in hlog/, then
+// summary.json, summary.csv, bench.txt, verdicts.json when faults ran and
+// meta.json. It draws nothing: charts and report.md are RenderRuns'.
+//
+// Every file is written atomically (temporary file in its directory, then
+// rename). Call it after each run with all the runs so far, so that an
+// interrupted command leaves every finished run on disk; the interval logs
+// of runs already written are not re-encoded, so each call costs little
+// more than the new run's logs.
+func WriteData(dir string, runs []Run, meta Meta) error {
+	return writeData(dir, runs, meta, standardLayout)
+}
+
+func writeData(dir string, runs []Run, meta Meta, l Layout) error {
+	if err := os.MkdirAll(filepath.Join(dir, l.Hlog), 0o755); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
-	// Normalise once so the files written now and those `Render` reads back
-	// later describe the very same summaries.
-	runs = append([]Run(nil), runs...)
-	for i := range runs {
-		runs[i].Summary = normalized(runs[i].Summary)
-	}
+	runs = normalizedRuns(runs)
 	ss := summariesOf(runs)
 	ids := FileIDs(ss)
 	for i, r := range runs {
 		for p := Phase(0); p < NumPhases; p++ {
-			path := filepath.Join(dir, HlogName(ids[i], p))
+			path := l.hlogPath(dir, ids[i], p)
 			if hasFingerprint(path, hlogFingerprint(r, p)) {
 				continue // written by an earlier call, unchanged
 			}
@@ -81,18 +135,44 @@ func WriteDir(dir string, runs []Run, meta Meta) error {
 			return err
 		}
 	}
-	return renderFiles(dir, runs, meta)
+	return nil
 }
 
-// renderFiles draws the charts and writes report.md.
-func renderFiles(dir string, runs []Run, meta Meta) error {
+// RenderRuns draws the charts of runs into dir's charts/ (PNG and SVG) and
+// writes report.md, from the runs in memory: those WriteData wrote.
+// Drawing is the costly part of a run directory and only the whole set of
+// runs is worth drawing, so a command calls it once, when it ends,
+// interrupted or not. A chart that fails to draw is left out (and named in
+// report.md) and its error returned after everything else was written.
+func RenderRuns(dir string, runs []Run, meta Meta) error {
+	return renderFiles(dir, normalizedRuns(runs), meta, standardLayout)
+}
+
+// normalizedRuns is a copy of runs with normalised summaries, so the files
+// written now and those Render reads back later describe the very same
+// summaries.
+func normalizedRuns(runs []Run) []Run {
+	runs = append([]Run(nil), runs...)
+	for i := range runs {
+		runs[i].Summary = normalized(runs[i].Summary)
+	}
+	return runs
+}
+
+// renderFiles draws the charts into l.Charts and writes report.md.
+func renderFiles(dir string, runs []Run, meta Meta, l Layout) error {
 	cs, buildErr := BuildCharts(runs)
 	errs := []error{buildErr}
+	if len(cs.Charts) > 0 {
+		if err := os.MkdirAll(filepath.Join(dir, l.Charts), 0o755); err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+	}
 	drawn := cs.Charts[:0:0]
 	for _, ch := range cs.Charts {
-		err := writeFileAtomic(filepath.Join(dir, ch.Name+".png"), ch.WritePNG)
+		err := writeFileAtomic(l.chartPath(dir, ch.Name+".png"), ch.WritePNG)
 		if err == nil {
-			err = writeFileAtomic(filepath.Join(dir, ch.Name+".svg"), ch.WriteSVG)
+			err = writeFileAtomic(l.chartPath(dir, ch.Name+".svg"), ch.WriteSVG)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -104,7 +184,7 @@ func renderFiles(dir string, runs []Run, meta Meta) error {
 	cs.Charts = drawn
 	ss := summariesOf(runs)
 	err := writeFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error {
-		return WriteReport(w, ss, meta, cs)
+		return WriteReport(w, ss, meta, cs, l)
 	})
 	return errors.Join(append(errs, err)...)
 }
@@ -118,10 +198,11 @@ func writeMeta(w io.Writer, meta Meta) error {
 	return nil
 }
 
-// LoadDir reads a run directory written by WriteDir back: the summaries
-// from summary.json, the histograms from the *.hlog files (Total is the
-// merge of a run's intervals), and meta.json (zero Meta when missing). A
-// missing interval log leaves that phase empty. Interval times come back
+// LoadDir reads a run directory written by WriteData back: the summaries
+// from summary.json, the histograms from the interval logs in hlog/ (or at
+// the top of an old flat directory, see LayoutOf; Total is the merge of a
+// run's intervals), and meta.json (zero Meta when missing). A missing
+// interval log leaves that phase empty. Interval times come back
 // to the millisecond; a run written without intervals comes back without
 // them (its log holds one WholeRunTag histogram). Memory: every interval of every phase is held, about
 // a quarter of a megabyte per histogram.
@@ -130,7 +211,7 @@ func LoadDir(dir string) ([]Run, Meta, error) {
 	if err != nil {
 		return nil, Meta{}, err
 	}
-	runs, err := loadRuns(dir, ss, func(*Summary, Phase) (bool, bool) { return true, true })
+	runs, err := loadRuns(dir, LayoutOf(dir), ss, func(*Summary, Phase) (bool, bool) { return true, true })
 	if err != nil {
 		return nil, Meta{}, err
 	}
@@ -141,14 +222,17 @@ func LoadDir(dir string) ([]Run, Meta, error) {
 }
 
 // Render re-draws the charts and report.md of a run directory from its data
-// files alone (summary.json, meta.json, *.hlog): `lockbench report DIR`.
-// It reads only the histograms the charts need.
+// files alone (summary.json, meta.json, the interval logs): `lockbench
+// report DIR`. It reads only the histograms the charts need, and keeps the
+// directory's layout (LayoutOf): an old flat directory gets its charts
+// redrawn at its top.
 func Render(dir string) error {
 	meta, ss, err := readDirData(dir)
 	if err != nil {
 		return err
 	}
-	runs, err := loadRuns(dir, ss, func(s *Summary, p Phase) (load, intervals bool) {
+	l := LayoutOf(dir)
+	runs, err := loadRuns(dir, l, ss, func(s *Summary, p Phase) (load, intervals bool) {
 		switch p {
 		case Acquire:
 			return true, false
@@ -160,7 +244,7 @@ func Render(dir string) error {
 	if err != nil {
 		return err
 	}
-	return renderFiles(dir, runs, meta)
+	return renderFiles(dir, runs, meta, l)
 }
 
 func readDirData(dir string) (Meta, []Summary, error) {
@@ -187,7 +271,7 @@ func readDirData(dir string) (Meta, []Summary, error) {
 // loadRuns reads the interval logs of ss. want says, per run and phase,
 // whether to read the log at all and whether to keep its intervals (else
 // only their merge, Total, is kept).
-func loadRuns(dir string, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
+func loadRuns(dir string, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
 	ids := FileIDs(ss)
 	runs := make([]Run, len(ss))
 	for i := range ss {
@@ -198,7 +282,7 @@ func loadRuns(dir string, ss []Summary, want func(s *Summary, p Phase) (load, in
 			if !load {
 				continue
 			}
-			ivs, err := readHlogFile(filepath.Join(dir, HlogName(ids[i], p)), p)
+			ivs, err := readHlogFile(l.hlogPath(dir, ids[i], p), p)
 			if err != nil {
 				return nil, err
 			}

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -66,33 +68,37 @@ func TestMain(m *testing.M) {
 
 func TestWriteDir(t *testing.T) {
 	dir, runs := sharedDir(t)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, e := range entries {
-		have[e.Name()] = true
+	have := map[string]bool{} // every file, by its path relative to dir
+	err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		have[filepath.ToSlash(rel)] = true
 		if strings.Contains(e.Name(), ".tmp-") {
-			t.Errorf("temporary file %s left behind", e.Name())
+			t.Errorf("temporary file %s left behind", rel)
 		}
 		info, _ := e.Info()
 		if info.Mode().Perm() != 0o644 {
-			t.Errorf("%s has mode %v; want 0644", e.Name(), info.Mode().Perm())
+			t.Errorf("%s has mode %v; want 0644", rel, info.Mode().Perm())
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	want := []string{SummaryJSONFile, SummaryCSVFile, BenchFile, VerdictsFile, MetaFile, ReportFile,
-		"setnx.base.none.unfenced.acquire.hlog", "etcd.verdicts.pause.fenced.total.hlog",
-		"setnx.sweep.none.unfenced.5.release.hlog",
-		"latency-spectrum-acquire.png", "latency-spectrum-total.svg", "throughput-contention.png",
-		"latency-throughput.png", "safety-grid.png", "safety-grid.svg", "latency-timeline-pause.png"}
+		"hlog/setnx.base.none.unfenced.acquire.hlog", "hlog/etcd.verdicts.pause.fenced.total.hlog",
+		"hlog/setnx.sweep.none.unfenced.5.release.hlog",
+		"charts/latency-spectrum-acquire.png", "charts/latency-spectrum-total.svg", "charts/throughput-contention.png",
+		"charts/latency-throughput.png", "charts/safety-grid.png", "charts/safety-grid.svg", "charts/latency-timeline-pause.png"}
 	for _, name := range want {
 		if !have[name] {
 			t.Errorf("%s missing from the run directory", name)
 		}
 	}
-	if got, want := countSuffix(have, ".hlog"), 4*len(runs); got != want {
-		t.Errorf("%d interval logs; want %d (one per run and phase)", got, want)
+	if got, want := countPrefix(have, "hlog/", ".hlog"), 4*len(runs); got != want {
+		t.Errorf("%d interval logs in hlog/; want %d (one per run and phase)", got, want)
 	}
 
 	report, err := os.ReadFile(filepath.Join(dir, ReportFile))
@@ -101,13 +107,14 @@ func TestWriteDir(t *testing.T) {
 	}
 	golden(t, "report.golden.md", report)
 
-	// Every chart the report links to exists.
-	for _, line := range strings.Split(string(report), "\n") {
-		if _, rest, ok := strings.Cut(line, "]("); ok && strings.HasPrefix(line, "![") {
-			name := strings.TrimSuffix(rest, ")")
-			if !have[name] {
-				t.Errorf("report links to %s, which was not written", name)
-			}
+	// Every chart the report links to exists, by its path from report.md.
+	links := reportLinks(report)
+	if len(links) == 0 {
+		t.Errorf("report.md links no chart")
+	}
+	for _, name := range links {
+		if !have[name] {
+			t.Errorf("report links to %s, which was not written", name)
 		}
 	}
 
@@ -125,14 +132,34 @@ func TestWriteDir(t *testing.T) {
 	}
 }
 
-func countSuffix(names map[string]bool, suffix string) int {
+// countPrefix counts the names in names under dir (ending in "/") with suffix.
+func countPrefix(names map[string]bool, dir, suffix string) int {
 	n := 0
 	for name := range names {
-		if strings.HasSuffix(name, suffix) {
+		if strings.HasPrefix(name, dir) && strings.HasSuffix(name, suffix) {
 			n++
 		}
 	}
 	return n
+}
+
+// reportLinks are the targets of report.md's chart images and SVG links.
+func reportLinks(report []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(report), "\n") {
+		for rest := line; ; {
+			_, after, ok := strings.Cut(rest, "](")
+			if !ok {
+				break
+			}
+			target, tail, _ := strings.Cut(after, ")")
+			if strings.HasSuffix(target, ".png") || strings.HasSuffix(target, ".svg") {
+				out = append(out, target)
+			}
+			rest = tail
+		}
+	}
+	return out
 }
 
 func TestLoadDirRoundTrip(t *testing.T) {
@@ -186,8 +213,9 @@ func TestRender(t *testing.T) {
 	}
 	var charts []string
 	for _, name := range []string{"latency-spectrum-total.png", "safety-grid.png", "latency-timeline-pause.png"} {
-		charts = append(charts, filepath.Join(dir, name))
-		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+		file := filepath.Join(dir, ChartsDir, name)
+		charts = append(charts, file)
+		if err := os.Remove(file); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,9 +232,9 @@ func TestRender(t *testing.T) {
 	if !bytes.Equal(before, after) {
 		t.Errorf("report.md after Render differs from WriteDir's:\n%s\n---\n%s", after, before)
 	}
-	for _, path := range charts {
-		if _, err := os.Stat(path); err != nil {
-			t.Errorf("Render did not redraw %s: %v", filepath.Base(path), err)
+	for _, file := range charts {
+		if _, err := os.Stat(file); err != nil {
+			t.Errorf("Render did not redraw %s: %v", filepath.Base(file), err)
 		}
 	}
 }
@@ -218,15 +246,16 @@ func TestRenderMissingSummary(t *testing.T) {
 	}
 }
 
-// TestWriteDirAccumulates writes after every run, as `lockbench run`
-// does, and checks the directory is complete and readable at each step.
-func TestWriteDirAccumulates(t *testing.T) {
+// TestWriteDataAccumulates writes the data after every run, as a command
+// does, and checks the directory is readable at each step, with neither
+// charts nor report until RenderRuns.
+func TestWriteDataAccumulates(t *testing.T) {
 	dir := t.TempDir()
 	all := makeRuns(baseFixtures(2)[:3])
-	firstLog := filepath.Join(dir, HlogName(all[0].Summary.ID(), Total))
+	firstLog := filepath.Join(dir, HlogDir, HlogName(all[0].Summary.ID(), Total))
 	var firstInfo os.FileInfo
 	for n := 1; n <= len(all); n++ {
-		if err := WriteDir(dir, all[:n], testMeta()); err != nil {
+		if err := WriteData(dir, all[:n], testMeta()); err != nil {
 			t.Fatal(err)
 		}
 		info, err := os.Stat(firstLog)
@@ -245,29 +274,180 @@ func TestWriteDirAccumulates(t *testing.T) {
 		if len(got) != n {
 			t.Errorf("after run %d: LoadDir found %d runs; want %d", n, len(got), n)
 		}
-		report, _ := os.ReadFile(filepath.Join(dir, ReportFile))
-		for _, r := range all[:n] {
-			if !strings.Contains(string(report), "| "+r.Summary.Strategy+" ") {
-				t.Errorf("after run %d: report lacks %s", n, r.Summary.Strategy)
+		for _, name := range []string{ReportFile, ChartsDir} {
+			if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("after run %d: %s exists (stat: %v); want it drawn only by RenderRuns", n, name, err)
 			}
-		}
-		if strings.Contains(string(report), "## Verdicts") {
-			t.Errorf("after run %d: report has a verdict table without faults", n)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, VerdictsFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("verdicts.json written without faults (stat: %v)", err)
+	}
+	if err := RenderRuns(dir, all, testMeta()); err != nil {
+		t.Fatal(err)
+	}
+	report, _ := os.ReadFile(filepath.Join(dir, ReportFile))
+	for _, r := range all {
+		if !strings.Contains(string(report), "| "+r.Summary.Strategy+" ") {
+			t.Errorf("report lacks %s", r.Summary.Strategy)
+		}
+	}
+	if strings.Contains(string(report), "## Verdicts") {
+		t.Errorf("report has a verdict table without faults")
 	}
 
 	// A different run under the same name (a new invocation into the same
 	// directory) replaces the old log.
 	again := makeRuns(baseFixtures(2)[:1])
 	again[0].Summary.PaymentsPerSec++
-	if err := WriteDir(dir, again, testMeta()); err != nil {
+	if err := WriteData(dir, again, testMeta()); err != nil {
 		t.Fatal(err)
 	}
 	if info, err := os.Stat(firstLog); err != nil || os.SameFile(firstInfo, info) {
 		t.Errorf("changed run: interval log kept (stat error %v); want it rewritten", err)
+	}
+}
+
+// TestDirLayout writes a directory of several runs the way a command does
+// (WriteData after each run, RenderRuns at the end) and checks what is
+// where at each stage: a short top level, the interval logs in hlog/, and
+// the charts in charts/ only once rendered.
+func TestDirLayout(t *testing.T) {
+	dir := t.TempDir()
+	runs := makeRuns(dirFixtures())
+	data := []string{BenchFile, HlogDir, MetaFile, SummaryCSVFile, SummaryJSONFile, VerdictsFile}
+	rendered := append([]string{ChartsDir, ReportFile}, data...)
+	sort.Strings(rendered)
+	tests := []struct {
+		stage  string
+		write  func() error
+		top    []string // every entry at the top, sorted
+		hlogs  int      // files in hlog/
+		charts int      // files in charts/
+	}{
+		// Half the runs finished: their data, nothing drawn.
+		{"after half the runs", func() error { return WriteData(dir, runs[:len(runs)/2], testMeta()) },
+			data, 4 * (len(runs) / 2), 0},
+		// Every run finished: still nothing drawn.
+		{"after every run", func() error { return WriteData(dir, runs, testMeta()) },
+			data, 4 * len(runs), 0},
+		// The command ends: report.md at the top, six charts of two files each.
+		{"after RenderRuns", func() error { return RenderRuns(dir, runs, testMeta()) },
+			rendered, 4 * len(runs), 2 * 6},
+	}
+	for _, tt := range tests {
+		if err := tt.write(); err != nil {
+			t.Fatalf("%s: %v", tt.stage, err)
+		}
+		if got := entries(t, dir); !reflect.DeepEqual(got, tt.top) {
+			t.Errorf("%s: top level = %v; want %v", tt.stage, got, tt.top)
+		}
+		if got := len(entries(t, filepath.Join(dir, HlogDir))); got != tt.hlogs {
+			t.Errorf("%s: %d files in hlog/; want %d", tt.stage, got, tt.hlogs)
+		}
+		if got := len(entries(t, filepath.Join(dir, ChartsDir))); got != tt.charts {
+			t.Errorf("%s: %d files in charts/; want %d", tt.stage, got, tt.charts)
+		}
+	}
+	if got := LayoutOf(dir); got != (Layout{Hlog: HlogDir, Charts: ChartsDir}) {
+		t.Errorf("LayoutOf = %+v; want hlog/ and charts/", got)
+	}
+}
+
+// entries lists dir's entries by name, sorted; a missing dir has none.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.Name()
+	}
+	return names
+}
+
+// TestFlatLayout reads and renders a directory in the flat layout of
+// lockbench before hlog/ and charts/ (everything at the top), as the
+// committed results/reference still is: LoadDir finds its histograms, and
+// Render draws its charts at the top, where its report links them.
+func TestFlatLayout(t *testing.T) {
+	runs := makeRuns(dirFixtures())
+	tests := []struct {
+		name   string
+		layout Layout // what the directory is written in
+		charts string // where Render must draw the charts
+	}{
+		// Today's layout, for comparison.
+		{"standard", Layout{Hlog: HlogDir, Charts: ChartsDir}, ChartsDir},
+		// The old one: interval logs at the top, no hlog/.
+		{"flat", Layout{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := writeData(dir, runs, testMeta(), tt.layout); err != nil {
+				t.Fatal(err)
+			}
+			if got := LayoutOf(dir); got != tt.layout {
+				t.Errorf("LayoutOf = %+v; want %+v", got, tt.layout)
+			}
+			got, _, err := LoadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(runs) {
+				t.Fatalf("LoadDir: %d runs; want %d", len(got), len(runs))
+			}
+			for i := range runs {
+				for p := Phase(0); p < NumPhases; p++ {
+					if g, w := got[i].Total[p].TotalCount(), runs[i].Total[p].TotalCount(); g != w {
+						t.Errorf("run %d %s: %d values; want %d", i, p, g, w)
+					}
+				}
+			}
+			if err := Render(dir); err != nil {
+				t.Fatal(err)
+			}
+			report, err := os.ReadFile(filepath.Join(dir, ReportFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			links := reportLinks(report)
+			if len(links) == 0 {
+				t.Errorf("report.md links no chart")
+			}
+			for _, link := range links {
+				if got := path.Dir(link); got != path.Clean("./"+tt.charts) {
+					t.Errorf("report links %s; want it in %q", link, tt.charts)
+				}
+				if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(link))); err != nil {
+					t.Errorf("report links %s, which Render did not draw: %v", link, err)
+				}
+			}
+			_, err = os.Stat(filepath.Join(dir, ChartsDir))
+			if got, want := err == nil, tt.charts != ""; got != want {
+				t.Errorf("charts/ exists = %v; want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestLoadReference reads the committed reference run, whichever layout
+// it was written in.
+func TestLoadReference(t *testing.T) {
+	runs, meta, err := LoadDir("reference")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) == 0 || meta.Title == "" {
+		t.Fatalf("LoadDir(reference): %d runs, title %q; want runs and a title", len(runs), meta.Title)
+	}
+	for _, r := range runs {
+		if r.Total[Total].TotalCount() == 0 && r.Summary.Latency["total"].Count > 0 {
+			t.Errorf("%s: no total latencies loaded; want the %d of its summary", r.Summary.ID(), r.Summary.Latency["total"].Count)
+		}
 	}
 }
 

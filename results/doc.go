@@ -6,22 +6,27 @@
 // Units: every time in a file is in nanoseconds (fields end in _ns or are
 // documented as such); human units appear only on screen and in charts.
 //
-// A run directory (SPEC §6) is written by WriteDir, read back by LoadDir and
-// re-rendered from its data files by Render:
+// A run directory holds at its top what a person opens first and the data,
+// and below it the interval logs and the charts. WriteData writes the data
+// files after every run (atomically, so an interrupted command leaves a
+// readable directory); RenderRuns draws the charts and report.md once, when
+// the command ends; LoadDir reads a directory back and Render re-renders it
+// from its data files (old flat directories, with the logs and charts at the
+// top, still read):
 //
+//	report.md                   header, verdicts, results, charts (WriteReport)
 //	summary.json, summary.csv   every run's Summary (WriteJSON, WriteCSV)
-//	<id>.<phase>.hlog           interval logs per run and phase (WriteHlog)
 //	bench.txt                   Go benchmark format (WriteBench)
 //	verdicts.json               the verdict runs, when faults ran (VerdictRuns)
 //	meta.json                   Meta: title, command, date, host
-//	<chart>.png, <chart>.svg    charts (BuildCharts)
-//	report.md                   header, verdicts, results, charts (WriteReport)
+//	hlog/<id>.<phase>.hlog      interval logs per run and phase (WriteHlog)
+//	charts/<chart>.png, .svg    charts (BuildCharts)
 //
 // Charts and the report pick their input by name: scenario "base" for the
 // latency spectrum, scenarios starting "contention" and "sweep" for the two
 // sweep charts, any scenario with a fault for the verdicts (see
 // BuildCharts). Every strategy keeps one colour in every chart
-// (StrategyColors).
+// (strategies.Color).
 //
 // Caveats: hdrhistogram-go histograms are not goroutine-safe (see
 // Recorder), and each takes about 150 kB, so LoadDir of a long run holds

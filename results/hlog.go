@@ -14,7 +14,8 @@ import (
 )
 
 // HlogName is the name of the interval log of phase p of the run whose
-// file id (see FileIDs) is id: "<id>.<phase>.hlog".
+// file id (see FileIDs) is id: "<id>.<phase>.hlog", in a run directory's
+// HlogDir.
 func HlogName(id string, p Phase) string { return id + "." + p.String() + ".hlog" }
 
 // FileIDs returns a file-name id for every summary, in order: its ID(), and
@@ -116,9 +117,13 @@ func loggedIntervals(r Run) (ivs []Interval, wholeRun bool) {
 }
 
 // hlogFingerprint identifies what WriteHlog writes for r and p: a hash of
-// the summary and of every interval's span and counts. WriteDir skips
-// rewriting a log whose fingerprint has not changed, so rewriting a
-// directory after each run does not re-encode every earlier run.
+// the summary and of every interval's span and count. WriteData skips
+// rewriting a log whose fingerprint has not changed, so writing a
+// directory's data after each run does not re-encode every earlier run.
+// It is computed for every earlier run after each one, so it must stay
+// cheap: a histogram's count is a field but its Max scans every bucket,
+// so intervals are told apart by span and count alone (the summary, with
+// the run's start time and percentiles, already tells runs apart).
 func hlogFingerprint(r Run, p Phase) string {
 	h := fnv.New64a()
 	if data, err := json.Marshal(r.Summary); err == nil {
@@ -127,11 +132,11 @@ func hlogFingerprint(r Run, p Phase) string {
 	ivs, wholeRun := loggedIntervals(r)
 	fmt.Fprintf(h, "|%s|%v|%d", p, wholeRun, len(ivs))
 	for _, iv := range ivs {
-		var n, max int64
+		var n int64
 		if hp := iv.Hists[p]; hp != nil {
-			n, max = hp.TotalCount(), hp.Max()
+			n = hp.TotalCount()
 		}
-		fmt.Fprintf(h, "|%d,%d,%d,%d", iv.StartNs, iv.EndNs, n, max)
+		fmt.Fprintf(h, "|%d,%d,%d", iv.StartNs, iv.EndNs, n)
 	}
 	return strconv.FormatUint(h.Sum64(), 16)
 }

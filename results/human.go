@@ -10,9 +10,14 @@ import (
 
 // Human units for screens and report.md; files keep nanoseconds.
 
-// fmtDuration writes ns with three significant digits in the largest unit
-// that keeps it ≥ 1: "850ns", "12.3µs", "4.56ms", "1.20s".
-func fmtDuration(ns int64) string {
+// FormatDuration formats ns for people, with three significant digits in
+// the largest unit that keeps it ≥ 1: "850ns", "12.3µs", "4.56ms", "1.20s";
+// 0 is "0". It is lockbench's one duration formatter for screens, reports
+// and fault events; files keep nanoseconds.
+func FormatDuration(ns int64) string {
+	if ns < 0 {
+		return "-" + FormatDuration(-max(ns, -math.MaxInt64))
+	}
 	v := float64(ns)
 	switch {
 	case ns == 0:

@@ -7,7 +7,7 @@ import (
 )
 
 // WriteJSON writes ss as an indented JSON array: the format of summary.json
-// and verdicts.json (SPEC §2). Missing errors and latency objects are
+// and verdicts.json. Missing errors and latency objects are
 // written as {} and every phase is present, so scripts need no nil checks;
 // unsafe and availability are derived from the counters as Finish does.
 func WriteJSON(w io.Writer, ss []Summary) error {

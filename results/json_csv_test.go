@@ -32,7 +32,7 @@ func TestJSONRoundTrip(t *testing.T) {
 
 func TestJSONContract(t *testing.T) {
 	// A summary with nil maps and no Finish: the file must still carry
-	// every SPEC §2 field, errors and latency as objects, and a verdict
+	// every summary.json field, errors and latency as objects, and a verdict
 	// that agrees with the counters.
 	s := Summary{Strategy: "nolock", Scenario: "base", Fault: "none", Payments: 10, Processed: 10, Duplicates: 2}
 	var buf bytes.Buffer

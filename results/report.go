@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -11,9 +12,10 @@ import (
 // the date, command, host and scenario parameters, the verdict table when
 // faults ran, a short results table of the fault-free runs, then the charts
 // of cs (PNG links, each with a one-line caption) and the charts that were
-// not produced. Everything in it comes from ss, meta and cs, so the same
-// input gives the same bytes.
-func WriteReport(w io.Writer, ss []Summary, meta Meta, cs ChartSet) error {
+// not produced, then the directory's files. Links and file names follow
+// the layout l of the directory report.md is in. Everything in it comes
+// from ss, meta, cs and l, so the same input gives the same bytes.
+func WriteReport(w io.Writer, ss []Summary, meta Meta, cs ChartSet, l Layout) error {
 	var b strings.Builder
 	title := meta.Title
 	if title == "" {
@@ -63,7 +65,8 @@ func WriteReport(w io.Writer, ss []Summary, meta Meta, cs ChartSet) error {
 
 	b.WriteString("\n## Charts\n")
 	for _, ch := range cs.Charts {
-		fmt.Fprintf(&b, "\n### %s\n\n![%s](%s.png)\n\n%s ([SVG](%s.svg))\n", ch.Title, ch.Title, ch.Name, ch.Caption, ch.Name)
+		file := path.Join(l.Charts, ch.Name)
+		fmt.Fprintf(&b, "\n### %s\n\n![%s](%s.png)\n\n%s ([SVG](%s.svg))\n", ch.Title, ch.Title, file, ch.Caption, file)
 	}
 	if len(cs.Missing) > 0 {
 		b.WriteString("\nNot drawn:\n\n")
@@ -77,7 +80,14 @@ func WriteReport(w io.Writer, ss []Summary, meta Meta, cs ChartSet) error {
 	if len(VerdictRuns(ss)) > 0 {
 		b.WriteString("- `verdicts.json`: the runs behind the verdict table.\n")
 	}
-	b.WriteString("- `*.hlog`: HdrHistogram interval logs per run and phase, for HistogramLogAnalyzer.\n")
+	if l.Hlog != "" {
+		fmt.Fprintf(&b, "- `%s/`: HdrHistogram interval logs per run and phase, for HistogramLogAnalyzer.\n", l.Hlog)
+	} else {
+		b.WriteString("- `*.hlog`: HdrHistogram interval logs per run and phase, for HistogramLogAnalyzer.\n")
+	}
+	if l.Charts != "" && len(cs.Charts) > 0 {
+		fmt.Fprintf(&b, "- `%s/`: the charts above, PNG and SVG.\n", l.Charts)
+	}
 	b.WriteString("- `bench.txt`: Go benchmark format; compare two directories with `benchstat old/bench.txt new/bench.txt`.\n")
 	b.WriteString("- `meta.json`: how and where this was run. `lockbench report DIR` redraws the charts and this file.\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -170,7 +180,7 @@ func scenarioTable(b *strings.Builder, ss []Summary) error {
 			param(func(p Params) string { return p.LockKey }),
 			rateRange(g),
 			param(func(p Params) string { return p.Hold }),
-			param(func(p Params) string { return fmtDuration(p.TTLNs) }),
+			param(func(p Params) string { return FormatDuration(p.TTLNs) }),
 			param(func(p Params) string { return p.Store }),
 		})
 	}

@@ -134,14 +134,15 @@ func sortFaults(faults []string) {
 	})
 }
 
-// seriesKey identifies one line of a chart: a strategy, with or without
-// fencing checked by the store.
+// seriesKey identifies one line of a chart: a strategy in one variant,
+// with or without fencing checked by the store.
 type seriesKey struct {
 	Strategy string
+	Variant  string
 	Fencing  bool
 }
 
-func keyOf(s *Summary) seriesKey { return seriesKey{s.Strategy, s.Fencing} }
+func keyOf(s *Summary) seriesKey { return seriesKey{s.Strategy, s.Variant, s.Fencing} }
 
 func (k seriesKey) less(o seriesKey) bool {
 	ri, rj := strategyRank(k.Strategy), strategyRank(o.Strategy)
@@ -151,7 +152,18 @@ func (k seriesKey) less(o seriesKey) bool {
 	if k.Strategy != o.Strategy {
 		return k.Strategy < o.Strategy
 	}
+	if k.Variant != o.Variant {
+		return k.Variant < o.Variant
+	}
 	return !k.Fencing && o.Fencing
+}
+
+// name is the strategy with its variant: "mutex [instances=1]".
+func (k seriesKey) name() string {
+	if k.Variant == "" {
+		return k.Strategy
+	}
+	return k.Strategy + " [" + k.Variant + "]"
 }
 
 // labeler names series. A strategy that ran both with and without fencing
@@ -185,12 +197,12 @@ func (l labeler) add(s *Summary) {
 
 func (l labeler) label(k seriesKey) string {
 	if l[k.Strategy] != 3 {
-		return k.Strategy
+		return k.name()
 	}
 	if k.Fencing {
-		return k.Strategy + " (fenced)"
+		return k.name() + " (fenced)"
 	}
-	return k.Strategy + " (unfenced)"
+	return k.name() + " (unfenced)"
 }
 
 // split reports whether k's strategy ran both ways, so its unfenced line

@@ -6,14 +6,19 @@ import (
 )
 
 // Summary is one strategy × scenario × fault run: one element of
-// summary.json. The JSON field names of SPEC §2 are a contract with users'
+// summary.json. The JSON field names (the README's field table) are a
+// contract with users'
 // scripts; add fields, never rename them. Times are nanoseconds.
 type Summary struct {
 	Strategy string `json:"strategy"`
 	Scenario string `json:"scenario"`
 	Fault    string `json:"fault"`
-	Fencing  bool   `json:"fencing"`
-	Unsafe   bool   `json:"unsafe"`
+	// Variant is a short label of the parameters that set this run apart
+	// from others of the same strategy, scenario and fault
+	// ("instances=1"); "" when none.
+	Variant string `json:"variant"`
+	Fencing bool   `json:"fencing"`
+	Unsafe  bool   `json:"unsafe"`
 
 	Payments      int64 `json:"payments"`
 	Deliveries    int64 `json:"deliveries"`
@@ -63,7 +68,7 @@ type Summary struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// Params are the scenario knobs of a run (SPEC §1), in file units.
+// Params are the scenario knobs of a run (loadgen.Scenario), in file units.
 type Params struct {
 	Instances      int     `json:"instances"`
 	Workers        int     `json:"workers"`
@@ -111,7 +116,7 @@ type Latency struct {
 	Count int64   `json:"count"`
 }
 
-// UnsafeCount is the number that decides safety (SPEC §2): duplicates + lost +
+// UnsafeCount is the number that decides safety: duplicates + lost +
 // overdrafts + lost updates + stale writes accepted.
 func (s *Summary) UnsafeCount() int64 {
 	return s.Duplicates + s.Lost + s.Overdrafts + s.LostUpdates + s.StaleAccepted
@@ -127,14 +132,19 @@ func (s *Summary) Finish() {
 	}
 }
 
-// ID is a file-name-safe identifier of the run: strategy, scenario, fault and
-// fencing, e.g. "etcd.base.pause.fenced".
+// ID is a file-name-safe identifier of the run: strategy, scenario, fault,
+// variant when there is one, and fencing, e.g. "etcd.base.pause.fenced" or
+// "mutex.verdicts.none.instances=1.unfenced".
 func (s *Summary) ID() string {
 	fence := "unfenced"
 	if s.Fencing {
 		fence = "fenced"
 	}
-	parts := []string{s.Strategy, s.Scenario, s.Fault, fence}
+	parts := []string{s.Strategy, s.Scenario, s.Fault}
+	if s.Variant != "" {
+		parts = append(parts, s.Variant)
+	}
+	parts = append(parts, fence)
 	for i, p := range parts {
 		parts[i] = sanitize(p)
 	}

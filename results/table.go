@@ -73,7 +73,7 @@ func latencyCol(name, short, phase string, pick func(Latency) int64) column {
 		if !ok || l.Count == 0 {
 			return "-"
 		}
-		return fmtDuration(pick(l))
+		return FormatDuration(pick(l))
 	}, short}
 }
 

@@ -144,10 +144,12 @@ func TestHumanUnits(t *testing.T) {
 		{4560000, "4.56ms"},
 		{999999999, "1000ms"},
 		{1200000000, "1.20s"},
+		// A negative duration (a clock step) keeps its sign.
+		{-4560000, "-4.56ms"},
 	}
 	for _, tt := range durations {
-		if got := fmtDuration(tt.ns); got != tt.want {
-			t.Errorf("fmtDuration(%d) = %q; want %q", tt.ns, got, tt.want)
+		if got := FormatDuration(tt.ns); got != tt.want {
+			t.Errorf("FormatDuration(%d) = %q; want %q", tt.ns, got, tt.want)
 		}
 	}
 	percents := []struct {

@@ -7,7 +7,7 @@ import (
 )
 
 // VerdictRuns returns the runs behind the verdict table and verdicts.json
-// (SPEC §6): every run of each scenario in which a fault was injected,
+// (verdicts.json in a run directory): every run of each scenario in which a fault was injected,
 // including that scenario's fault-free runs (the baseline column). It
 // returns nil when no fault ran.
 func VerdictRuns(ss []Summary) []Summary {
@@ -38,7 +38,7 @@ func verdictOf(s *Summary) string {
 }
 
 // sortVerdicts orders ss by fault (FaultOrder), then strategy
-// (StrategyOrder), unfenced before fenced; ties keep their order.
+// (strategies.Rank), unfenced before fenced; ties keep their order.
 func sortVerdicts(ss []Summary) []Summary {
 	out := append([]Summary(nil), ss...)
 	sort.SliceStable(out, func(i, j int) bool {
@@ -75,7 +75,7 @@ func VerdictTable(w io.Writer, ss []Summary) error {
 			verdict = "**UNSAFE**"
 		}
 		rows = append(rows, []string{
-			s.Strategy, fault, fmtFencing(s.Fencing), verdict,
+			keyOf(&s).name(), fault, fmtFencing(s.Fencing), verdict,
 			i64(s.Duplicates), i64(s.Lost), i64(s.Overdrafts), i64(s.LostUpdates), i64(s.StaleAccepted),
 			i64(s.Overlaps), i64(s.StaleRejected), fmtPercent(s.Availability),
 		})

@@ -1,21 +1,17 @@
 package servers
 
-// This file fixes the package's API so other packages can be written against
-// it while it is implemented. Keep the names; implement the bodies.
-
 import (
-	"context"
 	"io"
-	"time"
 )
 
-// Environment variables naming existing servers (SPEC §5). When set, lockbench
+// Environment variables naming existing servers. When set, lockbench
 // uses them and starts nothing of that kind.
 const (
 	EnvRedisAddrs    = "LOCKBENCH_REDIS_ADDRS"    // comma-separated host:port
 	EnvRedisPassword = "LOCKBENCH_REDIS_PASSWORD" // optional AUTH password
 	EnvEtcdEndpoints = "LOCKBENCH_ETCD_ENDPOINTS" // comma-separated URLs
 	EnvPostgresDSN   = "LOCKBENCH_PG_DSN"         // pgx connection string
+	EnvZKServers     = "LOCKBENCH_ZK_SERVERS"     // comma-separated host:port
 )
 
 // Endpoints says where the servers are.
@@ -24,19 +20,23 @@ type Endpoints struct {
 	RedisPassword string
 	EtcdEndpoints []string
 	PostgresDSN   string
+	ZKServers     []string
 }
 
 // Needs says which servers a run needs.
 type Needs struct {
-	Redis    int  // Redis nodes (0: none)
-	Etcd     bool // an etcd cluster
-	Postgres bool
+	Redis     int  // Redis nodes (0: none)
+	Etcd      bool // an etcd cluster
+	Postgres  bool
+	ZooKeeper bool // a ZooKeeper ensemble
 }
 
 // Options configure locally started servers.
 type Options struct {
 	// EtcdMembers is the etcd cluster size: 1 (default) or 3.
 	EtcdMembers int
+	// ZKMembers is the ZooKeeper ensemble size: 1 (default) or 3.
+	ZKMembers int
 	// RedisAOF turns on appendonly persistence (off by default: a restarted
 	// node comes back empty).
 	RedisAOF bool
@@ -52,9 +52,10 @@ type Options struct {
 // ports, one temporary directory, all stopped by Stop (and killed with the
 // parent process via Pdeathsig if lockbench dies).
 type Cluster struct {
-	Redis    []*Redis
-	Etcd     []*EtcdMember
-	Postgres *Postgres
+	Redis     []*Redis
+	Etcd      []*EtcdMember
+	Postgres  *Postgres
+	ZooKeeper []*ZKMember
 	// impl fields follow in cluster.go
 	state
 }
@@ -82,21 +83,21 @@ type Postgres struct {
 	pgState
 }
 
-// The API, implemented in the other files of the package:
+// ZKMember is one locally started ZooKeeper server (Debian's zookeeper
+// package, run by java): an ensemble of one by default.
+type ZKMember struct {
+	// Addr is the client address, 127.0.0.1:port; it stays the same across
+	// Kill/Start.
+	Addr string
+	zkState
+}
+
+// Every kind of locally started server is a Node.
 var (
-	_ func() Endpoints                                                              = EndpointsFromEnv
-	_ func(context.Context, Needs, Options) (*Cluster, error)                       = Start
-	_ func(context.Context, Needs, Endpoints, Options) (Endpoints, *Cluster, error) = Ensure
-	_ func(string) string                                                           = Redact
-	_ func(*Cluster) Endpoints                                                      = (*Cluster).Endpoints
-	_ func(*Cluster) error                                                          = (*Cluster).Stop
-	_ func(Endpoints) []string                                                      = Endpoints.Env
-	_ func(*Redis) error                                                            = (*Redis).Kill
-	_ func(*Redis, context.Context) error                                           = (*Redis).Start
-	_ func(*Redis, time.Duration) error                                             = (*Redis).SetClockOffset
-	_ func(*Redis) int                                                              = (*Redis).Pid
-	_ func(*EtcdMember) error                                                       = (*EtcdMember).Kill
-	_ func(*EtcdMember, context.Context) error                                      = (*EtcdMember).Start
-	_ func(*Postgres) error                                                         = (*Postgres).Kill
-	_ func(*Postgres, context.Context) error                                        = (*Postgres).Start
+	_ Node     = (*Redis)(nil)
+	_ Node     = (*EtcdMember)(nil)
+	_ Node     = (*Postgres)(nil)
+	_ Node     = (*ZKMember)(nil)
+	_ Clock    = (*Redis)(nil)
+	_ Volatile = (*Redis)(nil)
 )

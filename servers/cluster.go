@@ -51,6 +51,12 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	if opts.EtcdMembers < 1 || opts.EtcdMembers > MaxEtcdMembers {
 		return nil, fmt.Errorf("servers: Options.EtcdMembers is %d; want 1 to %d (1 or 3 usually)", opts.EtcdMembers, MaxEtcdMembers)
 	}
+	if opts.ZKMembers == 0 {
+		opts.ZKMembers = DefaultZKMembers
+	}
+	if opts.ZKMembers < 1 || opts.ZKMembers > MaxZKMembers {
+		return nil, fmt.Errorf("servers: Options.ZKMembers is %d; want 1 to %d (1 or 3 usually)", opts.ZKMembers, MaxZKMembers)
+	}
 	bins, err := findBinaries(ctx, needs, opts)
 	if err != nil {
 		return nil, err
@@ -63,10 +69,10 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	c.dir, c.opts = dir, opts
 	c.stopCtx, c.cancel = context.WithCancel(context.Background())
 
-	// The kinds start concurrently (initdb and an etcd election dominate);
-	// each goroutine writes only its own field of c.
+	// The kinds start concurrently (initdb, an etcd election and a JVM
+	// start dominate); each goroutine writes only its own field of c.
 	var wg sync.WaitGroup
-	var redisErr, etcdErr, pgErr error
+	var redisErr, etcdErr, pgErr, zkErr error
 	if needs.Redis > 0 {
 		wg.Go(func() { redisErr = c.startRedis(ctx, needs.Redis, bins) })
 	}
@@ -76,8 +82,11 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	if needs.Postgres {
 		wg.Go(func() { pgErr = c.startPostgres(ctx, bins) })
 	}
+	if needs.ZooKeeper {
+		wg.Go(func() { zkErr = c.startZooKeeper(ctx, opts.ZKMembers, bins) })
+	}
 	wg.Wait()
-	if err := errors.Join(redisErr, etcdErr, pgErr); err != nil {
+	if err := errors.Join(redisErr, etcdErr, pgErr, zkErr); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -87,7 +96,7 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 // returns existing merged with the endpoints of what it started, and the
 // Cluster it started (nil when existing named everything needed). When
 // existing names fewer Redis addresses than needs.Redis, Ensure starts
-// nothing and returns an error wrapping ErrTooFewRedis.
+// nothing and returns an error wrapping ErrTooFewNodes.
 func Ensure(ctx context.Context, needs Needs, existing Endpoints, opts Options) (Endpoints, *Cluster, error) {
 	var start Needs
 	if n := len(existing.RedisAddrs); needs.Redis > 0 {
@@ -96,11 +105,12 @@ func Ensure(ctx context.Context, needs Needs, existing Endpoints, opts Options) 
 			start.Redis = needs.Redis
 		case n < needs.Redis:
 			return existing, nil, fmt.Errorf("%w: %s names %d Redis node(s); this run needs %d (or unset it to let lockbench start them)",
-				ErrTooFewRedis, EnvRedisAddrs, n, needs.Redis)
+				ErrTooFewNodes, EnvRedisAddrs, n, needs.Redis)
 		}
 	}
 	start.Etcd = needs.Etcd && len(existing.EtcdEndpoints) == 0
 	start.Postgres = needs.Postgres && existing.PostgresDSN == ""
+	start.ZooKeeper = needs.ZooKeeper && len(existing.ZKServers) == 0
 	if start == (Needs{}) {
 		return existing, nil, nil
 	}
@@ -117,6 +127,9 @@ func Ensure(ctx context.Context, needs Needs, existing Endpoints, opts Options) 
 	}
 	if start.Postgres {
 		ep.PostgresDSN = got.PostgresDSN
+	}
+	if start.ZooKeeper {
+		ep.ZKServers = got.ZKServers
 	}
 	return ep, c, nil
 }
@@ -136,6 +149,9 @@ func (c *Cluster) Endpoints() Endpoints {
 	}
 	if c.Postgres != nil {
 		ep.PostgresDSN = c.Postgres.DSN
+	}
+	for _, m := range c.ZooKeeper {
+		ep.ZKServers = append(ep.ZKServers, m.Addr)
 	}
 	return ep
 }
@@ -174,6 +190,9 @@ func (c *Cluster) servers() []*server {
 	}
 	if c.Postgres != nil {
 		all = append(all, &c.Postgres.server)
+	}
+	for _, m := range c.ZooKeeper {
+		all = append(all, &m.server)
 	}
 	return all
 }

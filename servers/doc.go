@@ -6,6 +6,15 @@
 // and gives the fault injector its handles: kill a node, start it again, move
 // a Redis node's clock.
 //
+// A strategy declares what it needs (strategies.Need: a backend and a node
+// count); TargetFor answers it with a Target: the endpoints of exactly the
+// nodes the strategy uses, as a lock config, and, when lockbench started
+// them, the Nodes a fault can kill, restart or move the clock of. Everything
+// the package knows about one kind of server (its flag and variable, its
+// endpoints in a config, its nodes in a Cluster, how to point an endpoint at
+// a proxy) is one descriptor in backend.go, so that no other package
+// branches on the kind of server.
+//
 // Ensure is the usual entry point: it starts only the kinds of server that the
 // given endpoints do not already name. Start always starts everything asked
 // for. Cluster.Stop stops it all and removes the temporary directory.

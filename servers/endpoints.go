@@ -6,14 +6,16 @@ import (
 )
 
 // EndpointsFromEnv reads existing servers' endpoints from EnvRedisAddrs,
-// EnvRedisPassword, EnvEtcdEndpoints and EnvPostgresDSN. Lists are
-// comma-separated; blanks around items and empty items are ignored.
+// EnvRedisPassword, EnvEtcdEndpoints, EnvPostgresDSN and EnvZKServers.
+// Lists are comma-separated; blanks around items and empty items are
+// ignored.
 func EndpointsFromEnv() Endpoints {
 	return Endpoints{
 		RedisAddrs:    splitList(os.Getenv(EnvRedisAddrs)),
 		RedisPassword: os.Getenv(EnvRedisPassword),
 		EtcdEndpoints: splitList(os.Getenv(EnvEtcdEndpoints)),
 		PostgresDSN:   strings.TrimSpace(os.Getenv(EnvPostgresDSN)),
+		ZKServers:     splitList(os.Getenv(EnvZKServers)),
 	}
 }
 
@@ -34,6 +36,9 @@ func (e Endpoints) Env() []string {
 	}
 	if e.PostgresDSN != "" {
 		lines = append(lines, EnvPostgresDSN+"="+e.PostgresDSN)
+	}
+	if len(e.ZKServers) > 0 {
+		lines = append(lines, EnvZKServers+"="+strings.Join(e.ZKServers, ","))
 	}
 	return lines
 }

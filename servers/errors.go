@@ -14,9 +14,13 @@ var (
 	// ErrNotInstalled is wrapped by the error returned when a server binary is
 	// missing and cannot be installed.
 	ErrNotInstalled = errors.New("servers: not installed")
-	// ErrTooFewRedis is wrapped by the error Ensure returns when the given
-	// Redis addresses are fewer than the run needs.
-	ErrTooFewRedis = errors.New("servers: too few redis addresses")
+	// ErrTooFewNodes is wrapped by the error Ensure and TargetFor return when
+	// the given Redis addresses are fewer than the run needs.
+	ErrTooFewNodes = errors.New("servers: too few nodes")
+	// ErrNotLocal is wrapped by Target.Node when the servers are the user's:
+	// a fault that kills, restarts or moves the clock of a node needs
+	// servers lockbench started itself.
+	ErrNotLocal = errors.New("servers: this needs servers lockbench starts itself")
 )
 
 // StartError reports that one server failed to start (or to become ready in

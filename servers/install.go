@@ -21,6 +21,8 @@ type binaries struct {
 	mallocDebug string // libc_malloc_debug.so.0, preloaded before libfaketime
 	pgBin       string // directory holding initdb and postgres
 	self        string // a lockbench binary, run as an etcd member
+	java        string // the JVM that runs ZooKeeper
+	zkClasspath string // ZooKeeper's jar and an SLF4J binding
 }
 
 // aptPackage is one Debian package lockbench may install, at most once per
@@ -35,6 +37,9 @@ var (
 	aptRedis    = &aptPackage{name: "redis-server"}
 	aptPostgres = &aptPackage{name: "postgresql-15"}
 	aptFaketime = &aptPackage{name: "faketime"}
+	// Debian's zookeeper (3.8) brings a JRE and the jars; it starts no
+	// service (zookeeperd would).
+	aptZooKeeper = &aptPackage{name: "zookeeper"}
 
 	aptMu         sync.Mutex // one apt-get at a time: dpkg has one lock
 	aptUpdateOnce sync.Once
@@ -74,6 +79,13 @@ func findBinaries(ctx context.Context, needs Needs, opts Options) (binaries, err
 		if b.self, err = etcdLauncher(ctx); err != nil {
 			return b, err
 		}
+	}
+	if needs.ZooKeeper {
+		b.zkClasspath, err = ensure(ctx, aptZooKeeper, "ZooKeeper (java and /usr/share/java/zookeeper.jar)", EnvZKServers, findZooKeeper)
+		if err != nil {
+			return b, err
+		}
+		b.java = findJava()
 	}
 	return b, nil
 }
@@ -172,6 +184,28 @@ func findPostgres() string {
 		}
 	}
 	return ""
+}
+
+// findZooKeeper returns the class path that runs Debian's ZooKeeper server:
+// its jar (whose manifest names the jars it depends on) and, when present,
+// SLF4J's simple binding, which makes it log to stderr (without a binding it
+// logs nothing). It returns "" when the jar or java is missing.
+func findZooKeeper() string {
+	jar := findFirst([]string{"/usr/share/java/zookeeper.jar"})
+	if jar == "" || findJava() == "" {
+		return ""
+	}
+	if binding := findFirst([]string{"/usr/share/java/slf4j-simple.jar"}); binding != "" {
+		return jar + ":" + binding
+	}
+	return jar
+}
+
+func findJava() string {
+	if p, err := exec.LookPath("java"); err == nil {
+		return p
+	}
+	return findFirst([]string{"/usr/bin/java"})
 }
 
 func findFaketime() string {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/atomicfile"
 )
 
 const (
@@ -41,7 +43,7 @@ func (c *Cluster) startRedis(ctx context.Context, n int, bins binaries) error {
 		}
 		r.faketime = c.opts.Faketime
 		if r.faketime {
-			if err := writeFileAtomic(r.tsPath(), "+0s\n"); err != nil {
+			if err := atomicfile.WriteFile(r.tsPath(), []byte("+0s\n")); err != nil {
 				return fmt.Errorf("servers: %s: %w", name, err)
 			}
 		}
@@ -148,6 +150,10 @@ func (r *Redis) Kill() error { return r.kill() }
 // ErrStopped.
 func (r *Redis) Start(ctx context.Context) error { return r.start(ctx) }
 
+// Volatile reports whether the node comes back empty after Kill and Start:
+// true unless it was started with Options.RedisAOF.
+func (r *Redis) Volatile() bool { return !r.cl.opts.RedisAOF }
+
 // Pid returns the node's process id, or 0 when it is not running.
 func (r *Redis) Pid() int { return r.pid() }
 
@@ -165,7 +171,7 @@ func (r *Redis) SetClockOffset(d time.Duration) error {
 	if r.stopped {
 		return ErrStopped
 	}
-	if err := writeFileAtomic(r.tsPath(), faketimeOffset(d)+"\n"); err != nil {
+	if err := atomicfile.WriteFile(r.tsPath(), []byte(faketimeOffset(d)+"\n")); err != nil {
 		return fmt.Errorf("servers: %s: set clock offset: %w", r.name, err)
 	}
 	return nil
@@ -178,26 +184,4 @@ func faketimeOffset(d time.Duration) string {
 		sign, d = "-", -d
 	}
 	return sign + strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
-}
-
-// writeFileAtomic replaces path's content in one rename, so a reader (here
-// libfaketime, on every clock read) never sees a half-written file.
-func writeFileAtomic(path, content string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // after a successful rename this fails harmlessly
-	if _, err := f.WriteString(content); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

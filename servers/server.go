@@ -150,3 +150,6 @@ func addrInUse(err error) bool {
 	}
 	return strings.Contains(strings.ToLower(se.LogTail), "address already in use")
 }
+
+// Name names the server and its address for people: "redis-2 (127.0.0.1:6390)".
+func (s *server) Name() string { return s.desc() }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -51,6 +52,40 @@ func etcdClient(t *testing.T, endpoints []string) *clientv3.Client {
 	}
 	t.Cleanup(func() { ec.Close() })
 	return ec
+}
+
+// zkClient connects to a ZooKeeper ensemble and waits for a session.
+func zkClient(t *testing.T, servers []string) *zk.Conn {
+	t.Helper()
+	zc, _, err := zk.Connect(servers, 5*time.Second, zk.WithLogger(nopLogger{}), zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatalf("zk client: %v", err)
+	}
+	t.Cleanup(zc.Close)
+	deadline := time.Now().Add(10 * time.Second)
+	for zc.State() != zk.StateHasSession {
+		if time.Now().After(deadline) {
+			t.Fatalf("zk client: no session after 10s (state %v)", zc.State())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return zc
+}
+
+// nopLogger keeps the zk client quiet about the servers the tests kill.
+type nopLogger struct{}
+
+func (nopLogger) Printf(string, ...any) {}
+
+// zkGet reads path, retrying while the client reconnects.
+func zkGet(ctx context.Context, zc *zk.Conn, path string) (string, error) {
+	for {
+		data, _, err := zc.Get(path)
+		if err == nil || ctx.Err() != nil {
+			return string(data), err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // alive reports whether a process (or, for a negative pid, a process group)
@@ -301,6 +336,124 @@ func TestEtcdThreeMembers(t *testing.T) {
 	}
 }
 
+// TestZooKeeper starts one ZooKeeper server with lockbench's settings,
+// kills it and starts it again (its znodes survive: it keeps a transaction
+// log), and checks that Stop leaves nothing behind.
+func TestZooKeeper(t *testing.T) {
+	t.Parallel()
+	began := time.Now()
+	c := start(t, Needs{ZooKeeper: true}, Options{})
+	t.Logf("ZooKeeper served %v after Start", time.Since(began).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	ep := c.Endpoints()
+	if len(c.ZooKeeper) != 1 || len(ep.ZKServers) != 1 || ep.ZKServers[0] != c.ZooKeeper[0].Addr {
+		t.Fatalf("ZKServers = %v with %d members; want the one member's address", ep.ZKServers, len(c.ZooKeeper))
+	}
+	m := c.ZooKeeper[0]
+	conf, err := zkFourLetter(ctx, m.Addr, "conf")
+	if err != nil {
+		t.Fatalf("conf: %v", err)
+	}
+	// The timings the strategy relies on: ZooKeeper raises any session
+	// timeout to 2 ticks and caps it at the maximum.
+	for _, want := range []string{"tickTime=100\n", "minSessionTimeout=200\n", "maxSessionTimeout=600000\n", "maxClientCnxns=0\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("conf answered %q; want a line %q", conf, strings.TrimSpace(want))
+		}
+	}
+
+	zc := zkClient(t, ep.ZKServers)
+	if _, err := zc.Create("/kept", []byte("yes"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	pid := m.pid()
+	if err := m.Kill(); err != nil {
+		t.Fatalf("Kill: %v", err)
+	}
+	if alive(-pid) {
+		t.Errorf("process group %d alive after Kill", pid)
+	}
+	if err := zkServing(ctx, m.Addr); err == nil {
+		t.Errorf("srvr after Kill answered")
+	}
+	if err := m.Kill(); err != nil {
+		t.Errorf("second Kill: %v", err)
+	}
+	began = time.Now()
+	if err := m.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Logf("restarted in %v", time.Since(began).Round(time.Millisecond))
+	gctx, gcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer gcancel()
+	if got, err := zkGet(gctx, zc, "/kept"); err != nil || got != "yes" {
+		t.Errorf("Get after restart = %q, %v; want the znode created before Kill", got, err)
+	}
+
+	pid = m.pid()
+	if err := c.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if pid == 0 || alive(pid) || alive(-pid) {
+		t.Errorf("pid %d (or its group) alive after Stop, or never running", pid)
+	}
+	if err := m.Start(ctx); !errors.Is(err, ErrStopped) {
+		t.Errorf("Start after Stop = %v; want ErrStopped", err)
+	}
+}
+
+// TestZooKeeperThreeMembers forms a 3-member ensemble that keeps serving
+// with a follower down and takes it back.
+func TestZooKeeperThreeMembers(t *testing.T) {
+	t.Parallel()
+	began := time.Now()
+	c := start(t, Needs{ZooKeeper: true}, Options{ZKMembers: 3})
+	t.Logf("ensemble served %v after Start", time.Since(began).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	ep := c.Endpoints()
+	if len(ep.ZKServers) != 3 {
+		t.Fatalf("ZKServers = %v; want 3", ep.ZKServers)
+	}
+	var leaders int
+	var follower *ZKMember
+	for _, m := range c.ZooKeeper {
+		out, err := zkFourLetter(ctx, m.Addr, "srvr")
+		if err != nil {
+			t.Fatalf("srvr %s: %v", m.Addr, err)
+		}
+		switch {
+		case strings.Contains(out, "Mode: leader\n"):
+			leaders++
+		case strings.Contains(out, "Mode: follower\n"):
+			follower = m
+		}
+	}
+	if leaders != 1 || follower == nil {
+		t.Fatalf("%d leaders, follower %v; want one leader and followers", leaders, follower)
+	}
+	zc := zkClient(t, ep.ZKServers)
+	if err := follower.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+	defer ccancel()
+	for {
+		_, err := zc.Create("/two-of-three", nil, 0, zk.WorldACL(zk.PermAll))
+		if err == nil {
+			break
+		}
+		if cctx.Err() != nil {
+			t.Fatalf("Create with 2 of 3 members: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := follower.Start(ctx); err != nil {
+		t.Errorf("Start: %v", err)
+	}
+}
+
 // TestFaultsRaceStop runs Kill and Start against Stop; nothing may survive
 // Stop and the fault methods must end with ErrStopped.
 func TestFaultsRaceStop(t *testing.T) {
@@ -385,10 +538,11 @@ func TestEnsure(t *testing.T) {
 		RedisPassword: "pw",
 		EtcdEndpoints: []string{"http://127.0.0.1:6"},
 		PostgresDSN:   "postgres://u:pw@127.0.0.1:7/db",
+		ZKServers:     []string{"127.0.0.1:8"},
 	}
 
 	t.Run("everything given", func(t *testing.T) {
-		ep, c, err := Ensure(ctx, Needs{Redis: 5, Etcd: true, Postgres: true}, full, Options{})
+		ep, c, err := Ensure(ctx, Needs{Redis: 5, Etcd: true, Postgres: true, ZooKeeper: true}, full, Options{})
 		if err != nil || c != nil {
 			t.Fatalf("Ensure = %v, %v; want no cluster, no error", c, err)
 		}
@@ -403,8 +557,8 @@ func TestEnsure(t *testing.T) {
 	t.Run("too few redis", func(t *testing.T) {
 		few := Endpoints{RedisAddrs: full.RedisAddrs[:2]}
 		_, c, err := Ensure(ctx, Needs{Redis: 5}, few, Options{})
-		if !errors.Is(err, ErrTooFewRedis) || c != nil {
-			t.Fatalf("Ensure = %v, %v; want ErrTooFewRedis and no cluster", c, err)
+		if !errors.Is(err, ErrTooFewNodes) || c != nil {
+			t.Fatalf("Ensure = %v, %v; want ErrTooFewNodes and no cluster", c, err)
 		}
 		if msg := err.Error(); !strings.Contains(msg, EnvRedisAddrs) || !strings.Contains(msg, "5") {
 			t.Errorf("error %q; want it to name %s and the 5 needed", msg, EnvRedisAddrs)
@@ -438,6 +592,7 @@ func TestEndpointsEnv(t *testing.T) {
 		RedisPassword: "s3cret",
 		EtcdEndpoints: []string{"http://127.0.0.1:2379"},
 		PostgresDSN:   "postgres://u:pw@127.0.0.1:5432/db?sslmode=disable",
+		ZKServers:     []string{"127.0.0.1:2181", "127.0.0.1:2182"},
 	}
 	for _, line := range want.Env() {
 		k, v, _ := strings.Cut(line, "=")

@@ -23,8 +23,9 @@ type Config struct {
 	EtcdEndpoints []string
 	// PostgresDSN is a pgx connection string.
 	PostgresDSN string
-	// Nodes limits redlock to the first Nodes Redis addresses; 0 means all.
-	Nodes int
+	// ZKServers are host:port addresses of the servers of one ZooKeeper
+	// ensemble.
+	ZKServers []string
 }
 
 // ttl returns c.TTL or DefaultTTL.

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Backend names a kind of server a strategy needs.
@@ -13,29 +14,81 @@ type Backend string
 
 // The backends lockbench knows how to start or reach.
 const (
-	BackendNone     Backend = ""
-	BackendRedis    Backend = "redis"
-	BackendEtcd     Backend = "etcd"
-	BackendPostgres Backend = "postgres"
+	BackendNone      Backend = ""
+	BackendRedis     Backend = "redis"
+	BackendEtcd      Backend = "etcd"
+	BackendPostgres  Backend = "postgres"
+	BackendZooKeeper Backend = "zookeeper"
 )
 
-// Info describes a registered strategy.
+// Need is what a strategy needs from the servers: a backend and how many of
+// its nodes. Package servers answers a Need with endpoints and, for servers
+// lockbench started itself, the nodes a fault can stop.
+type Need struct {
+	// Backend is the kind of server; BackendNone for an in-process strategy.
+	Backend Backend
+	// Nodes is how many independent nodes of Backend the strategy talks to:
+	// 1 for a single-node lock, 5 for redlock. 0 means the backend as a
+	// whole, however many members it has (an etcd cluster).
+	Nodes int
+}
+
+// String names the need for people: "redis ×5", "etcd", "none".
+func (n Need) String() string {
+	switch {
+	case n.Backend == BackendNone:
+		return "none"
+	case n.Nodes > 1:
+		return fmt.Sprintf("%s ×%d", n.Backend, n.Nodes)
+	}
+	return string(n.Backend)
+}
+
+// Info describes a registered strategy: everything the rest of lockbench
+// needs to know about it is data here, so that no package branches on a
+// strategy's name.
 type Info struct {
 	// Name is the registry name (`setnx`, `etcd`, …).
 	Name string
 	// Description is the one-line summary `lockbench strategies` prints.
 	Description string
-	// Backend is the server the strategy needs, BackendNone for in-process.
-	Backend Backend
-	// RedisNodes is how many Redis nodes the strategy uses (redlock: 5).
-	RedisNodes int
+	// Need is the server the strategy needs.
+	Need Need
 	// Fencing reports whether leases carry fencing tokens.
 	Fencing bool
 	// CrossProcess reports whether the lock excludes holders in other
 	// instances (false for nolock and mutex).
 	CrossProcess bool
+	// Control marks a strategy that excludes nobody by design (nolock): the
+	// checker must catch it every time, or nothing else lockbench reports
+	// means anything.
+	Control bool
+	// Transactional marks a strategy that takes no lock (pg-unique): each
+	// delivery is one transaction on the Postgres store (a processed marker
+	// under a unique constraint and a guarded debit), run by the load
+	// generator through the store; its Acquire returns ErrTransactional. It
+	// needs the Postgres store.
+	Transactional bool
+	// KeepAlive marks a lock whose lease is renewed while its holder runs
+	// (etcd's session keepalive, a watchdog): slow work past the TTL keeps
+	// the lock, a paused process (whose renewals stop with it) does not.
+	KeepAlive bool
+	// Lease, when set, is how long a lock outlives a holder that stops
+	// renewing it, given the configured TTL, when the server grants
+	// something other than the TTL (etcd: whole seconds, at least its
+	// minimum lease). Nil means the TTL itself.
+	Lease func(ttl time.Duration) time.Duration
 	// New builds the strategy.
 	New Factory
+}
+
+// LeaseTTL is how long a lock of the strategy outlives a holder that stops
+// renewing it: Info.Lease(ttl), or ttl when Lease is nil.
+func (i Info) LeaseTTL(ttl time.Duration) time.Duration {
+	if i.Lease == nil {
+		return ttl
+	}
+	return i.Lease(ttl)
 }
 
 // Factory builds a strategy from a config. It should check connectivity so
@@ -70,7 +123,7 @@ func Lookup(name string) (Info, bool) {
 	return info, ok
 }
 
-// All returns every registered strategy in the canonical order (Order first,
+// All returns every registered strategy in the canonical order (built-ins first,
 // then any others by name).
 func All() []Info {
 	mu.RLock()
@@ -80,7 +133,7 @@ func All() []Info {
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		ri, rj := rank(out[i].Name), rank(out[j].Name)
+		ri, rj := Rank(out[i].Name), Rank(out[j].Name)
 		if ri != rj {
 			return ri < rj
 		}
@@ -97,18 +150,6 @@ func Names() []string {
 		names[i] = info.Name
 	}
 	return names
-}
-
-// Order is the canonical order of the built-in strategies, weakest first.
-var Order = []string{"nolock", "mutex", "setnx", "fencing", "redlock", "etcd", "pg-onconflict"}
-
-func rank(name string) int {
-	for i, n := range Order {
-		if n == name {
-			return i
-		}
-	}
-	return len(Order)
 }
 
 // New builds the strategy called name.

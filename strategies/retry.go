@@ -28,9 +28,9 @@ type Retry struct {
 }
 
 // AcquireRetry takes the lock on key from s, retrying on ErrNotAcquired per
-// policy until ctx is done. It is the seed's AcquireWithRetry without its
-// flaws: the backoff is jittered (so contenders do not retry in lockstep),
-// capped, and never sleeps past ctx's deadline. Blocking strategies are called
+// policy until ctx is done. Unlike the usual fixed-sleep retry loop, the
+// backoff is jittered (so contenders do not retry in lockstep), capped, and
+// never sleeps past ctx's deadline. Blocking strategies are called
 // once: they wait inside Acquire. It returns the number of attempts made.
 func AcquireRetry(ctx context.Context, s Strategy, key string, policy Retry) (Lease, int, error) {
 	if Blocks(s) || policy.None {

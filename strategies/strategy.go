@@ -3,16 +3,23 @@ package strategies
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
 // ErrNotAcquired is returned by Acquire when the lock is held by someone else.
 var ErrNotAcquired = errors.New("strategies: lock not acquired")
 
-// ErrNotOwner is returned by Release when the lease no longer owns the lock:
-// it expired, or another holder has it now. No other holder's lock was
-// deleted (a quorum strategy still clears what was left of its own keys).
+// ErrNotOwner is returned by Release and Extend when the lease no longer owns
+// the lock: it expired, or another holder has it now. No other holder's lock
+// was deleted or extended (a quorum strategy still clears what was left of
+// its own keys).
 var ErrNotOwner = errors.New("strategies: lease no longer owns the lock")
+
+// ErrTransactional is returned by Acquire of a strategy that takes no lock
+// (Info.Transactional): its deliveries are processed in one database
+// transaction instead.
+var ErrTransactional = errors.New("strategies: a transactional strategy takes no lock")
 
 // ErrUnavailable wraps errors caused by an unreachable lock server, so callers
 // can tell "someone else holds it" from "the server is down".
@@ -59,3 +66,53 @@ func Blocks(s Strategy) bool {
 	b, ok := s.(Blocker)
 	return ok && b.Blocks()
 }
+
+// Extender is implemented by leases that can be renewed (Redisson's
+// watchdog, redsync's Extend): a holder whose work may outlast the TTL
+// extends its lease instead of losing the lock. Find it by type assertion.
+//
+// Extend makes the lock stay this lease's for at least ttl from now, and
+// never shortens it: a lease already valid for longer keeps its expiry.
+// Only the owner extends: Extend returns ErrNotOwner, extending nothing,
+// when the lock is no longer this lease's (it expired, was released, or
+// another holder has it now), and an error wrapping ErrUnavailable when the
+// server cannot be reached. A successful Extend moves Deadline on to the
+// time before the call plus ttl (less any allowance for the round trip and
+// clock drift), unless it was later already; a failed one leaves it as it
+// was, which stays conservative because an extension never shortens the
+// lock. Extend may be called
+// concurrently with the lease's other methods and with itself.
+type Extender interface {
+	Extend(ctx context.Context, ttl time.Duration) error
+}
+
+// Deadline is a lease's deadline that Extend moves on while other
+// goroutines read it, for Extender implementations. It keeps the monotonic
+// clock reading of the times it is given, so time.Until on a deadline is
+// not fooled by a step of the wall clock. Its zero value is the time the
+// package was initialized, not the zero time: Set it before sharing the
+// lease. A Deadline must not be copied after first use.
+type Deadline struct {
+	ns atomic.Int64 // nanoseconds since deadlineEpoch
+}
+
+// deadlineEpoch anchors every Deadline. It has a monotonic clock reading, so
+// t.Sub(deadlineEpoch) is measured on the monotonic clock when t has one
+// too, and deadlineEpoch.Add returns a time that has one.
+var deadlineEpoch = time.Now()
+
+// Set sets d to t.
+func (d *Deadline) Set(t time.Time) { d.ns.Store(int64(t.Sub(deadlineEpoch))) }
+
+// Raise moves d to t if t is later. Concurrent extensions that each raise it
+// leave the latest of their deadlines, whatever order they finish in; that
+// is conservative because an extension never shortens the lock, so the lock
+// outlives each of them.
+func (d *Deadline) Raise(t time.Time) {
+	ns := int64(t.Sub(deadlineEpoch))
+	for old := d.ns.Load(); ns > old && !d.ns.CompareAndSwap(old, ns); old = d.ns.Load() {
+	}
+}
+
+// Time returns d.
+func (d *Deadline) Time() time.Time { return deadlineEpoch.Add(time.Duration(d.ns.Load())) }

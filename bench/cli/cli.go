@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/internal/usage"
 )
 
 // ErrUnsafe is returned by run and verdicts with --fail-on-unsafe when a
@@ -75,9 +75,9 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "\n`lockbench COMMAND -h` lists a command's flags.")
 }
 
-// ExitCode prints err (one line) and maps it to the exit code of SPEC §5.
+// ExitCode prints err (one line) and maps it to its exit code (package doc).
 func ExitCode(err error, stderr io.Writer) int {
-	var ue *loadgen.UsageError
+	var ue *usage.Error
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockbench/lockbench/bench/faults"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/servers"
@@ -111,7 +112,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if alone, err = goRedisCycles(ctx, addr, *clients, *n); err != nil {
 			return 0, 0, 0, err
 		}
-		run, err := sess.run(ctx, "setnx", sc, nil)
+		run, err := sess.run(ctx, "setnx", sc, faults.Spec{})
 		if err != nil {
 			return 0, 0, 0, err
 		}

@@ -2,6 +2,6 @@
 // everything main would, so tests drive the real command in-process (as
 // benchstat's main does).
 //
-// Exit codes (SPEC §5): 0 done, 2 bad usage (one line naming the flag and
+// Exit codes: 0 done, 2 bad usage (one line naming the flag and
 // what it accepts), 3 unsafe with --fail-on-unsafe, 1 anything else.
 package cli

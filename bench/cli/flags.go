@@ -18,12 +18,14 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// scenarioFlags registers the scenario flags of SPEC §1 on fs. Each flag
+// scenarioFlags registers the scenario flags (loadgen.Scenario) on fs. Each flag
 // records a setter; apply runs them over a base scenario (the defaults, or a
 // --scenario file), so flags override the file.
 type scenarioFlags struct {
 	file    string
 	setters []func(*loadgen.Scenario)
+	// storeSet is true when --store was given.
+	storeSet bool
 }
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -76,7 +78,7 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		set(func(s *loadgen.Scenario) { s.Rate = r })
 		return nil
 	})
-	intF("deliveries", d.Deliveries, "deliveries of each payment, to distinct instances", 1, func(s *loadgen.Scenario, n int) { s.Deliveries = n })
+	intF("deliveries", d.Deliveries, "deliveries of each payment: to distinct instances, then to distinct workers of one (at most instances × workers)", 1, func(s *loadgen.Scenario, n int) { s.Deliveries = n })
 	fs.Func("seed", "seed of the payment stream (default 1)", func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -131,6 +133,7 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		if v != "memory" && v != "postgres" {
 			return errors.New("want memory or postgres")
 		}
+		sf.storeSet = true
 		set(func(s *loadgen.Scenario) { s.Store = v })
 		return nil
 	})
@@ -171,6 +174,23 @@ func (sf *scenarioFlags) scenario() (loadgen.Scenario, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// storeFor puts the run on the Postgres store when a transactional strategy
+// (pg-unique) is among names, and every other strategy of the run with it,
+// like for like; an explicit --store memory is refused.
+func (sf *scenarioFlags) storeFor(names []string, sc *loadgen.Scenario) error {
+	for _, name := range names {
+		info, _ := strategies.Lookup(name)
+		if !info.Transactional {
+			continue
+		}
+		if sf.storeSet && sc.Store != "postgres" {
+			return usageErr("--store: %s takes no lock and runs on the Postgres store; want --store postgres, or leave --store out", name)
+		}
+		sc.Store = "postgres"
+	}
+	return nil
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -233,22 +253,18 @@ func parseStrategies(v string) ([]string, error) {
 	return out, nil
 }
 
+// storeNeed is what the Postgres store needs.
+var storeNeed = strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1}
+
 // needs says which servers the strategies (and the store) need.
 func needs(names []string, sc loadgen.Scenario) servers.Needs {
 	var n servers.Needs
 	for _, name := range names {
 		info, _ := strategies.Lookup(name)
-		switch info.Backend {
-		case strategies.BackendRedis:
-			n.Redis = max(n.Redis, max(info.RedisNodes, 1))
-		case strategies.BackendEtcd:
-			n.Etcd = true
-		case strategies.BackendPostgres:
-			n.Postgres = true
-		}
+		n.Add(info.Need)
 	}
 	if sc.Store == "postgres" {
-		n.Postgres = true
+		n.Add(storeNeed)
 	}
 	return n
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // runRun is `lockbench run`: one scenario per strategy, fresh state each.
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlagSet("run", stderr)
 	var sf scenarioFlags
 	var ef endpointFlags
@@ -34,6 +34,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if err := sf.storeFor(names, &sc); err != nil {
+		return err
+	}
 	fspec, err := faults.Parse(*faultSpec)
 	if err != nil {
 		return err
@@ -48,6 +51,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	defer dir.closeAtExit(&err)
 	sess, err := openSession(ctx, ef, needs(names, sc), fspec.ServerOptions(), stderr)
 	if err != nil {
 		return err
@@ -65,17 +69,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if ctx.Err() != nil {
 			break
 		}
-		fault, err := fspec.New()
-		if err != nil {
-			return err
-		}
-		r, err := sess.run(ctx, name, sc, fault)
+		r, err := sess.run(ctx, name, sc, fspec)
 		if err != nil {
 			return err
 		}
 		if err := dir.add(r); err != nil {
 			return err
 		}
+	}
+	if err := dir.close(); err != nil {
+		return err
 	}
 	sums := dir.summaries()
 	if *asJSON {

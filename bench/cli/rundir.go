@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,12 +12,15 @@ import (
 	"github.com/lockbench/lockbench/servers"
 )
 
-// runDir accumulates runs and rewrites the run directory after each one, so
-// an interrupted command still leaves a readable partial directory.
+// runDir accumulates a command's runs in its run directory: every run's
+// data files as soon as it finishes (add), so an interrupted command still
+// leaves them, and the charts and report.md once, when the command ends
+// (close). Drawing them after every run made a matrix quadratic.
 type runDir struct {
-	dir  string
-	runs []results.Run
-	meta results.Meta
+	dir    string
+	runs   []results.Run
+	meta   results.Meta
+	closed bool
 }
 
 func newRunDir(out, kind string, args []string) (*runDir, error) {
@@ -34,9 +38,36 @@ func newRunDir(out, kind string, args []string) (*runDir, error) {
 	}}, nil
 }
 
+// add records r and writes the data files of every run so far.
 func (d *runDir) add(r results.Run) error {
 	d.runs = append(d.runs, r)
-	return results.WriteDir(d.dir, d.runs, d.meta)
+	return results.WriteData(d.dir, d.runs, d.meta)
+}
+
+// close draws the charts and writes report.md from every run added, the
+// first time it is called; later calls do nothing and return nil, and so
+// does a first call before any run was added (there is nothing to draw,
+// and no data for `lockbench report` to redraw it from). A
+// command defers closeAtExit, so that an error or an interrupt still
+// leaves a report of the runs that finished, and calls close itself
+// before its last lines of output, so the report exists when they name it.
+func (d *runDir) close() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	if len(d.runs) == 0 {
+		return nil
+	}
+	return results.RenderRuns(d.dir, d.runs, d.meta)
+}
+
+// closeAtExit is close for a command's defer: its error, if any, is
+// joined to the command's *err.
+func (d *runDir) closeAtExit(err *error) {
+	if cerr := d.close(); cerr != nil {
+		*err = errors.Join(*err, cerr)
+	}
 }
 
 func (d *runDir) summaries() []results.Summary {

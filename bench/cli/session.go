@@ -12,6 +12,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/lockbench/lockbench/bench/faults"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
@@ -79,13 +80,14 @@ func (s *session) Close() {
 	}
 }
 
-func (s *session) lockConfig() strategies.Config {
-	return strategies.Config{
-		RedisAddrs:    s.ep.RedisAddrs,
-		RedisPassword: s.ep.RedisPassword,
-		EtcdEndpoints: s.ep.EtcdEndpoints,
-		PostgresDSN:   s.ep.PostgresDSN,
+// target is what the session's servers give the strategy: the endpoints
+// of the nodes it uses and, when lockbench started them, the nodes.
+func (s *session) target(info strategies.Info) (servers.Target, error) {
+	t, err := servers.TargetFor(info.Need, s.ep, s.cluster)
+	if err != nil {
+		return t, errors.New(servers.Redact(err.Error()))
 	}
+	return t, nil
 }
 
 func (s *session) store(ctx context.Context, kind string) (store.Store, error) {
@@ -104,13 +106,26 @@ func (s *session) store(ctx context.Context, kind string) (store.Store, error) {
 	return st, nil
 }
 
-// run runs one strategy through one scenario under one fault (nil: none).
-func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, fault loadgen.Fault) (results.Run, error) {
+// run runs one strategy through one scenario under one fault (the zero
+// Spec, or none: no fault), built on the servers the strategy uses.
+func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spec faults.Spec) (results.Run, error) {
+	info, ok := strategies.Lookup(name)
+	if !ok {
+		return results.Run{}, fmt.Errorf("unknown strategy %q", name)
+	}
+	target, err := s.target(info)
+	if err != nil {
+		return results.Run{}, fmt.Errorf("%s: %w", name, err)
+	}
+	fault, err := spec.New(target)
+	if err != nil {
+		return results.Run{}, err
+	}
 	st, err := s.store(ctx, sc.Store)
 	if err != nil {
 		return results.Run{}, err
 	}
-	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: s.lockConfig(), Store: st, Fault: fault, Cluster: s.cluster}
+	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: target.Config, Store: st, Fault: fault}
 	var bar *progressbar.ProgressBar
 	if s.progress {
 		label := name

@@ -18,12 +18,9 @@ func runStrategies(_ context.Context, args []string, stdout, stderr io.Writer) e
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSERVER\tFENCING\tDESCRIPTION")
 	for _, info := range strategies.All() {
-		server := string(info.Backend)
-		switch {
-		case server == "":
+		server := info.Need.String()
+		if info.Need.Backend == strategies.BackendNone {
 			server = "in-process"
-		case info.RedisNodes > 1:
-			server = fmt.Sprintf("redis ×%d", info.RedisNodes)
 		}
 		fence := "-"
 		if info.Fencing {

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // runUp is `lockbench up`: start every local server, print the endpoints in
@@ -24,7 +25,10 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *members != 1 && *members != 3 {
 		return usageErr("--etcd-members: want 1 or 3, got %d", *members)
 	}
-	c, err := servers.Start(ctx, servers.Needs{Redis: *redisNodes, Etcd: true, Postgres: true}, servers.Options{EtcdMembers: *members, RedisAOF: *aof})
+	// Every server a registered strategy needs, with --redis nodes.
+	need := servers.NeedsOf(strategies.All())
+	need.Redis = *redisNodes
+	c, err := servers.Start(ctx, need, servers.Options{EtcdMembers: *members, RedisAOF: *aof})
 	if err != nil {
 		return err
 	}

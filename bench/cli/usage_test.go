@@ -17,7 +17,7 @@ func TestBadInput(t *testing.T) {
 		want string // the flag the line must name
 	}{
 		{"negative rate", []string{"run", "--rate", "-5"}, "-rate"},
-		{"more deliveries than instances", []string{"run", "--instances", "2", "--deliveries", "3"}, "--deliveries"},
+		{"more deliveries than instances × workers", []string{"run", "--instances", "2", "--workers", "1", "--deliveries", "3"}, "--deliveries"},
 		{"zero ttl", []string{"run", "--ttl", "0s"}, "-ttl"},
 		{"unknown strategy", []string{"run", "--strategy", "zookeeper"}, "--strategy"},
 		{"malformed hold", []string{"run", "--hold", "uniform:5ms"}, "-hold"},

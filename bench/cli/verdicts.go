@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/internal/atomicfile"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
@@ -25,7 +25,7 @@ const VerdictsMarkdownFile = "verdicts.md"
 
 // The verdict scenario: small enough that the whole table takes a few
 // minutes on two cores, contended enough that every fault meets a holder
-// and a contender. Two instances each get every payment (the seed's "same
+// and a contender. Two instances each get every payment (the "same
 // request lands on two instances"); the TTL is short so that pause and slow
 // outlast it quickly.
 const (
@@ -83,7 +83,11 @@ type verdictCase struct {
 }
 
 func (c verdictCase) label() string {
-	return fmt.Sprintf("%s × %s (fencing %s)", c.strategy, c.spec.Name, onOff(c.sc.Fencing && c.info.Fencing))
+	name := c.strategy
+	if c.sc.Variant != "" {
+		name += " [" + c.sc.Variant + "]"
+	}
+	return fmt.Sprintf("%s × %s (fencing %s)", name, c.spec.Name, onOff(c.sc.Fencing && c.info.Fencing))
 }
 
 func onOff(b bool) string {
@@ -93,7 +97,7 @@ func onOff(b bool) string {
 	return "off"
 }
 
-// verdictCases lists the cells: every fault (in SPEC order) × every
+// verdictCases lists the cells: every fault (in faults.Names order) × every
 // strategy it applies to; strategies with fencing tokens twice, with the
 // store's check off (what the lock alone gives) and on (what the token
 // adds). Strategies without tokens run once, the check being moot for them.
@@ -114,10 +118,25 @@ func verdictCases(names, faultNames []string) ([]verdictCase, error) {
 				fencings = []bool{false, true}
 			}
 			for _, fencing := range fencings {
-				sc, err := spec.Adjust(verdictScenario(f, fencing))
+				base := verdictScenario(f, fencing)
+				if info.Transactional {
+					base.Store = "postgres" // it takes no lock: the store is its protection
+				}
+				sc, err := spec.Adjust(base)
 				if err != nil {
 					return nil, err
 				}
+				if err := sc.Validate(); err != nil {
+					return nil, err
+				}
+				cases = append(cases, verdictCase{strategy: name, info: info, spec: spec, sc: sc})
+			}
+			if f == "none" && !info.CrossProcess {
+				// The monolith: both deliveries of each payment land on
+				// one instance, on two of its workers at once. An
+				// in-process lock is enough there (nolock still is not).
+				sc := verdictScenario(f, false)
+				sc.Instances, sc.Variant = 1, "instances=1"
 				if err := sc.Validate(); err != nil {
 					return nil, err
 				}
@@ -143,30 +162,16 @@ func parseFaults(v string) ([]string, error) {
 	return out, nil
 }
 
-// hasLocal reports whether the session started the servers of the
-// strategy's backend itself (node faults need that).
+// hasLocal reports whether the session started the servers the strategy
+// uses itself (node faults need that).
 func (s *session) hasLocal(info strategies.Info) bool {
-	c := s.cluster
-	if c == nil {
-		return false
-	}
-	switch info.Backend {
-	case strategies.BackendRedis:
-		return len(c.Redis) >= max(info.RedisNodes, 1)
-	case strategies.BackendEtcd:
-		return len(c.Etcd) > 0
-	case strategies.BackendPostgres:
-		return c.Postgres != nil
-	}
-	return false
+	t, err := s.target(info)
+	return err == nil && t.Local()
 }
-
-// needsLocal lists the faults that act on servers lockbench started.
-var needsLocal = map[string]bool{"kill-node": true, "restart-node": true, "clock-jump": true}
 
 // runVerdicts is `lockbench verdicts`: every strategy under every fault that
 // applies to it, in one small scenario, and the verdict table.
-func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlagSet("verdicts", stderr)
 	var ef endpointFlags
 	ef.register(fs)
@@ -200,15 +205,13 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	var need servers.Needs
 	for _, c := range cases {
-		n := needs([]string{c.strategy}, c.sc)
-		need.Redis = max(need.Redis, n.Redis)
-		need.Etcd = need.Etcd || n.Etcd
-		need.Postgres = need.Postgres || n.Postgres
+		need.Merge(needs([]string{c.strategy}, c.sc))
 	}
 	dir, err := newRunDir(*out, "verdicts", args)
 	if err != nil {
 		return err
 	}
+	defer dir.closeAtExit(&err)
 	began := time.Now()
 	sess, err := openSession(ctx, ef, need, opts, stderr)
 	if err != nil {
@@ -231,7 +234,10 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := results.VerdictTable(&table, sums); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir.dir, VerdictsMarkdownFile), table.Bytes()); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir.dir, VerdictsMarkdownFile), table.Bytes()); err != nil {
+		return err
+	}
+	if err := dir.close(); err != nil {
 		return err
 	}
 	wall := time.Since(began).Round(time.Second)
@@ -318,22 +324,6 @@ func windowTable(w io.Writer, runs []results.Run) error {
 	return err
 }
 
-// writeFileAtomic writes data to path through a temporary file and a
-// rename, so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr != nil || cerr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, firstErr(werr, cerr))
-	}
-	return os.Rename(f.Name(), path)
-}
-
 func firstErr(errs ...error) error {
 	for _, e := range errs {
 		if e != nil {
@@ -361,16 +351,12 @@ func runCases(ctx context.Context, sess *session, dir *runDir, cases []verdictCa
 		if ctx.Err() != nil {
 			break
 		}
-		if needsLocal[c.spec.Name] && !sess.hasLocal(c.info) {
+		if c.spec.NeedsLocal() && !sess.hasLocal(c.info) {
 			skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
 			continue
 		}
-		fault, err := c.spec.New()
-		if err != nil {
-			return skipped, failed, err
-		}
 		t0 := time.Now()
-		r, err := sess.run(ctx, c.strategy, c.sc, fault)
+		r, err := sess.run(ctx, c.strategy, c.sc, c.spec)
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", c.label(), err))
 			fmt.Fprintf(stderr, "[%d/%d] %s: error: %v\n", i+1, len(cases), c.label(), err)

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,23 +121,34 @@ func TestVerdictsUsage(t *testing.T) {
 // with fencing tokens twice (the store's check off, then on), and the
 // scenario each fault needs.
 func TestVerdictCases(t *testing.T) {
-	cases, err := verdictCases([]string{"nolock", "setnx", "etcd"}, []string{"none", "pause", "clock-jump"})
+	cases, err := verdictCases([]string{"nolock", "mutex", "setnx", "etcd", "pg-unique"}, []string{"none", "pause", "kill-node", "clock-jump"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, c := range cases {
-		got = append(got, c.label()+" "+c.sc.InstanceMode)
+		got = append(got, fmt.Sprintf("%s %s %s instances=%d", c.label(), c.sc.InstanceMode, c.sc.Store, c.sc.Instances))
 	}
 	want := []string{
-		"nolock × none (fencing off) goroutine",
-		"setnx × none (fencing off) goroutine",
-		"etcd × none (fencing off) goroutine",
-		"etcd × none (fencing on) goroutine",
-		"setnx × pause (fencing off) process",
-		"etcd × pause (fencing off) process",
-		"etcd × pause (fencing on) process",
-		"setnx × clock-jump (fencing off) goroutine",
+		// In-process locks also run on one instance (the monolith).
+		"nolock × none (fencing off) goroutine memory instances=2",
+		"nolock [instances=1] × none (fencing off) goroutine memory instances=1",
+		"mutex × none (fencing off) goroutine memory instances=2",
+		"mutex [instances=1] × none (fencing off) goroutine memory instances=1",
+		"setnx × none (fencing off) goroutine memory instances=2",
+		"etcd × none (fencing off) goroutine memory instances=2",
+		"etcd × none (fencing on) goroutine memory instances=2",
+		// pg-unique runs on the Postgres store, its only protection.
+		"pg-unique × none (fencing off) goroutine postgres instances=2",
+		"setnx × pause (fencing off) process memory instances=2",
+		"etcd × pause (fencing off) process memory instances=2",
+		"etcd × pause (fencing on) process memory instances=2",
+		"pg-unique × pause (fencing off) process postgres instances=2",
+		// kill-node of Postgres would kill pg-unique's store: not applied.
+		"setnx × kill-node (fencing off) goroutine memory instances=2",
+		"etcd × kill-node (fencing off) goroutine memory instances=2",
+		"etcd × kill-node (fencing on) goroutine memory instances=2",
+		"setnx × clock-jump (fencing off) goroutine memory instances=2",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // DefaultDown is how long kill-node keeps the node down: 3 seconds.
@@ -17,14 +19,18 @@ func init() {
 		Name: "kill-node",
 		Description: "SIGKILL one server mid-run (a Redis node, an etcd member, or Postgres) and start it again after a while; " +
 			"a Redis node comes back empty",
-		Params:    "node=N (default 0: the node single-node strategies use), down=D (default 3s), at=SHARE (default 0.3)",
-		AppliesTo: hasServer,
-		New: func(p map[string]string) (loadgen.Fault, error) {
+		Params: "node=N (default 0: the node single-node strategies use), down=D (default 3s), at=SHARE (default 0.3)",
+		// Killing the Postgres server of a transactional strategy kills its
+		// store too, which ends the run rather than testing the strategy.
+		AppliesTo:  func(info strategies.Info) bool { return hasServer(info) && !info.Transactional },
+		NeedsLocal: true,
+		New: func(p map[string]string, target servers.Target) (loadgen.Fault, error) {
 			ps := newParams("kill-node", p)
 			k := &kill{
-				index: ps.index("node", 0),
-				down:  ps.duration("down", DefaultDown),
-				at:    ps.share("at", DefaultAt),
+				target: target,
+				index:  ps.index("node", 0),
+				down:   ps.duration("down", DefaultDown),
+				at:     ps.share("at", DefaultAt),
 			}
 			return k, ps.done()
 		},
@@ -36,7 +42,9 @@ type kill struct {
 	index int
 	down  time.Duration
 	at    float64
-	node  node
+
+	target servers.Target
+	node   servers.Node
 
 	mu   sync.Mutex
 	dead bool // killed and not started again
@@ -46,7 +54,7 @@ func (k *kill) Name() string { return "kill-node" }
 
 // Setup finds the server.
 func (k *kill) Setup(_ context.Context, env *loadgen.FaultEnv) error {
-	n, err := serverNode("kill-node", env, k.index)
+	n, err := serverNode("kill-node", env, k.target, k.index)
 	k.node = n
 	return err
 }
@@ -58,23 +66,23 @@ func (k *kill) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 		return nil
 	}
 	k.mu.Lock()
-	err := k.node.kill()
+	err := k.node.Kill()
 	k.dead = err == nil
 	k.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("kill %s: %w", k.node.name, err)
+		return fmt.Errorf("kill %s: %w", k.node.Name(), err)
 	}
-	env.Begin(k.node.name + " killed")
+	env.Begin(k.node.Name() + " killed")
 	sleep(ctx, k.down)
 	start := time.Now()
 	if err := k.revive(ctx); err != nil {
 		return err
 	}
 	what := " started again"
-	if k.node.redis != nil {
+	if forgets(k.node) {
 		what += " (empty: no persistence)"
 	}
-	env.End(fmt.Sprintf("%s%s, in %s", k.node.name, what, ms(time.Since(start))))
+	env.End(fmt.Sprintf("%s%s, in %s", k.node.Name(), what, ms(time.Since(start))))
 	return nil
 }
 
@@ -87,8 +95,8 @@ func (k *kill) revive(ctx context.Context) error {
 	}
 	uctx, cancel := undoCtx(ctx)
 	defer cancel()
-	if err := k.node.start(uctx); err != nil {
-		return fmt.Errorf("start %s again: %w", k.node.name, err)
+	if err := k.node.Start(uctx); err != nil {
+		return fmt.Errorf("start %s again: %w", k.node.Name(), err)
 	}
 	k.dead = false
 	return nil

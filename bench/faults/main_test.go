@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	if !testing.Short() {
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		c, err := servers.Start(ctx, servers.Needs{Redis: 5, Etcd: true, Postgres: true}, servers.Options{Faketime: true})
+		c, err := servers.Start(ctx, servers.NeedsOf(strategies.All()), servers.Options{Faketime: true})
 		cancel()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "starting servers:", err)
@@ -99,19 +99,34 @@ func run(ctx context.Context, t *testing.T, strategy, fault string, sc loadgen.S
 	if sc, err = spec.Adjust(sc); err != nil {
 		t.Fatal(err)
 	}
-	f, err := spec.New()
+	info, ok := strategies.Lookup(strategy)
+	if !ok {
+		t.Fatalf("strategy %q not registered", strategy)
+	}
+	target, err := servers.TargetFor(info.Need, c.Endpoints(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := c.Endpoints()
+	f, err := spec.New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st store.Store = store.NewMemory()
+	if sc.Store == "postgres" {
+		pg, err := store.NewPostgres(ctx, c.Endpoints().PostgresDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = pg.Close() })
+		st = pg
+	}
 	began := time.Now()
 	r, err := loadgen.Run(ctx, loadgen.Options{
 		Strategy: strategy,
 		Scenario: sc,
-		Lock:     strategies.Config{RedisAddrs: ep.RedisAddrs, EtcdEndpoints: ep.EtcdEndpoints, PostgresDSN: ep.PostgresDSN},
-		Store:    store.NewMemory(),
+		Lock:     target.Config,
+		Store:    st,
 		Fault:    f,
-		Cluster:  c,
 	})
 	if err != nil {
 		t.Fatalf("%s under %s: %v", strategy, fault, err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/internal/usage"
 )
 
 // DefaultAt is the share of the run's payments offered before a fault
@@ -30,7 +30,7 @@ func newParams(fault string, p map[string]string) *params {
 // fail records the first bad parameter as a usage error on --fault.
 func (ps *params) fail(key, want string) {
 	if ps.err == nil {
-		ps.err = &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s: bad %s=%q; want %s", ps.fault, key, ps.p[key], want)}
+		ps.err = &usage.Error{Flag: "fault", Msg: fmt.Sprintf("%s: bad %s=%q; want %s", ps.fault, key, ps.p[key], want)}
 	}
 }
 
@@ -136,7 +136,7 @@ func (ps *params) done() error {
 		if len(ps.known) > 0 {
 			accepted = strings.Join(ps.known, ", ")
 		}
-		return &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s: unknown parameter %q (accepted: %s)", ps.fault, unknown[0], accepted)}
+		return &usage.Error{Flag: "fault", Msg: fmt.Sprintf("%s: unknown parameter %q (accepted: %s)", ps.fault, unknown[0], accepted)}
 	}
 	return nil
 }

@@ -4,142 +4,165 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
-	"strings"
+	"sync"
+	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/loadgen"
-	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // Partition defaults.
 const (
-	// DefaultPartitionFor is how long partition lasts: 3 seconds.
+	// DefaultPartitionFor is how long partition lasts: 3 seconds. With
+	// mode=reset, for= is how long new connections are refused after the
+	// reset, and its default is 0: accepted again at once.
 	DefaultPartitionFor = 3 * time.Second
 	// DefaultDelay is what mode=delay adds to every reply: 200ms.
 	DefaultDelay = 200 * time.Millisecond
 )
 
+const partitionParams = "node=N (default 0), mode=cut|delay|reset (default cut), delay=D (default 200ms, per reply), " +
+	"for=D (default 3s; with mode=reset how long new connections are refused after the reset, default 0: none), " +
+	"hold=D (mode=reset only: how long the caught holder stays inside its critical section, default TTL/2 + for), at=SHARE (default 0.3)"
+
 func init() {
 	register(Kind{
 		Name: "partition",
 		Description: "route the instances' traffic to one server through a TCP proxy (toxiproxy, in process) and cut it off " +
-			"(every byte dropped both ways) or delay it for a while; works with given servers too",
-		Params:    "node=N (default 0), mode=cut|delay (default cut), delay=D (default 200ms, per reply), for=D (default 3s), at=SHARE (default 0.3)",
+			"(every byte dropped both ways), delay it for a while, or reset every connection (TCP RST) while a holder is inside " +
+			"its critical section, as a load balancer or a failover does; works with given servers too",
+		Params:    partitionParams,
 		AppliesTo: hasServer,
-		New: func(p map[string]string) (loadgen.Fault, error) {
-			ps := newParams("partition", p)
-			f := &partition{
-				index: ps.index("node", 0),
-				mode:  ps.choice("mode", "cut", "delay"),
-				delay: ps.duration("delay", DefaultDelay),
-				dur:   ps.duration("for", DefaultPartitionFor),
-				at:    ps.share("at", DefaultAt),
+		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
+			_, err := parsePartition(p)
+			return sc, err
+		},
+		New: func(p map[string]string, target servers.Target) (loadgen.Fault, error) {
+			c, err := parsePartition(p)
+			if err != nil {
+				return nil, err
 			}
-			return f, ps.done()
+			return &partition{cfg: c, target: target}, nil
 		},
 	})
 }
 
-// partition cuts off or delays the traffic to one server.
-type partition struct {
+// partitionConfig is partition's parameters.
+type partitionConfig struct {
 	index int
 	mode  string
 	delay time.Duration
-	dur   time.Duration
+	dur   time.Duration // cut, delay: how long; reset: how long new connections are refused
+	hold  time.Duration // reset: the caught holder's time inside; 0 means TTL/2 + dur, decided at Setup
 	at    float64
+}
 
-	name  string // the server, for events
-	proxy *proxy
+func parsePartition(p map[string]string) (partitionConfig, error) {
+	ps := newParams("partition", p)
+	c := partitionConfig{
+		index: ps.index("node", 0),
+		mode:  ps.choice("mode", "cut", "delay", "reset"),
+		delay: ps.duration("delay", DefaultDelay),
+		at:    ps.share("at", DefaultAt),
+	}
+	if c.mode == "reset" {
+		// Read only here, so that hold= with another mode is reported as
+		// unknown rather than silently ignored.
+		c.dur = ps.duration("for", 0)
+		c.hold = ps.duration("hold", 0)
+	} else {
+		c.dur = ps.duration("for", DefaultPartitionFor)
+	}
+	if err := ps.done(); err != nil {
+		return c, err
+	}
+	if c.mode == "reset" && c.hold > 0 && c.hold <= c.dur {
+		return c, &usage.Error{Flag: "fault", Msg: fmt.Sprintf("partition: hold=%s must exceed for=%s: a contender can only take the lock from the caught holder once new connections are accepted again", c.hold, c.dur)}
+	}
+	return c, nil
+}
+
+// partition cuts off, delays or resets the traffic to one server.
+type partition struct {
+	cfg partitionConfig
+
+	target servers.Target
+	name   string      // the server, for events
+	proxy  *proxy      // cut, delay
+	reset  *resetProxy // reset
+
+	// mode=reset: the trap that catches a holder, and the holder it caught.
+	env     *loadgen.FaultEnv
+	trap    *trap
+	handles []loadgen.InstanceHandle // copied by Inject before the trap is armed
+
+	mu      sync.Mutex
+	caught  time.Time // when the holder was caught
+	stopped int       // pid of a holder process we stopped, 0 when none
 }
 
 func (f *partition) Name() string { return "partition" }
 
-// Setup puts a proxy in front of the server and points the lock config at it.
+// Setup puts a proxy in front of the server and points the lock config at
+// it: toxiproxy for cut and delay, a plain forwarder for reset (see
+// resetProxy), which also sets the trap.
 func (f *partition) Setup(_ context.Context, env *loadgen.FaultEnv) error {
-	lock := &env.Lock
-	switch env.Info.Backend {
-	case strategies.BackendRedis:
-		if n := redisNodes(env); f.index >= n {
-			return fmt.Errorf("partition: node=%d but %s uses %d Redis node(s) (0..%d)", f.index, env.Strategy, n, n-1)
-		}
-		// Copy before changing: the slice is the session's.
-		lock.RedisAddrs = append([]string(nil), lock.RedisAddrs...)
-		addr := lock.RedisAddrs[f.index]
-		p, err := newProxy("redis", addr)
-		if err != nil {
+	upstream, err := f.target.Addr(f.cfg.index)
+	if err != nil {
+		return fmt.Errorf("partition: %w", err)
+	}
+	var addr string
+	if f.cfg.mode == "reset" {
+		if f.reset, err = newResetProxy(upstream); err != nil {
 			return err
 		}
-		f.proxy, f.name = p, fmt.Sprintf("redis-%d (%s)", f.index, addr)
-		lock.RedisAddrs[f.index] = p.Addr()
-	case strategies.BackendEtcd:
-		if f.index >= len(lock.EtcdEndpoints) {
-			return fmt.Errorf("partition: node=%d but there are %d etcd endpoint(s)", f.index, len(lock.EtcdEndpoints))
-		}
-		lock.EtcdEndpoints = append([]string(nil), lock.EtcdEndpoints...)
-		ep := lock.EtcdEndpoints[f.index]
-		routed, err := f.route(ep, func(addr string) (string, error) { return replaceURLHost(ep, addr) }, hostOfURL)
-		if err != nil {
+		addr = f.reset.Addr()
+	} else {
+		if f.proxy, err = newProxy("partition", upstream); err != nil {
 			return err
 		}
-		f.name = fmt.Sprintf("etcd endpoint %d (%s)", f.index, ep)
-		lock.EtcdEndpoints[f.index] = routed
-	case strategies.BackendPostgres:
-		if f.index != 0 {
-			return fmt.Errorf("partition: node=%d but there is one Postgres server (node 0)", f.index)
+		addr = f.proxy.Addr()
+	}
+	routed, err := f.target.Reroute(env.Lock, f.cfg.index, addr)
+	if err != nil {
+		f.closeProxy()
+		return fmt.Errorf("partition: %w", err)
+	}
+	f.name = fmt.Sprintf("%s %d (%s)", f.target.Noun(), f.cfg.index, upstream)
+	env.Lock = routed
+	if f.cfg.mode == "reset" {
+		if f.cfg.hold == 0 {
+			f.cfg.hold = env.Scenario.TTL/2 + f.cfg.dur
 		}
-		dsn := lock.PostgresDSN
-		routed, err := f.route(dsn, func(addr string) (string, error) { return replaceDSNHost(dsn, addr) }, hostOfDSN)
-		if err != nil {
-			return err
-		}
-		f.name = "postgres"
-		lock.PostgresDSN = routed
-	default:
-		return fmt.Errorf("partition: %s has no server", env.Strategy)
+		f.env = env
+		f.trap = newTrap(env, nil, f.holdHolder)
 	}
 	return nil
 }
 
-// route starts a proxy to the host:port that hostOf finds in endpoint and
-// returns endpoint rewritten to the proxy by rewrite.
-func (f *partition) route(endpoint string, rewrite func(string) (string, error), hostOf func(string) (string, error)) (string, error) {
-	upstream, err := hostOf(endpoint)
-	if err != nil {
-		return "", fmt.Errorf("partition: %w", err)
-	}
-	p, err := newProxy("partition", upstream)
-	if err != nil {
-		return "", err
-	}
-	routed, err := rewrite(p.Addr())
-	if err != nil {
-		p.close()
-		return "", fmt.Errorf("partition: %w", err)
-	}
-	f.proxy = p
-	return routed, nil
-}
-
-// Inject cuts or delays the traffic at cfg.at for cfg.dur, then heals it.
+// Inject cuts or delays the traffic at cfg.at for cfg.dur, then heals it;
+// or, with mode=reset, resets every connection while a holder is inside.
 func (f *partition) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
-	if env.WaitOffered(ctx, f.at) != nil {
+	if f.cfg.mode == "reset" {
+		return f.injectReset(ctx, env)
+	}
+	if env.WaitOffered(ctx, f.cfg.at) != nil {
 		return nil
 	}
 	what := f.name + " cut off (every byte dropped both ways)"
 	err := f.proxy.cut()
-	if f.mode == "delay" {
-		what = fmt.Sprintf("%s delayed by %s per reply", f.name, ms(f.delay))
-		err = f.proxy.delay(f.delay)
+	if f.cfg.mode == "delay" {
+		what = fmt.Sprintf("%s delayed by %s per reply", f.name, ms(f.cfg.delay))
+		err = f.proxy.delay(f.cfg.delay)
 	}
 	if err != nil {
 		return errors.Join(err, f.proxy.heal())
 	}
 	env.Begin(what)
-	sleep(ctx, f.dur)
+	sleep(ctx, f.cfg.dur)
 	if err := f.proxy.heal(); err != nil {
 		return err
 	}
@@ -147,71 +170,94 @@ func (f *partition) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	return nil
 }
 
-// Close stops the proxy: the run is over, nobody uses the rerouted config.
-func (f *partition) Close() error {
-	if f.proxy == nil {
+// injectReset waits for cfg.at, catches a holder inside its critical
+// section (see trap) and keeps it there for cfg.hold, and meanwhile resets
+// every connection through the proxy, the holder's own lock connection
+// among them, as a load balancer, a proxy or a failover does. A lock that
+// lives as long as its session (pg-advisory) dies with it on the server,
+// and the payment's other delivery, retrying, takes it while the caught
+// holder is still inside; the holder then writes too. A lock with a lease
+// on the server (setnx, pg-onconflict) outlives the connection: the
+// contender still finds it held, as long as cfg.hold is within the TTL.
+func (f *partition) injectReset(ctx context.Context, env *loadgen.FaultEnv) error {
+	f.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
+	if env.WaitOffered(ctx, f.cfg.at) != nil {
 		return nil
 	}
-	err := f.proxy.heal()
-	f.proxy.close()
+	f.trap.arm()
+	if _, ok := f.trap.wait(ctx); !ok {
+		env.Event(fmt.Sprintf("partition not injected: no holder of a new payment entered after %.0f%% of the payments", 100*f.cfg.at))
+		return nil
+	}
+	refuse := f.cfg.dur > 0
+	f.reset.reset(refuse)
+	if refuse {
+		env.Event(fmt.Sprintf("%s: every connection through the proxy reset (TCP RST), the holder's among them; new ones reset too for %s", f.name, ms(f.cfg.dur)))
+		sleep(ctx, f.cfg.dur)
+		f.reset.accept()
+		env.Event(f.name + " accepting connections again")
+	} else {
+		env.Event(fmt.Sprintf("%s: every connection through the proxy reset (TCP RST), the holder's among them; new ones accepted", f.name))
+	}
+	f.mu.Lock()
+	left := f.cfg.hold - time.Since(f.caught)
+	f.mu.Unlock()
+	sleep(ctx, left)
+	if err := f.resumeHolder(); err != nil {
+		return err
+	}
+	env.End("holder's critical section over")
+	return nil
+}
+
+// holdHolder runs inside the caught holder's Enter: it keeps the holder in
+// its critical section for cfg.hold, by slowing that section (an in-process
+// instance, whose goroutine this is) or by stopping its process (continued
+// by injectReset).
+func (f *partition) holdHolder(r store.EnterReq) {
+	f.mu.Lock()
+	f.caught = time.Now()
+	how := "held"
+	if pid := f.handles[r.Instance].Pid(); pid != 0 {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err == nil {
+			f.stopped = pid
+			how = "stopped"
+		}
+	} else if sl, ok := f.handles[r.Instance].(loadgen.Slower); ok {
+		sl.Slow(f.cfg.hold)
+		how = "slowed"
+	}
+	f.mu.Unlock()
+	f.env.Begin(fmt.Sprintf("holder caught inside its critical section (%s for %s): instance %d, key %s, payment %d, token %d",
+		how, ms(f.cfg.hold), r.Instance, r.LockKey, r.Payment, r.Token))
+}
+
+// resumeHolder continues a holder process stopped by holdHolder.
+func (f *partition) resumeHolder() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped == 0 {
+		return nil
+	}
+	pid := f.stopped
+	f.stopped = 0
+	return syscall.Kill(pid, syscall.SIGCONT)
+}
+
+// Close continues a holder Inject could not, and stops the proxy: the run
+// is over, nobody uses the rerouted config.
+func (f *partition) Close() error {
+	return errors.Join(f.resumeHolder(), f.closeProxy())
+}
+
+func (f *partition) closeProxy() error {
+	var err error
+	if f.proxy != nil {
+		err = f.proxy.heal()
+		f.proxy.close()
+	}
+	if f.reset != nil {
+		f.reset.close()
+	}
 	return err
-}
-
-// hostOfURL returns the host:port of an etcd endpoint (a URL, or a bare
-// host:port).
-func hostOfURL(ep string) (string, error) {
-	if !strings.Contains(ep, "://") {
-		if _, _, err := net.SplitHostPort(ep); err != nil {
-			return "", fmt.Errorf("etcd endpoint %q is neither a URL nor host:port", ep)
-		}
-		return ep, nil
-	}
-	u, err := url.Parse(ep)
-	if err != nil || u.Port() == "" {
-		return "", fmt.Errorf("etcd endpoint %q has no host:port", ep)
-	}
-	return u.Host, nil
-}
-
-func replaceURLHost(ep, addr string) (string, error) {
-	if !strings.Contains(ep, "://") {
-		return addr, nil
-	}
-	u, err := url.Parse(ep)
-	if err != nil {
-		return "", err
-	}
-	u.Host = addr
-	return u.String(), nil
-}
-
-// hostOfDSN returns the host:port of a Postgres DSN (URL or keyword/value
-// form). Errors never quote the DSN: it may hold a password.
-func hostOfDSN(dsn string) (string, error) {
-	cfg, err := pgconn.ParseConfig(dsn)
-	if err != nil {
-		return "", errors.New("the Postgres DSN cannot be parsed (not shown: it may hold a password)")
-	}
-	if strings.HasPrefix(cfg.Host, "/") || len(cfg.Fallbacks) > 0 {
-		return "", errors.New("the Postgres DSN names a Unix socket or several hosts; partition needs one TCP host:port")
-	}
-	return net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), nil
-}
-
-// replaceDSNHost points dsn at addr. In keyword/value form a later keyword
-// overrides an earlier one, so appending is enough.
-func replaceDSNHost(dsn, addr string) (string, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", err
-	}
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", errors.New("the Postgres DSN cannot be parsed (not shown: it may hold a password)")
-		}
-		u.Host = addr
-		return u.String(), nil
-	}
-	return fmt.Sprintf("%s host=%s port=%s", dsn, host, port), nil
 }

@@ -8,8 +8,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 
@@ -17,7 +19,7 @@ func init() {
 	register(Kind{
 		Name: "pause",
 		Description: "SIGSTOP one instance process inside a critical section for longer than the TTL, then SIGCONT " +
-			"(a GC pause: the seed's T0–T36 timeline); runs the instances as processes",
+			"(a GC pause: the holder's lock expires, another takes it, and the holder writes when it resumes); runs the instances as processes",
 		Params:    "instance=N (default: whichever is caught first), for=D (default 1.5×TTL+1s; for etcd its lease: TTL in whole seconds, ≥ 2s), at=SHARE (default 0.3)",
 		AppliesTo: hasServer,
 		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
@@ -31,7 +33,7 @@ func init() {
 			sc.InstanceMode = "process"
 			return sc, nil
 		},
-		New: func(p map[string]string) (loadgen.Fault, error) {
+		New: func(p map[string]string, _ servers.Target) (loadgen.Fault, error) {
 			c, err := parseOutlast("pause", p)
 			if err != nil {
 				return nil, err
@@ -43,7 +45,7 @@ func init() {
 
 // hasServer is AppliesTo for faults that act on a lock server or on a lock's
 // expiry: every strategy with a server (nolock and mutex have neither).
-func hasServer(info strategies.Info) bool { return info.Backend != strategies.BackendNone }
+func hasServer(info strategies.Info) bool { return info.Need.Backend != strategies.BackendNone }
 
 // outlastConfig is the configuration of pause and slow: one instance's
 // critical section outlasts the lock.
@@ -79,10 +81,10 @@ func (c outlastConfig) who() string {
 // check validates c against the scenario.
 func (c outlastConfig) check(name string, sc loadgen.Scenario) error {
 	if c.instance >= sc.Instances {
-		return &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s: instance=%d but the run has %d instance(s) (0..%d)", name, c.instance, sc.Instances, sc.Instances-1)}
+		return &usage.Error{Flag: "fault", Msg: fmt.Sprintf("%s: instance=%d but the run has %d instance(s) (0..%d)", name, c.instance, sc.Instances, sc.Instances-1)}
 	}
 	if c.dur > 0 && c.dur <= sc.TTL {
-		return &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s: for=%s must exceed the TTL (%s), or the lock never expires under the holder", name, c.dur, sc.TTL)}
+		return &usage.Error{Flag: "fault", Msg: fmt.Sprintf("%s: for=%s must exceed the TTL (%s), or the lock never expires under the holder", name, c.dur, sc.TTL)}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/servers"
 )
 
 func init() {
@@ -31,7 +32,7 @@ func init() {
 			sc.InstanceMode = "goroutine"
 			return sc, nil
 		},
-		New: func(p map[string]string) (loadgen.Fault, error) {
+		New: func(p map[string]string, _ servers.Target) (loadgen.Fault, error) {
 			c, err := parseOutlast("slow", p)
 			if err != nil {
 				return nil, err
@@ -71,7 +72,12 @@ func (s *slow) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 // instance's next critical section, which Slow sets, is this one (unless
 // another worker of the instance enters in the microseconds between).
 func (s *slow) slowDown(r store.EnterReq) {
-	s.handles[r.Instance].Slow(s.cfg.dur)
+	sl, ok := s.handles[r.Instance].(loadgen.Slower)
+	if !ok {
+		s.env.Event(fmt.Sprintf("could not slow instance %d: it is not in-process", r.Instance))
+		return
+	}
+	sl.Slow(s.cfg.dur)
 	s.env.Begin(fmt.Sprintf("instance %d's critical section made to last %s: key %s, payment %d, token %d",
 		r.Instance, ms(s.cfg.dur), r.LockKey, r.Payment, r.Token))
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
@@ -31,15 +32,20 @@ type Kind struct {
 	Adjust func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error)
 	// Options are the server options the fault needs (clock-jump: faketime).
 	Options servers.Options
-	// New builds the fault for one run.
-	New func(p map[string]string) (loadgen.Fault, error)
+	// NeedsLocal marks a fault that kills, restarts or moves the clock of a
+	// server: it needs servers lockbench started itself.
+	NeedsLocal bool
+	// New builds the fault for one run on the servers the strategy uses
+	// (target); with a zero target it only checks the parameters.
+	New func(p map[string]string, target servers.Target) (loadgen.Fault, error)
 }
 
 var kinds = map[string]Kind{}
 
 func register(k Kind) { kinds[k.Name] = k }
 
-// Names lists the faults in SPEC §4's order.
+// Names lists the faults in the order of the README's fault table (none
+// first, then from the process to the servers to the clock).
 func Names() []string {
 	order := []string{"none", "pause", "slow", "kill-node", "restart-node", "partition", "clock-jump"}
 	var out []string
@@ -78,24 +84,24 @@ func Parse(s string) (Spec, error) {
 	name, rest, _ := strings.Cut(s, ":")
 	k, ok := kinds[name]
 	if !ok {
-		return Spec{}, &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("unknown fault %q; want one of %s, optionally NAME:key=value,…", name, strings.Join(Names(), ", "))}
+		return Spec{}, &usage.Error{Flag: "fault", Msg: fmt.Sprintf("unknown fault %q; want one of %s, optionally NAME:key=value,…", name, strings.Join(Names(), ", "))}
 	}
 	sp := Spec{Name: name, Params: map[string]string{}}
 	if rest != "" {
 		for _, kv := range strings.Split(rest, ",") {
 			key, val, ok := strings.Cut(kv, "=")
 			if !ok || key == "" {
-				return Spec{}, &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("bad parameter %q for %s; want key=value (accepted: %s)", kv, name, k.Params)}
+				return Spec{}, &usage.Error{Flag: "fault", Msg: fmt.Sprintf("bad parameter %q for %s; want key=value (accepted: %s)", kv, name, k.Params)}
 			}
 			sp.Params[key] = val
 		}
 	}
 	if k.New == nil && len(sp.Params) > 0 {
-		return Spec{}, &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s takes no parameters", name)}
+		return Spec{}, &usage.Error{Flag: "fault", Msg: fmt.Sprintf("%s takes no parameters", name)}
 	}
 	// Build once to validate the parameters.
 	if k.New != nil {
-		if _, err := k.New(sp.Params); err != nil {
+		if _, err := k.New(sp.Params, servers.Target{}); err != nil {
 			return Spec{}, err
 		}
 	}
@@ -120,13 +126,18 @@ func (s Spec) AppliesTo(info strategies.Info) bool {
 	return k.AppliesTo == nil || k.AppliesTo(info)
 }
 
-// New builds the fault for one run; nil for none.
-func (s Spec) New() (loadgen.Fault, error) {
+// NeedsLocal reports whether the fault acts on servers lockbench started
+// itself (kill-node, restart-node, clock-jump).
+func (s Spec) NeedsLocal() bool { return kinds[s.Name].NeedsLocal }
+
+// New builds the fault for one run on the servers the strategy uses; nil
+// for none (and for the zero Spec).
+func (s Spec) New(target servers.Target) (loadgen.Fault, error) {
 	k := kinds[s.Name]
 	if k.New == nil {
 		return nil, nil
 	}
-	return k.New(s.Params)
+	return k.New(s.Params, target)
 }
 
 func init() {

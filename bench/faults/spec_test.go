@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// Every fault of SPEC §4 is registered, in SPEC order.
+// Every fault of the README's fault table is registered, in its order.
 func TestNames(t *testing.T) {
 	want := "none pause slow kill-node restart-node partition clock-jump"
 	if got := strings.Join(faults.Names(), " "); got != want {
@@ -61,9 +63,9 @@ func TestParse(t *testing.T) {
 		case tc.wantErr != "" && err == nil:
 			t.Errorf("Parse(%q) = nil; want an error containing %q", tc.in, tc.wantErr)
 		case tc.wantErr != "":
-			var ue *loadgen.UsageError
+			var ue *usage.Error
 			if !errors.As(err, &ue) || ue.Flag != "fault" {
-				t.Errorf("Parse(%q) = %v; want a *loadgen.UsageError on --fault", tc.in, err)
+				t.Errorf("Parse(%q) = %v; want a *usage.Error on --fault", tc.in, err)
 			}
 			if !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("Parse(%q) = %q; want it to contain %q", tc.in, err, tc.wantErr)
@@ -124,10 +126,10 @@ func TestAdjust(t *testing.T) {
 func TestAppliesTo(t *testing.T) {
 	infos := map[string]strategies.Info{
 		"nolock":  {Name: "nolock"},
-		"setnx":   {Name: "setnx", Backend: strategies.BackendRedis, RedisNodes: 1},
-		"redlock": {Name: "redlock", Backend: strategies.BackendRedis, RedisNodes: 5},
-		"etcd":    {Name: "etcd", Backend: strategies.BackendEtcd, Fencing: true},
-		"pg":      {Name: "pg-onconflict", Backend: strategies.BackendPostgres, Fencing: true},
+		"setnx":   {Name: "setnx", Need: strategies.Need{Backend: strategies.BackendRedis, Nodes: 1}},
+		"redlock": {Name: "redlock", Need: strategies.Need{Backend: strategies.BackendRedis, Nodes: 5}},
+		"etcd":    {Name: "etcd", Need: strategies.Need{Backend: strategies.BackendEtcd}, Fencing: true},
+		"pg":      {Name: "pg-onconflict", Need: strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1}, Fencing: true},
 	}
 	want := map[string]string{ // fault: the strategies it applies to
 		"none":         "nolock setnx redlock etcd pg",
@@ -158,7 +160,7 @@ func TestAppliesTo(t *testing.T) {
 // --fault none builds no fault, and clock-jump asks for faketime servers.
 func TestNewAndOptions(t *testing.T) {
 	spec, _ := faults.Parse("none")
-	if f, err := spec.New(); f != nil || err != nil {
+	if f, err := spec.New(servers.Target{}); f != nil || err != nil {
 		t.Errorf("none: New() = %v, %v; want nil, nil", f, err)
 	}
 	if spec.ServerOptions().Faketime {
@@ -173,8 +175,8 @@ func TestNewAndOptions(t *testing.T) {
 // Faults that act on a server refuse, with ErrNeedsLocalServers, servers
 // lockbench did not start.
 func TestNeedsLocalServers(t *testing.T) {
-	setnx := strategies.Info{Name: "setnx", Backend: strategies.BackendRedis, RedisNodes: 1}
-	etcd := strategies.Info{Name: "etcd", Backend: strategies.BackendEtcd}
+	setnx := strategies.Info{Name: "setnx", Need: strategies.Need{Backend: strategies.BackendRedis, Nodes: 1}}
+	etcd := strategies.Info{Name: "etcd", Need: strategies.Need{Backend: strategies.BackendEtcd}}
 	cases := []struct {
 		fault string
 		info  strategies.Info
@@ -186,13 +188,17 @@ func TestNeedsLocalServers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		spec, _ := faults.Parse(tc.fault)
-		f, err := spec.New()
+		given := servers.Endpoints{RedisAddrs: []string{"127.0.0.1:1"}, EtcdEndpoints: []string{"http://127.0.0.1:1"}}
+		target, err := servers.TargetFor(tc.info.Need, given, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := spec.New(target)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sc := loadgen.DefaultScenario()
-		env := &loadgen.FaultEnv{Strategy: tc.info.Name, Info: tc.info, Scenario: sc,
-			Lock: strategies.Config{RedisAddrs: []string{"127.0.0.1:1"}, EtcdEndpoints: []string{"http://127.0.0.1:1"}}}
+		env := &loadgen.FaultEnv{Strategy: tc.info.Name, Info: tc.info, Scenario: sc, Lock: target.Config}
 		err = f.Setup(context.Background(), env)
 		if !errors.Is(err, faults.ErrNeedsLocalServers) {
 			t.Errorf("%s on %s with given servers: Setup = %v; want ErrNeedsLocalServers", tc.fault, tc.info.Name, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/servers"
@@ -45,7 +46,7 @@ func parseStrike(name string, p map[string]string, clock bool) (strikeConfig, er
 
 func (c strikeConfig) check(name string, sc loadgen.Scenario) error {
 	if c.hold >= sc.TTL {
-		return &loadgen.UsageError{Flag: "fault", Msg: fmt.Sprintf("%s: hold=%s must be shorter than the TTL (%s): the holder must still hold a valid lock when the node fails", name, c.hold, sc.TTL)}
+		return &usage.Error{Flag: "fault", Msg: fmt.Sprintf("%s: hold=%s must be shorter than the TTL (%s): the holder must still hold a valid lock when the node fails", name, c.hold, sc.TTL)}
 	}
 	return nil
 }
@@ -53,7 +54,13 @@ func (c strikeConfig) check(name string, sc loadgen.Scenario) error {
 // serversFaketime are the server options clock-jump needs.
 var serversFaketime = servers.Options{Faketime: true}
 
-func isRedis(info strategies.Info) bool { return info.Backend == strategies.BackendRedis }
+// forgetful is AppliesTo of restart-node: strategies whose nodes come back
+// empty when restarted (servers.Forgets).
+func forgetful(info strategies.Info) bool { return servers.Forgets(info.Need.Backend) }
+
+// clocked is AppliesTo of clock-jump: strategies whose nodes' clocks
+// lockbench can move (servers.MovableClock).
+func clocked(info strategies.Info) bool { return servers.MovableClock(info.Need.Backend) }
 
 // strike catches a holder inside its critical section (see trap), keeps it
 // there for cfg.hold, well within its lock's validity, and meanwhile makes
@@ -73,10 +80,14 @@ type strike struct {
 	act func(ctx context.Context, s *strike) (string, error)
 	// undo, if set, puts the node back after the holder is out.
 	undo func(s *strike) (string, error)
+	// appliesTo is the kind's AppliesTo.
+	appliesTo func(strategies.Info) bool
 
 	env     *loadgen.FaultEnv
-	node    node
-	cut     []*proxy // split: proxies of the nodes refused to the holder
+	target  servers.Target
+	node    servers.Node
+	clock   servers.Clock // clock-jump: the node's clock
+	cut     []*proxy      // split: proxies of the nodes refused to the holder
 	cutIdx  []int
 	checks  []*redis.Client // split: direct clients of those nodes
 	trap    *trap
@@ -93,14 +104,14 @@ func (s *strike) Name() string { return s.name }
 // Setup finds the node, reroutes the split nodes through proxies and sets
 // the trap.
 func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
-	if !isRedis(env.Info) {
-		return fmt.Errorf("%s applies to Redis strategies, not %s", s.name, env.Strategy)
+	if !s.appliesTo(env.Info) {
+		return fmt.Errorf("%s does not apply to %s", s.name, env.Strategy)
 	}
 	if err := s.cfg.check(s.name, env.Scenario); err != nil {
 		return err
 	}
 	s.env = env
-	n := redisNodes(env)
+	n := s.target.Len()
 	if s.cfg.index < 0 {
 		s.cfg.index = 0
 		if n > 1 {
@@ -113,17 +124,22 @@ func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	if s.cfg.jump == 0 {
 		s.cfg.jump = env.Scenario.TTL + time.Second
 	}
-	nd, err := serverNode(s.name, env, s.cfg.index)
+	nd, err := serverNode(s.name, env, s.target, s.cfg.index)
 	if err != nil {
 		return err
 	}
 	s.node = nd
 	if s.undo != nil { // clock-jump: the node must run under libfaketime
-		if err := nd.redis.SetClockOffset(0); errors.Is(err, servers.ErrNoFaketime) {
-			return fmt.Errorf("%s: %s was not started under libfaketime (lockbench does so when the fault is chosen up front: servers.Options.Faketime)", s.name, nd.name)
-		} else if err != nil {
-			return fmt.Errorf("%s: %s: %w", s.name, nd.name, err)
+		clock, ok := nd.(servers.Clock)
+		if !ok {
+			return fmt.Errorf("%s: %s has no clock lockbench can move", s.name, nd.Name())
 		}
+		if err := clock.SetClockOffset(0); errors.Is(err, servers.ErrNoFaketime) {
+			return fmt.Errorf("%s: %s was not started under libfaketime (lockbench does so when the fault is chosen up front: servers.Options.Faketime)", s.name, nd.Name())
+		} else if err != nil {
+			return fmt.Errorf("%s: %s: %w", s.name, nd.Name(), err)
+		}
+		s.clock = clock
 	}
 	var want func(store.EnterReq) bool
 	if n > 1 && s.cfg.split {
@@ -151,8 +167,8 @@ func (s *strike) holdHolder(r store.EnterReq) {
 			how = "stopped"
 		}
 		s.mu.Unlock()
-	} else {
-		h.Slow(s.cfg.hold)
+	} else if sl, ok := h.(loadgen.Slower); ok {
+		sl.Slow(s.cfg.hold)
 	}
 	what := fmt.Sprintf("holder caught inside its critical section (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
 		how, ms(s.cfg.hold), r.Instance, r.LockKey, r.Payment, r.Token)
@@ -194,7 +210,7 @@ func (s *strike) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	}
 	what, err := s.act(ctx, s)
 	if err != nil {
-		return errors.Join(fmt.Errorf("%s %s: %w", s.name, s.node.name, err), s.resumeHolder())
+		return errors.Join(fmt.Errorf("%s %s: %w", s.name, s.node.Name(), err), s.resumeHolder())
 	}
 	s.mu.Lock()
 	s.acted = true
@@ -251,33 +267,33 @@ func (s *strike) Close() error {
 // persistence it comes back empty.
 func restartNode(ctx context.Context, s *strike) (string, error) {
 	start := time.Now()
-	if err := s.node.kill(); err != nil {
+	if err := s.node.Kill(); err != nil {
 		return "", err
 	}
 	uctx, cancel := undoCtx(ctx)
 	defer cancel()
-	if err := s.node.start(uctx); err != nil {
+	if err := s.node.Start(uctx); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s restarted in %s, empty (no persistence): it forgot the lock", s.node.name, ms(time.Since(start))), nil
+	return fmt.Sprintf("%s restarted in %s, empty (no persistence): it forgot the lock", s.node.Name(), ms(time.Since(start))), nil
 }
 
 // jumpClock moves the node's clock forward past the lock's expiry.
 func jumpClock(_ context.Context, s *strike) (string, error) {
-	if err := s.node.redis.SetClockOffset(s.cfg.jump); err != nil {
+	if err := s.clock.SetClockOffset(s.cfg.jump); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s's clock jumped forward %s: its copy of the lock expired", s.node.name, ms(s.cfg.jump)), nil
+	return fmt.Sprintf("%s's clock jumped forward %s: its copy of the lock expired", s.node.Name(), ms(s.cfg.jump)), nil
 }
 
 // resetClock sets the node's clock back to real time. Keys written in the
 // meantime then live up to cfg.jump longer there, which delays their expiry
 // and never shortens it.
 func resetClock(s *strike) (string, error) {
-	if err := s.node.redis.SetClockOffset(0); err != nil {
+	if err := s.clock.SetClockOffset(0); err != nil {
 		return "", err
 	}
-	return s.node.name + "'s clock set back to real time", nil
+	return s.node.Name() + "'s clock set back to real time", nil
 }
 
 func init() {
@@ -285,7 +301,8 @@ func init() {
 		Name:        "restart-node",
 		Description: "while a holder is inside its critical section, restart one Redis node without persistence: it comes back empty and forgets the lock",
 		Params:      strikeParams,
-		AppliesTo:   isRedis,
+		AppliesTo:   forgetful,
+		NeedsLocal:  true,
 		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
 			c, err := parseStrike("restart-node", p, false)
 			if err != nil {
@@ -293,20 +310,21 @@ func init() {
 			}
 			return sc, c.check("restart-node", sc)
 		},
-		New: func(p map[string]string) (loadgen.Fault, error) {
+		New: func(p map[string]string, target servers.Target) (loadgen.Fault, error) {
 			c, err := parseStrike("restart-node", p, false)
 			if err != nil {
 				return nil, err
 			}
-			return &strike{name: "restart-node", cfg: c, act: restartNode}, nil
+			return &strike{name: "restart-node", cfg: c, act: restartNode, appliesTo: forgetful, target: target}, nil
 		},
 	})
 	register(Kind{
 		Name: "clock-jump",
 		Description: "while a holder is inside its critical section, one Redis node's clock (libfaketime) jumps forward past the TTL, " +
 			"so its copy of the lock expires early; set back at the end",
-		Params:    strikeParams + ", jump=D (default TTL + 1s)",
-		AppliesTo: isRedis,
+		Params:     strikeParams + ", jump=D (default TTL + 1s)",
+		AppliesTo:  clocked,
+		NeedsLocal: true,
 		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
 			c, err := parseStrike("clock-jump", p, true)
 			if err != nil {
@@ -315,12 +333,12 @@ func init() {
 			return sc, c.check("clock-jump", sc)
 		},
 		Options: serversFaketime,
-		New: func(p map[string]string) (loadgen.Fault, error) {
+		New: func(p map[string]string, target servers.Target) (loadgen.Fault, error) {
 			c, err := parseStrike("clock-jump", p, true)
 			if err != nil {
 				return nil, err
 			}
-			return &strike{name: "clock-jump", cfg: c, act: jumpClock, undo: resetClock}, nil
+			return &strike{name: "clock-jump", cfg: c, act: jumpClock, undo: resetClock, appliesTo: clocked, target: target}, nil
 		},
 	})
 }

@@ -24,7 +24,7 @@ const (
 // payment is made before any other delivery of it was processed, so the
 // holder read "not processed" and will write. A fault that keeps that holder
 // inside past its lock lets the payment's other delivery take the lock and
-// process it too: the double-processing of the seed's timeline, every time
+// process it too: the double-processing of a paused holder (Kleppmann's timeline), every time
 // rather than when the timing happens to suit.
 type trap struct {
 	// entered has one bit per payment: set at its first Enter. Bits are

@@ -1,5 +1,5 @@
 // Package store is the protected resource of lockbench's tiny bank, and the
-// judge of what happened to it (SPEC §1–§2).
+// judge of what happened to it (the counts of results.Summary).
 //
 // Workers talk to it twice per critical section: Enter (after taking the
 // lock: read "processed?", the balance and the record version) and Finish

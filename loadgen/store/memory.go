@@ -18,7 +18,7 @@ const memShards = 64
 // Its state lives in slices indexed by account and payment id, not maps, so
 // that a run over a million accounts costs the workers no hashing and the
 // garbage collector no pointers to chase. The lock a request holds is named
-// by the mode (SPEC §1): in AccountMode it is the request's account, in
+// by the mode (--lock-key): in AccountMode it is the request's account, in
 // PaymentMode its payment; LockKey (the name the strategy locked) is for
 // the Postgres store and for people reading a trace.
 type Memory struct {

@@ -36,7 +36,8 @@ const (
 	sqlstateBaseAhead    = "LB003"
 )
 
-// Postgres is the store kept in PostgreSQL: the seed's WriteWithFencing done
+// Postgres is the store kept in PostgreSQL: a fenced write (UPDATE … WHERE
+// the token is not older than the newest seen) done
 // for real, with the same judgement as Memory (the same counts for the same
 // sequence of calls).
 //
@@ -57,7 +58,10 @@ type Postgres struct {
 	pool *pgxpool.Pool
 }
 
-var _ Store = (*Postgres)(nil)
+var (
+	_ Store      = (*Postgres)(nil)
+	_ Transactor = (*Postgres)(nil)
+)
 
 // NewPostgres connects to the database at dsn (a pgx connection string) and
 // checks that it answers. Call Reset before use; instance processes that
@@ -158,6 +162,41 @@ func (p *Postgres) Finish(ctx context.Context, r FinishReq) (FinishResp, error) 
 		&out.Applied, &out.StaleRejected)
 	if err != nil {
 		return FinishResp{}, postgresError("finish", err)
+	}
+	return out, nil
+}
+
+// Process runs r as one transaction on the store's database (see
+// Transactor). The marker insert waits while another transaction holds the
+// same marker uncommitted, and then finds it (that one committed) or inserts
+// it (that one rolled back): the unique constraint excludes duplicates, so no
+// lock is needed. lockbench_store_debit does the guarded debit and the
+// bookkeeping Finish would do, in the same transaction, so a delivery
+// counts as applied exactly when its transaction commits.
+func (p *Postgres) Process(ctx context.Context, r TxReq, inside func(ctx context.Context) error) (TxResp, error) {
+	marker := `INSERT INTO lockbench_store_processed (payment) VALUES ($1) ON CONFLICT DO NOTHING`
+	if r.Unguarded {
+		marker = `INSERT INTO lockbench_store_processed_unguarded (payment) VALUES ($1)`
+	}
+	var out TxResp
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, marker, r.Payment)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // processed by another delivery: nothing to do
+		}
+		out.Claimed = true
+		if inside != nil {
+			if err := inside(ctx); err != nil {
+				return err
+			}
+		}
+		return tx.QueryRow(ctx, `SELECT lockbench_store_debit($1, $2, $3)`, r.Payment, r.Account, r.Amount).Scan(&out.Debited)
+	})
+	if err != nil {
+		return TxResp{}, postgresError("process", err)
 	}
 	return out, nil
 }
@@ -366,7 +405,7 @@ BEGIN
     END IF;
   END IF;
   IF p_token > 0 THEN
-    -- The seed's WriteWithFencing, with its result checked: no row means
+    -- The fenced write, with its result checked: no row means
     -- a newer token was already seen for this key.
     UPDATE lockbench_store_lock_keys SET max_token = p_token
     WHERE key = p_key AND max_token <= p_token;
@@ -434,6 +473,60 @@ BEGIN
 END
 $fn$;
 
+-- pg-unique's processed markers (Process): the unique constraint is the
+-- whole protection; the unguarded table is the control without it.
+CREATE TABLE IF NOT EXISTS lockbench_store_processed (
+  payment bigint PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS lockbench_store_processed_unguarded (
+  payment bigint NOT NULL
+);
+
+-- Process's write, in its transaction: the guarded debit (a declined
+-- payment is still processed, as Finish records it) and the bookkeeping
+-- Finish does for an applied write, computed from the current version (an
+-- atomic update cannot overwrite anything).
+CREATE OR REPLACE FUNCTION lockbench_store_debit(
+  p_payment bigint, p_account int, p_amount bigint)
+RETURNS bool
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_mode    int;
+  v_version bigint;
+  v_debit   bigint := 0;
+BEGIN
+  PERFORM 1 FROM lockbench_store_payments WHERE id = p_payment AND account = p_account;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'unknown payment % or account %', p_payment, p_account
+      USING ERRCODE = '` + sqlstateUnknown + `';
+  END IF;
+  SELECT mode INTO STRICT v_mode FROM lockbench_store_config;
+  UPDATE lockbench_store_accounts SET
+    balance          = balance - p_amount,
+    version          = version + 1,
+    applied_debits   = applied_debits + 1,
+    in_record_debits = in_record_debits + 1
+  WHERE id = p_account AND balance >= p_amount
+  RETURNING version INTO v_version;
+  IF FOUND THEN
+    v_debit := p_amount;
+  ELSE
+    UPDATE lockbench_store_accounts SET version = version + 1
+    WHERE id = p_account
+    RETURNING version INTO STRICT v_version;
+  END IF;
+  IF v_mode = 0 THEN
+    -- Account mode keeps the chain of record versions that Finish walks.
+    INSERT INTO lockbench_store_versions (account, version, parent, payment, debit)
+    VALUES (p_account, v_version, v_version - 1, p_payment, v_debit);
+  END IF;
+  UPDATE lockbench_store_payments SET applications = applications + 1, in_record = in_record + 1
+  WHERE id = p_payment;
+  RETURN v_debit > 0;
+END
+$fn$;
+
 TRUNCATE lockbench_store_config, lockbench_store_accounts, lockbench_store_versions,
-  lockbench_store_payments, lockbench_store_lock_keys;
+  lockbench_store_payments, lockbench_store_lock_keys, lockbench_store_processed,
+  lockbench_store_processed_unguarded;
 `

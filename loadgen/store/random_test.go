@@ -139,7 +139,8 @@ func (r *refStore) Finish(q FinishReq) (FinishResp, error) {
 	return FinishResp{Applied: true}, nil
 }
 
-// Counts is the verdict by the definitions of SPEC §2 and the model.
+// Counts is the verdict by the definitions of results.Summary's fields and
+// the model.
 func (r *refStore) Counts() Counts {
 	c := Counts{Overlaps: r.c.Overlaps, StaleRejected: r.c.StaleRejected, StaleAccepted: r.c.StaleAccepted}
 	marked := map[int64]bool{}

@@ -88,7 +88,42 @@ type FinishResp struct {
 	StaleRejected bool
 }
 
-// Counts is the store's verdict on a run (SPEC §2 fields it owns).
+// TxReq is one delivery processed in one transaction of the store's own
+// database, with no lock around it (Transactor).
+type TxReq struct {
+	Payment int64
+	Account int32
+	Amount  int64
+	// Unguarded drops the processed marker's unique constraint: the
+	// control that proves the store catches a transaction that does not
+	// exclude its duplicates. Tests only.
+	Unguarded bool
+}
+
+// TxResp says what the transaction did.
+type TxResp struct {
+	// Claimed: this delivery inserted the payment's processed marker, so
+	// it processed the payment (false: another delivery had).
+	Claimed bool
+	// Debited: the guarded debit took the amount (false with Claimed: the
+	// payment was declined for funds, and still recorded as processed).
+	Debited bool
+}
+
+// Transactor processes a delivery in one transaction of the store's
+// database: insert the payment's processed marker with INSERT … ON
+// CONFLICT DO NOTHING; only if it was inserted, run inside (the app's work,
+// and the hooks a fault uses to catch a delivery inside its open
+// transaction), then debit with a guarded update (balance ≥ amount) and do
+// the store's bookkeeping; commit. An error from inside rolls it all back.
+// It is how transactional strategies (pg-unique) run; only the Postgres
+// store has it.
+type Transactor interface {
+	Process(ctx context.Context, r TxReq, inside func(ctx context.Context) error) (TxResp, error)
+}
+
+// Counts is the store's verdict on a run: the summary.json fields it owns
+// (results.Summary has the same names).
 type Counts struct {
 	Processed     int64
 	Duplicates    int64

@@ -386,7 +386,7 @@ var storeCases = []storeCase{
 		want: Counts{Processed: 3, Overdrafts: 1, Applications: 3},
 	},
 	{
-		// The seed's T0–T36 timeline with fencing: token 1 pauses inside,
+		// A paused holder with fencing (Kleppmann's timeline): token 1 pauses inside,
 		// its lock expires, token 2 enters and writes; token 1's late write
 		// is refused. No duplicate.
 		name:  "fencing on: the stale holder's write is rejected",
@@ -418,7 +418,7 @@ var storeCases = []storeCase{
 		want: Counts{Processed: 1, Duplicates: 1, LostUpdates: 1, Overlaps: 1, StaleAccepted: 1, Applications: 2},
 	},
 	{
-		// A token equal to the newest one seen is not stale (the seed's
+		// A token equal to the newest one seen is not stale (the
 		// "fencing_token < $3" would refuse it), and a holder without a
 		// token (0) is never judged stale: fencing cannot help a strategy
 		// that has no tokens.

@@ -7,7 +7,12 @@ import (
 	_ "github.com/lockbench/lockbench/strategies/fencing"      // fencing
 	_ "github.com/lockbench/lockbench/strategies/mutex"        // mutex
 	_ "github.com/lockbench/lockbench/strategies/nolock"       // nolock
+	_ "github.com/lockbench/lockbench/strategies/pgadvisory"   // pg-advisory
 	_ "github.com/lockbench/lockbench/strategies/pgonconflict" // pg-onconflict
+	_ "github.com/lockbench/lockbench/strategies/pgunique"     // pg-unique
+	_ "github.com/lockbench/lockbench/strategies/redislock"    // redislock
 	_ "github.com/lockbench/lockbench/strategies/redlock"      // redlock
+	_ "github.com/lockbench/lockbench/strategies/redsync"      // redsync
 	_ "github.com/lockbench/lockbench/strategies/setnx"        // setnx
+	_ "github.com/lockbench/lockbench/strategies/zookeeper"    // zookeeper
 )

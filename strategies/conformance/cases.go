@@ -13,6 +13,9 @@ type testCase struct {
 	// or "" when it does; nil means it applies to every strategy.
 	notRun func(h *harness) string
 	run    func(t *testing.T, h *harness)
+	// noLock marks a case that applies to a transactional strategy, which
+	// takes no lock (Info.Transactional); every other case is about a lock.
+	noLock bool
 }
 
 // makeCases returns the table, in the order the cases run. The cases that
@@ -45,6 +48,13 @@ func makeCases() []testCase {
 		{name: "cancel", run: testCancel},
 		// Successive holders of one key get strictly increasing tokens.
 		{name: "fencing-order", notRun: notFencing, run: testFencingOrder},
+		// Leases that implement strategies.Extender: A extends a ShortTTL
+		// lease until it has lived well past its original Deadline, with B
+		// kept out and A's Deadline moving on; once A stops, B takes the
+		// lock, and A's Extend returns ErrNotOwner without extending B's
+		// lock. With the servers killed, Extend fails within 5s with
+		// ErrUnavailable.
+		{name: "extend", notRun: notExtender, run: testExtend},
 		// With its servers killed a strategy fails within 5s, both Acquire on
 		// an existing object and New; after a restart the old object works
 		// again.
@@ -52,6 +62,9 @@ func makeCases() []testCase {
 		// A quorum strategy still acquires with a minority of its nodes dead
 		// and fails promptly with a majority dead.
 		{name: "quorum", notRun: noQuorum, run: testQuorum},
+		// A transactional strategy's factory fails within 5s with its
+		// database down, and works again after a restart.
+		{name: "transaction-down", notRun: locking, run: testTransactionDown, noLock: true},
 	}
 }
 
@@ -77,18 +90,47 @@ func notFencing(h *harness) string {
 }
 
 func cannotStop(h *harness) string {
-	if h.info.Backend == strategies.BackendNone {
-		return "Info.Backend is none: no server to stop"
+	if h.info.Need.Backend == strategies.BackendNone {
+		return "Info.Need has no backend: no server to stop"
 	}
 	if h.nodes() == nil {
-		return "Env has no Node to stop for backend " + string(h.info.Backend)
+		return "Env.Cluster did not start the " + h.target.Noun() + "s: nothing the test may stop"
 	}
 	return ""
 }
 
 func noQuorum(h *harness) string {
-	if h.info.Backend != strategies.BackendRedis || h.info.RedisNodes < 3 {
-		return "not a quorum of Redis nodes (Info.RedisNodes < 3)"
+	if h.info.Need.Nodes < 3 {
+		return "not a quorum lock (Info.Need.Nodes < 3)"
 	}
 	return cannotStop(h)
+}
+
+func notExtender(h *harness) string {
+	if why := excludesNobody(h); why != "" {
+		return why
+	}
+	if why := inProcess(h); why != "" {
+		return why
+	}
+	if !h.extends() {
+		return "its leases do not implement strategies.Extender"
+	}
+	return ""
+}
+
+// locking is notRun for the cases of transactional strategies.
+func locking(h *harness) string {
+	if !h.info.Transactional {
+		return "the strategy takes a lock: server-down covers it"
+	}
+	return cannotStop(h)
+}
+
+// lockCase says why a lock case does not apply to a transactional strategy.
+func lockCase(h *harness) string {
+	if h.info.Transactional {
+		return "Info.Transactional: the strategy takes no lock, so no lock case applies; the store's Process tests (loadgen/store) and the verdicts check its safety"
+	}
+	return ""
 }

@@ -2,39 +2,32 @@ package conformance
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// Node is a server the suite can stop and start again. *servers.Redis,
-// *servers.EtcdMember and *servers.Postgres (package bench/servers) are Nodes.
-type Node interface {
-	// Kill stops the server abruptly.
-	Kill() error
-	// Start starts it again at the same address and returns once it serves.
-	Start(ctx context.Context) error
-}
-
-// Env says where the servers are and how to stop them.
+// Env says where the servers are and, for servers the test started, how to
+// stop them.
 type Env struct {
-	// Config carries the endpoints (RedisAddrs, RedisPassword, EtcdEndpoints,
-	// PostgresDSN). The suite sets TTL and Owner itself.
-	Config strategies.Config
-	// Redis are the servers behind Config.RedisAddrs, in the same order.
-	Redis []Node
-	// Etcd are the members behind Config.EtcdEndpoints.
-	Etcd []Node
-	// Postgres is the server behind Config.PostgresDSN.
-	Postgres Node
+	// Endpoints are the servers' endpoints (the Cluster's, or a user's own
+	// from servers.EndpointsFromEnv).
+	Endpoints servers.Endpoints
+	// Cluster is the set of servers the test started; nil for a user's own,
+	// and then the cases that stop servers are skipped, saying so.
+	Cluster *servers.Cluster
 	// Strategies names the strategies to run; empty means every registered
 	// one (strategies.All).
 	Strategies []string
+}
+
+// EnvOf is the Env of servers a test started itself.
+func EnvOf(c *servers.Cluster) Env {
+	return Env{Endpoints: c.Endpoints(), Cluster: c}
 }
 
 // Run runs every case on every strategy of env, each strategy as a subtest
@@ -58,18 +51,27 @@ func Run(t *testing.T, env Env) {
 	}
 	for _, info := range infos {
 		t.Run(info.Name, func(t *testing.T) {
-			h := &harness{env: env, info: info}
-			if err := h.check(); err != nil {
+			// An Env without the servers the strategy needs is a failure,
+			// not a reason to skip.
+			target, err := servers.TargetFor(info.Need, env.Endpoints, env.Cluster)
+			if err != nil {
 				t.Fatalf("%s cannot run: %v", info.Name, err)
 			}
+			h := &harness{info: info, target: target}
 			for _, c := range makeCases() {
-				if c.notRun != nil {
-					if why := c.notRun(h); why != "" {
-						t.Logf("%s: not run for %s: %s", c.name, info.Name, why)
-						continue
+				t.Run(c.name, func(t *testing.T) {
+					if !c.noLock {
+						if why := lockCase(h); why != "" {
+							t.Skip(why)
+						}
 					}
-				}
-				t.Run(c.name, func(t *testing.T) { c.run(t, h) })
+					if c.notRun != nil {
+						if why := c.notRun(h); why != "" {
+							t.Skip(why)
+						}
+					}
+					c.run(t, h)
+				})
 			}
 		})
 	}
@@ -78,67 +80,26 @@ func Run(t *testing.T, env Env) {
 // runID keeps keys of different runs apart: etcd and Postgres keep theirs.
 var runID = strconv.FormatInt(time.Now().UnixNano(), 36)
 
-// harness is one strategy under test in one Env.
+// harness is one strategy under test and the servers it uses.
 type harness struct {
-	env  Env
-	info strategies.Info
-}
-
-// check reports an Env that lacks the endpoints the strategy needs: that is a
-// failure, not a reason to skip.
-func (h *harness) check() error {
-	c := h.env.Config
-	switch h.info.Backend {
-	case strategies.BackendNone:
-		return nil
-	case strategies.BackendRedis:
-		if n := max(h.info.RedisNodes, 1); len(c.RedisAddrs) < n {
-			return fmt.Errorf("it needs %d Redis nodes; Env.Config.RedisAddrs has %d", n, len(c.RedisAddrs))
-		}
-	case strategies.BackendEtcd:
-		if len(c.EtcdEndpoints) == 0 {
-			return errors.New("it needs etcd; Env.Config.EtcdEndpoints is empty")
-		}
-	case strategies.BackendPostgres:
-		if c.PostgresDSN == "" {
-			return errors.New("it needs Postgres; Env.Config.PostgresDSN is empty")
-		}
-	default:
-		return fmt.Errorf("unknown backend %q", h.info.Backend)
-	}
-	return nil
+	info   strategies.Info
+	target servers.Target
 }
 
 // control reports whether the strategy excludes nobody by design (nolock).
-func (h *harness) control() bool { return h.info.Name == "nolock" }
+func (h *harness) control() bool { return h.info.Control }
 
-// config is the strategy's config: Env's endpoints (only as many Redis nodes
-// as Info.RedisNodes), ttl and owner.
+// config is the strategy's config: the endpoints of the nodes it uses, ttl
+// and owner.
 func (h *harness) config(ttl time.Duration, owner string) strategies.Config {
-	c := h.env.Config
-	if h.info.Backend == strategies.BackendRedis && h.info.RedisNodes > 0 {
-		c.RedisAddrs = c.RedisAddrs[:h.info.RedisNodes]
-	}
+	c := h.target.Config
 	c.TTL, c.Owner = ttl, owner
 	return c
 }
 
-// nodes returns the servers the strategy uses, nil when Env cannot stop them.
-func (h *harness) nodes() []Node {
-	switch h.info.Backend {
-	case strategies.BackendRedis:
-		if n := max(h.info.RedisNodes, 1); len(h.env.Redis) >= n {
-			return h.env.Redis[:n]
-		}
-	case strategies.BackendEtcd:
-		return h.env.Etcd
-	case strategies.BackendPostgres:
-		if h.env.Postgres != nil {
-			return []Node{h.env.Postgres}
-		}
-	}
-	return nil
-}
+// nodes returns the servers the strategy uses, nil when the test did not
+// start them.
+func (h *harness) nodes() []servers.Node { return h.target.Nodes }
 
 // key returns a lock key no other test or run uses.
 func (h *harness) key(t *testing.T) string {
@@ -173,9 +134,9 @@ func (h *harness) peer(t *testing.T, s strategies.Strategy, ttl time.Duration, o
 // stop kills nodes and returns a function that starts them again. The
 // function is idempotent and also runs when the test ends, so later cases
 // find the servers up.
-func (h *harness) stop(t *testing.T, nodes []Node) (restart func()) {
+func (h *harness) stop(t *testing.T, nodes []servers.Node) (restart func()) {
 	t.Helper()
-	var killed []Node
+	var killed []servers.Node
 	var once sync.Once
 	restart = func() {
 		once.Do(func() {

@@ -17,7 +17,7 @@ import (
 // registry (its package is still a placeholder), so that the suite cannot
 // pass by not running it.
 func TestBuiltinsRegistered(t *testing.T) {
-	for _, name := range strategies.Order {
+	for _, name := range strategies.Builtin() {
 		if _, ok := strategies.Lookup(name); !ok {
 			t.Errorf("strategy %q: got not registered; want registered by its package's init (is the package still a placeholder?)", name)
 		}
@@ -25,7 +25,7 @@ func TestBuiltinsRegistered(t *testing.T) {
 }
 
 // TestConformance runs every registered strategy through the suite against
-// servers it starts itself: 5 Redis nodes, etcd and Postgres.
+// servers it starts itself: every server the registry's strategies need.
 func TestConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real servers and stops them; run without -short")
@@ -35,7 +35,9 @@ func TestConformance(t *testing.T) {
 	logging.Disable()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cl, err := servers.Start(ctx, servers.Needs{Redis: 5, Etcd: true, Postgres: true}, servers.Options{})
+	// Every server some registered strategy needs (5 Redis nodes for
+	// redlock, etcd, Postgres, …), asked of the registry.
+	cl, err := servers.Start(ctx, servers.NeedsOf(strategies.All()), servers.Options{})
 	if err != nil {
 		t.Fatalf("start servers: %v", err)
 	}
@@ -44,21 +46,6 @@ func TestConformance(t *testing.T) {
 			t.Errorf("stop servers: %v", err)
 		}
 	})
-	ep := cl.Endpoints()
-	env := conformance.Env{Config: strategies.Config{
-		RedisAddrs:    ep.RedisAddrs,
-		RedisPassword: ep.RedisPassword,
-		EtcdEndpoints: ep.EtcdEndpoints,
-		PostgresDSN:   ep.PostgresDSN,
-	}}
-	for _, r := range cl.Redis {
-		env.Redis = append(env.Redis, r)
-	}
-	for _, m := range cl.Etcd {
-		env.Etcd = append(env.Etcd, m)
-	}
-	if cl.Postgres != nil {
-		env.Postgres = cl.Postgres
-	}
+	env := conformance.EnvOf(cl)
 	conformance.Run(t, env)
 }

@@ -131,3 +131,31 @@ func testQuorum(t *testing.T, h *harness) {
 		})
 	}
 }
+
+// testTransactionDown checks a transactional strategy's factory, its only
+// call that reaches the server: it fails within DownLimit with the database
+// down, wrapping ErrUnavailable, and succeeds once it is back.
+func testTransactionDown(t *testing.T, h *harness) {
+	_ = h.open(t, LongTTL, "A") // it works while the server is up
+	restart := h.stop(t, h.nodes())
+	var (
+		s   strategies.Strategy
+		err error
+	)
+	took, ok := within(DownLimit, func(ctx context.Context) {
+		s, err = strategies.New(ctx, h.info.Name, h.config(LongTTL, "B"))
+	})
+	switch {
+	case !ok:
+		t.Errorf("New with the server down: still running after %v; want an error within %v", took, DownLimit)
+	case err == nil:
+		_ = s.Close()
+		t.Errorf("New with the server down: got a strategy; want an error")
+	case !errors.Is(err, strategies.ErrUnavailable):
+		t.Errorf("New with the server down: got %v after %v; want an error wrapping ErrUnavailable", err, took)
+	default:
+		t.Logf("New failed after %v: %v", took.Round(time.Millisecond), err)
+	}
+	restart()
+	_ = h.open(t, LongTTL, "C")
+}

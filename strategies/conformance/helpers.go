@@ -23,11 +23,6 @@ const (
 	// to free the lock: 1.5s, for a round of backoff and scheduling under
 	// -race on two cores.
 	ExpiryTolerance = 1500 * time.Millisecond
-	// EtcdExpiryTolerance replaces ExpiryTolerance for etcd: 3s. etcd raises
-	// any lease TTL to its minimum (3/2 election timeouts: 1.5s with default
-	// settings), strategies round TTLs up to whole seconds (2s), and the
-	// leader expires leases in a sweep every 500ms.
-	EtcdExpiryTolerance = 3 * time.Second
 	// PromptCancel is how soon Acquire must return once its context is done:
 	// 1s.
 	PromptCancel = time.Second
@@ -46,12 +41,12 @@ const (
 	probeWait      = 200 * time.Millisecond
 )
 
-// expiryTolerance returns the tolerance for the strategy's backend.
+// expiryTolerance returns how long after ShortTTL a lock of the strategy
+// may take to free: ExpiryTolerance, plus what the server adds to the lease
+// it grants (Info.Lease: etcd raises any lease to its minimum, 2s with
+// default settings, so its locks are free 1.5s later than ShortTTL says).
 func (h *harness) expiryTolerance() time.Duration {
-	if h.info.Backend == strategies.BackendEtcd {
-		return EtcdExpiryTolerance
-	}
-	return ExpiryTolerance
+	return ExpiryTolerance + max(0, h.info.LeaseTTL(ShortTTL)-ShortTTL)
 }
 
 // acquire takes the lock with retries (blocking strategies wait), failing the

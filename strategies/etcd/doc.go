@@ -23,6 +23,16 @@
 // unknown) is retired: it takes no new locks and its lease is revoked once
 // its other locks are released.
 //
+// # No Extend
+//
+// Leases do not implement strategies.Extender, on purpose. The session's
+// keepalive already renews the lease every TTL/3 for as long as the process
+// runs, which is what a watchdog calling Extend would do; and Extend could
+// not keep its promise: an etcd lease is only ever renewed to the TTL it was
+// granted with, so a longer ttl cannot be honoured, and the lease is the
+// session's, shared by every lock the session holds, so one lock cannot be
+// extended alone.
+//
 // # Caveats
 //
 //   - TTLs are whole seconds in etcd: Config.TTL is rounded up to a whole

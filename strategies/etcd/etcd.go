@@ -57,9 +57,11 @@ func init() {
 	strategies.Register(strategies.Info{
 		Name:         "etcd",
 		Description:  "etcd concurrency.Mutex on a session lease (TTL rounded up to whole seconds); fenced by the key's create revision",
-		Backend:      strategies.BackendEtcd,
+		Need:         strategies.Need{Backend: strategies.BackendEtcd},
 		Fencing:      true,
 		CrossProcess: true,
+		KeepAlive:    true,
+		Lease:        LeaseTTL,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			e, err := New(ctx, cfg)
 			if err != nil {
@@ -132,6 +134,18 @@ func New(ctx context.Context, cfg strategies.Config) (*Etcd, error) {
 	}
 	e.sessions = []*session{s}
 	return e, nil
+}
+
+// MinServerLease is the shortest lease a locally started etcd grants: 1.5
+// election timeouts (etcd's default 1s), rounded up to whole seconds. etcd
+// raises a shorter request to this.
+const MinServerLease = 2 * time.Second
+
+// LeaseTTL is how long a lock outlives a holder that stops renewing it when
+// ttl is configured: the session TTL, ttl rounded up to whole seconds, and
+// at least MinServerLease.
+func LeaseTTL(ttl time.Duration) time.Duration {
+	return max(time.Duration(ttlSeconds(ttl))*time.Second, MinServerLease)
 }
 
 // ttlSeconds rounds ttl up to whole seconds, at least 1.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
-	"github.com/lockbench/lockbench/strategies/conformance"
 )
 
 // endpoints are the client URLs of the etcd cluster the tests share: the one
@@ -86,44 +85,12 @@ func TestTTLSeconds(t *testing.T) {
 	}
 }
 
-func TestAcquireRelease(t *testing.T) {
-	e := newEtcd(t, 0)
-	key := testKey(t)
-	l := acquire(t, e, key)
-	after := time.Now()
-	if got := l.Key(); got != key {
-		t.Errorf("Key() = %q; want %q", got, key)
-	}
-	if got := l.Token(); got <= 0 {
-		t.Errorf("Token() = %d; want > 0", got)
-	}
-	// The default TTL is 2s, which etcd grants; the lease was renewed at
-	// most that long before Acquire returned.
-	if got := l.Deadline(); !got.After(after) || got.After(after.Add(strategies.DefaultTTL)) {
-		t.Errorf("Deadline() = %v after Acquire returned; want in (0, %v]", got.Sub(after), strategies.DefaultTTL)
-	}
-	ctx := context.Background()
-	if err := l.Release(ctx); err != nil {
-		t.Fatalf("Release: %v", err)
-	}
-	if err := l.Release(ctx); !errors.Is(err, strategies.ErrNotOwner) {
-		t.Errorf("second Release: got %v; want ErrNotOwner", err)
-	}
-	l2 := acquire(t, e, key)
-	if l2.Token() <= l.Token() {
-		t.Errorf("next holder's token %d; want > %d", l2.Token(), l.Token())
-	}
-	if err := l2.Release(ctx); err != nil {
-		t.Errorf("Release: %v", err)
-	}
-}
-
 func TestRegistered(t *testing.T) {
 	info, ok := strategies.Lookup("etcd")
 	if !ok {
 		t.Fatal(`Lookup("etcd"): not registered`)
 	}
-	if info.Backend != strategies.BackendEtcd || !info.Fencing || !info.CrossProcess {
+	if info.Need.Backend != strategies.BackendEtcd || !info.Fencing || !info.CrossProcess {
 		t.Errorf("Info = %+v; want Backend etcd, Fencing and CrossProcess", info)
 	}
 	s, err := strategies.New(context.Background(), "etcd", strategies.Config{EtcdEndpoints: endpoints})
@@ -154,33 +121,6 @@ func TestFactoryError(t *testing.T) {
 	}
 	if _, err := New(context.Background(), strategies.Config{}); err == nil {
 		t.Error("New without endpoints: got nil error")
-	}
-}
-
-// TestMutualExclusion runs 32 contenders on one key, each taking the lock
-// several times, and checks that no two are ever inside at once and that the
-// tokens of successive holders strictly increase.
-func TestMutualExclusion(t *testing.T) {
-	const contenders, rounds = 32, 5
-	tests := []struct {
-		name      string
-		instances int
-	}{
-		{"one instance", 1},   // every contender shares one client: same-session keys
-		{"four instances", 4}, // contenders spread over four clients
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			es := make([]strategies.Strategy, tt.instances)
-			for i := range es {
-				es[i] = newEtcd(t, 0)
-			}
-			objects := make([]strategies.Strategy, contenders)
-			for i := range objects {
-				objects[i] = es[i%len(es)]
-			}
-			conformance.Contend(objects, testKey(t), rounds, time.Minute).Check(t, contenders*rounds)
-		})
 	}
 }
 
@@ -233,10 +173,12 @@ func TestKeysWithSlashes(t *testing.T) {
 	_ = l2.Release(ctx)
 }
 
-// TestCancelWhileWaiting checks that a waiting Acquire returns promptly when
-// its context is cancelled, and that its abandoned place in etcd's queue does
-// not block the next contender.
-func TestCancelWhileWaiting(t *testing.T) {
+// TestCancelledWaiterLeavesQueue checks that a waiter that gives up (its
+// context cancelled while it is queued) takes its key out of etcd's queue,
+// so that it does not block the next contender, and that its instance can
+// take the lock again. (The conformance suite's cancel case checks that the
+// cancelled Acquire returns promptly.)
+func TestCancelledWaiterLeavesQueue(t *testing.T) {
 	e1, e2, e3 := newEtcd(t, 0), newEtcd(t, 0), newEtcd(t, 0)
 	key := testKey(t)
 	held := acquire(t, e1, key)
@@ -249,20 +191,13 @@ func TestCancelWhileWaiting(t *testing.T) {
 	}()
 	time.Sleep(200 * time.Millisecond) // e2 is queued by now
 	cancel()
-	start := time.Now()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("cancelled Acquire: got %v; want context.Canceled", err)
+		if err == nil {
+			t.Fatal("cancelled Acquire: got a lease while the lock was held; want an error")
 		}
-		t.Logf("cancelled Acquire returned in %v", time.Since(start))
-	case <-time.After(time.Second):
-		t.Fatal("cancelled Acquire still waiting after 1s")
-	}
-
-	// Already cancelled: no request at all.
-	if _, err := e2.Acquire(ctx, key); !errors.Is(err, context.Canceled) {
-		t.Errorf("Acquire with a cancelled context: got %v; want context.Canceled", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancelled Acquire still waiting after 5s")
 	}
 
 	got := make(chan strategies.Lease, 1)
@@ -292,8 +227,12 @@ func TestCancelWhileWaiting(t *testing.T) {
 
 // TestSessionExpired plays a process paused for longer than the TTL: its
 // session's keepalives stop (Orphan), the server expires the lease, another
-// instance takes the lock with a larger token, the paused holder's Release
-// reports ErrNotOwner, and its next Acquire works on a new session.
+// instance takes the lock, the paused holder's Release reports ErrNotOwner,
+// and its next Acquire works on a new session, not the expired one. (The
+// conformance suite's stale-release-after-expiry case cannot stage this for
+// etcd, whose live holders keep their leases alive; its expiry case checks
+// that the lock passes on after the TTL, not before the Deadline, with a
+// larger token.)
 func TestSessionExpired(t *testing.T) {
 	paused, other := newEtcd(t, time.Second), newEtcd(t, time.Second)
 	key := testKey(t)
@@ -309,12 +248,6 @@ func TestSessionExpired(t *testing.T) {
 		t.Fatalf("Acquire after the holder's lease expired: %v", err)
 	}
 	t.Logf("lock passed on %v after the pause (granted TTL %v)", time.Since(start), old.ttl)
-	if now, dl := time.Now(), stale.Deadline(); now.Before(dl) {
-		t.Errorf("lock passed on %v before the stale holder's Deadline; want not before it", dl.Sub(now))
-	}
-	if next.Token() <= stale.Token() {
-		t.Errorf("next holder's token %d; want > stale holder's %d", next.Token(), stale.Token())
-	}
 	if err := stale.Release(ctx); !errors.Is(err, strategies.ErrNotOwner) {
 		t.Errorf("stale holder's Release: got %v; want ErrNotOwner", err)
 	}
@@ -377,10 +310,14 @@ func TestSessionExpiresWhileWaiting(t *testing.T) {
 	}
 }
 
-// TestServerDown stops the cluster under a held lock and a waiter and checks
-// that every call returns an error wrapping ErrUnavailable within 5s, then
-// that the strategy recovers when the cluster is back.
-func TestServerDown(t *testing.T) {
+// TestServerDownUnderWaiter stops the cluster under a held lock and a waiter
+// already queued for it, and checks that the waiter's Acquire (which only
+// the connection watch in lock can end) and the holder's Release return an
+// error wrapping ErrUnavailable within 5s, and that the waiter's instance
+// takes locks again once the cluster is back. (The conformance suite's
+// server-down case checks a fresh Acquire, New and the recovery of an
+// instance that was idle.)
+func TestServerDownUnderWaiter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cluster, err := servers.Start(ctx, servers.Needs{Etcd: true}, servers.Options{})
@@ -431,13 +368,7 @@ func TestServerDown(t *testing.T) {
 		t.Fatal("waiting Acquire still waiting 10s after etcd stopped")
 	}
 	start := time.Now()
-	_, err = holder.Acquire(context.Background(), key+"-new")
-	check("Acquire", err, start)
-	start = time.Now()
 	check("Release", held.Release(context.Background()), start)
-	start = time.Now()
-	_, err = New(context.Background(), cfg)
-	check("New", err, start)
 
 	if err := cluster.Etcd[0].Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)

@@ -5,6 +5,9 @@
 // and never issued to a contender that did not get the lock (the seed INCRs
 // before it knows whether the SET succeeded, wasting tokens on losers).
 //
+// Leases implement strategies.Extender, as setnx's do; an extension keeps the
+// lease's token, since the lock does not change hands.
+//
 // The lock alone is exactly as unsafe as setnx under a pause or slow work
 // longer than the TTL. What makes it safe is the store: it remembers the
 // highest token it has seen for a key and refuses writes carrying an older one

@@ -15,8 +15,7 @@ func init() {
 	strategies.Register(strategies.Info{
 		Name:         "fencing",
 		Description:  "Redis SET NX PX + INCR token in one atomic Lua script; the store rejects stale tokens",
-		Backend:      strategies.BackendRedis,
-		RedisNodes:   1,
+		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		Fencing:      true,
 		CrossProcess: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
@@ -56,7 +55,7 @@ var _ strategies.Strategy = (*Fencing)(nil)
 // New connects to cfg.RedisAddrs[0], checks that it answers and loads the
 // scripts. Locks live cfg.TTL (truncated to whole milliseconds).
 func New(ctx context.Context, cfg strategies.Config) (*Fencing, error) {
-	n, err := redisutil.DialNode(ctx, "fencing", cfg, acquireScript, redisutil.ReleaseScript)
+	n, err := redisutil.DialNode(ctx, "fencing", cfg, acquireScript, redisutil.ReleaseScript, redisutil.ExtendScript)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ func init() {
 	strategies.Register(strategies.Info{
 		Name:        "nolock",
 		Description: "control: no lock at all; must always be caught as unsafe under duplicates",
+		Control:     true,
 		New: func(context.Context, strategies.Config) (strategies.Strategy, error) {
 			return NoLock{}, nil
 		},

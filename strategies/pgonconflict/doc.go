@@ -9,7 +9,9 @@
 // or finds the claim live and returns strategies.ErrNotAcquired. Release
 // marks the row free (expires_at = -infinity) if the claim is still this
 // lease's; rows are never deleted, which is what keeps tokens monotonic (see
-// claimSQL).
+// claimSQL). Leases implement strategies.Extender: Extend moves expires_at
+// on, by the database's clock, only while the row still names the lease's
+// owner and token and the claim is live (see extendSQL).
 //
 // The factory creates the table and the sequence if they do not exist,
 // serialized by an advisory lock, because concurrent CREATE … IF NOT EXISTS
@@ -22,8 +24,9 @@
 //     time before the claim + TTL) is only the client's estimate. now() is
 //     the transaction's start, so a claim that waited on a row lock gets a
 //     slightly shorter lease, never a longer one.
-//   - Nothing keeps a lease alive: a holder that is slow or paused for longer
-//     than the TTL loses the lock and does not know until Release returns
+//   - Nothing keeps a lease alive but its holder's Extend calls: a holder that
+//     is slow or paused for longer than the TTL without extending loses the
+//     lock and does not know until Release or Extend returns
 //     strategies.ErrNotOwner. The fencing token protects the store then.
 //   - One row per lock key ever taken stays in the table (a few dozen bytes
 //     each); drop the table to reset it.

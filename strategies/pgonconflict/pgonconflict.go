@@ -45,7 +45,7 @@ func init() {
 	strategies.Register(strategies.Info{
 		Name:         "pg-onconflict",
 		Description:  "Postgres claim row via INSERT … ON CONFLICT with a DB-clock lease; fenced by a sequence",
-		Backend:      strategies.BackendPostgres,
+		Need:         strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		Fencing:      true,
 		CrossProcess: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
@@ -163,7 +163,9 @@ func (o *OnConflict) Acquire(ctx context.Context, key string) (strategies.Lease,
 	if err != nil {
 		return nil, classify(ctx, "acquire "+key, err)
 	}
-	return &lease{o: o, key: key, token: token, deadline: start.Add(o.ttl)}, nil
+	l := &lease{o: o, key: key, token: token}
+	l.deadline.Set(start.Add(o.ttl))
+	return l, nil
 }
 
 // claim runs claimSQL within DefaultStatementTimeout.
@@ -187,8 +189,13 @@ type lease struct {
 	o        *OnConflict
 	key      string
 	token    int64
-	deadline time.Time
+	deadline strategies.Deadline
 }
+
+var (
+	_ strategies.Lease    = (*lease)(nil)
+	_ strategies.Extender = (*lease)(nil)
+)
 
 // Key returns the lock key.
 func (l *lease) Key() string { return l.key }
@@ -196,9 +203,9 @@ func (l *lease) Key() string { return l.key }
 // Token returns the claim's token from lockbench_lock_tokens.
 func (l *lease) Token() int64 { return l.token }
 
-// Deadline returns the client's time before the claim plus the TTL; the
-// database decides by its own clock.
-func (l *lease) Deadline() time.Time { return l.deadline }
+// Deadline returns the client's time before the claim, or before the latest
+// successful Extend, plus its TTL; the database decides by its own clock.
+func (l *lease) Deadline() time.Time { return l.deadline.Time() }
 
 // Release frees the claim if it is still this lease's and has not expired.
 // It returns strategies.ErrNotOwner otherwise, and on a second Release.
@@ -212,5 +219,33 @@ func (l *lease) Release(ctx context.Context) error {
 	if tag.RowsAffected() == 0 {
 		return strategies.ErrNotOwner
 	}
+	return nil
+}
+
+// Extend makes the claim last at least ttl (whole microseconds) from the
+// database's now() if it is still this lease's and has not expired, and
+// moves Deadline on to the client's time before the statement plus ttl. It
+// returns strategies.ErrNotOwner otherwise, and after Release, and an error
+// wrapping strategies.ErrUnavailable when the database cannot be reached
+// within DefaultStatementTimeout; Deadline is unchanged then.
+func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	us := ttl.Truncate(time.Microsecond)
+	if us <= 0 {
+		return fmt.Errorf("pgonconflict: extend %s: TTL %v is below the 1µs resolution of an interval", l.key, ttl)
+	}
+	sctx, cancel := context.WithTimeout(ctx, DefaultStatementTimeout)
+	defer cancel()
+	start := time.Now() // before sending: see Acquire
+	tag, err := l.o.pool.Exec(sctx, extendSQL, l.key, l.o.owner, l.token, us)
+	if err != nil {
+		return classify(ctx, "extend "+l.key, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return strategies.ErrNotOwner
+	}
+	l.deadline.Raise(start.Add(us))
 	return nil
 }

@@ -71,6 +71,16 @@ RETURNING token`
 const releaseSQL = `UPDATE lockbench_locks SET expires_at = '-infinity'
 WHERE key = $1 AND owner = $2 AND token = $3 AND expires_at > now()`
 
+// extendSQL makes $1's claim by owner $2 with token $3 last at least the
+// interval $4 from now(), if it is still that claim and has not expired. The
+// owner and token in the WHERE are what keep it to the lease's own claim:
+// a claim taken over since has a new token, and an UPDATE that waited on
+// the row lock of that takeover re-reads the row and finds the new token.
+// greatest() never shortens the claim, so a lease's Deadline stays
+// conservative whatever became of an Extend whose reply was lost.
+const extendSQL = `UPDATE lockbench_locks SET expires_at = greatest(expires_at, now() + $4::interval)
+WHERE key = $1 AND owner = $2 AND token = $3 AND expires_at > now()`
+
 // createSchema creates the sequence and table if they are missing. An
 // advisory lock serializes it across processes: concurrent CREATE … IF NOT
 // EXISTS statements can both see nothing and then collide in the catalogs

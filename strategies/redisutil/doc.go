@@ -1,7 +1,8 @@
 // Package redisutil holds what the Redis strategies (setnx, fencing, redlock)
-// share: client options tuned for a benchmark, the owner-checked release
-// script, unique owner values, a lease type for single-node locks, and the
-// classification of errors into strategies.ErrUnavailable.
+// share: client options tuned for a benchmark, the owner-checked release and
+// extend scripts, unique owner values, a lease type for single-node locks
+// (a strategies.Extender), and the classification of errors into
+// strategies.ErrUnavailable.
 //
 // The client options favour failing fast over hiding failures: no command
 // retries (a retried SET NX whose first reply was lost would find its own

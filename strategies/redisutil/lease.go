@@ -16,15 +16,20 @@ type Lease struct {
 	key      string
 	value    string
 	token    int64
-	deadline time.Time
+	deadline strategies.Deadline
 }
 
-var _ strategies.Lease = (*Lease)(nil)
+var (
+	_ strategies.Lease    = (*Lease)(nil)
+	_ strategies.Extender = (*Lease)(nil)
+)
 
 // NewLease returns the lease on key that c holds under value, with fencing
 // token token (0 for none), valid until deadline.
 func NewLease(c *redis.Client, key, value string, token int64, deadline time.Time) *Lease {
-	return &Lease{client: c, key: key, value: value, token: token, deadline: deadline}
+	l := &Lease{client: c, key: key, value: value, token: token}
+	l.deadline.Set(deadline)
+	return l
 }
 
 // Key returns the lock key.
@@ -33,12 +38,32 @@ func (l *Lease) Key() string { return l.key }
 // Token returns the fencing token, 0 when the strategy issues none.
 func (l *Lease) Token() int64 { return l.token }
 
-// Deadline returns the start of the acquisition plus the TTL: the earliest
-// the key can expire, by this client's clock.
-func (l *Lease) Deadline() time.Time { return l.deadline }
+// Deadline returns the start of the acquisition, or of the latest successful
+// Extend, plus its TTL: the earliest the key can expire, by this client's
+// clock.
+func (l *Lease) Deadline() time.Time { return l.deadline.Time() }
 
 // Release deletes the lock if it is still this lease's, and returns
 // strategies.ErrNotOwner otherwise.
 func (l *Lease) Release(ctx context.Context) error {
 	return Release(ctx, l.client, l.key, l.value)
+}
+
+// Extend makes the lock live at least ttl (whole milliseconds) from now if it
+// is still this lease's, and moves Deadline on to the time before the
+// request plus ttl. It returns strategies.ErrNotOwner when the lock expired
+// or belongs to someone else, and an error wrapping strategies.ErrUnavailable
+// when the node cannot be reached; Deadline is unchanged then.
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Before sending, as for Acquire: the script runs later than this, so
+	// the key lives at least until start + ttl.
+	start := time.Now()
+	if err := Extend(ctx, l.client, l.key, l.value, ttl); err != nil {
+		return err
+	}
+	l.deadline.Raise(start.Add(ttl.Truncate(time.Millisecond)))
+	return nil
 }

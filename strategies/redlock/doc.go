@@ -21,6 +21,13 @@
 //
 // Release compare-and-deletes on every node in parallel.
 //
+// Leases implement strategies.Extender, as redsync's Extend does: one round
+// of the compare-and-extend script on every node, counted like Acquire's
+// votes. A quorum of nodes that still held the lease's value extends it, by
+// the validity left after the round (ttl − elapsed − drift); a majority that
+// no longer had it means strategies.ErrNotOwner, and the leftover keys are
+// deleted as Release would.
+//
 // Caveats, which lockbench's faults demonstrate (Kleppmann, "How to do
 // distributed locking"):
 //   - Like setnx it is unsafe under a process pause or slow work longer than

@@ -17,14 +17,17 @@ type lease struct {
 	r        *Redlock
 	key      string
 	value    string
-	deadline time.Time
+	deadline strategies.Deadline
 }
 
-var _ strategies.Lease = (*lease)(nil)
+var (
+	_ strategies.Lease    = (*lease)(nil)
+	_ strategies.Extender = (*lease)(nil)
+)
 
 func (l *lease) Key() string         { return l.key }
 func (l *lease) Token() int64        { return 0 }
-func (l *lease) Deadline() time.Time { return l.deadline }
+func (l *lease) Deadline() time.Time { return l.deadline.Time() }
 
 // Release compare-and-deletes on every node in parallel. The lease was
 // still held if a quorum of nodes still had its value (redsync's rule):
@@ -62,4 +65,82 @@ func (l *lease) Release(ctx context.Context) error {
 			strategies.ErrUnavailable, l.key, len(errs)-len(failed), len(errs), deleted, errors.Join(failed...))
 	}
 	return strategies.ErrNotOwner
+}
+
+// Extend is a Redlock round that renews instead of setting: the
+// compare-and-extend script (redisutil.ExtendScript) on every node in
+// parallel, each bounded by the per-node timeout, counted like Acquire's
+// votes. The lease is extended if a quorum of nodes still held its value
+// and some validity is left, validity = ttl − elapsed − drift as for
+// Acquire (redsync's Extend); Deadline moves on to the time before the
+// round plus that validity.
+//
+// It is still the lock: a key with the lease's unique value never comes
+// back once gone, so each node that still holds it has held it since the
+// lease was granted, and while a quorum holds it no other contender can
+// win one.
+//
+// It returns strategies.ErrNotOwner when too few nodes held the value for a
+// quorum even counting the nodes that did not answer; the lease's keys left
+// on the others are deleted then, as Release would, to give their votes
+// back. When that cannot be told because nodes failed, or the nodes
+// answered too late for any validity to be left, it returns an error
+// wrapping strategies.ErrUnavailable (the failures as joined *NodeError
+// values) and leaves Deadline as it was, which stays conservative since the
+// script never shortens a key's expiry.
+func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ms, err := redisutil.ExtendTTL(l.key, ttl)
+	if err != nil {
+		return fmt.Errorf("redlock: %w", err)
+	}
+	rkey := redisutil.LockKey(l.key)
+	start := time.Now()
+	errs := l.r.each(ctx, l.r.nodeTimeout, func(ctx context.Context, _ int, c *redis.Client) error {
+		return extend(ctx, c, rkey, l.value, ms)
+	})
+	validity := ms - time.Since(start) - drift(ms)
+	var failed []error
+	extended := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			extended++
+		case !errors.Is(err, strategies.ErrNotOwner):
+			failed = append(failed, err)
+		}
+	}
+	switch {
+	case extended >= l.r.quorum && validity > 0:
+		l.deadline.Raise(start.Add(validity))
+		return nil
+	case extended >= l.r.quorum:
+		return fmt.Errorf("%w: redlock: extend %s: a quorum answered after the validity was used up (%v left)",
+			strategies.ErrUnavailable, l.key, validity)
+	case extended+len(failed) >= l.r.quorum:
+		return fmt.Errorf("%w: redlock: extend %s: %d of %d nodes answered, %d still held it: %w",
+			strategies.ErrUnavailable, l.key, len(errs)-len(failed), len(errs), extended, errors.Join(failed...))
+	}
+	// Not ours any more. Delete what is left of our value where it may be:
+	// on the nodes that extended it and on those that failed. The caller's
+	// ctx may be done; the undo must run all the same.
+	l.r.each(context.WithoutCancel(ctx), l.r.nodeTimeout, func(ctx context.Context, i int, c *redis.Client) error {
+		if errors.Is(errs[i], strategies.ErrNotOwner) {
+			return nil
+		}
+		return release(ctx, c, rkey, l.value)
+	})
+	return strategies.ErrNotOwner
+}
+
+// extend runs the compare-and-extend script for rkey on c, and returns
+// strategies.ErrNotOwner where c does not hold value.
+func extend(ctx context.Context, c *redis.Client, rkey, value string, ttl time.Duration) error {
+	n, err := redisutil.ExtendScript.Run(ctx, c, []string{rkey}, value, ttl.Milliseconds()).Int64()
+	if err == nil && n == 0 {
+		err = strategies.ErrNotOwner
+	}
+	return err
 }

@@ -34,8 +34,7 @@ func init() {
 	strategies.Register(strategies.Info{
 		Name:         "redlock",
 		Description:  "Redlock over N Redis masters (default 5): parallel SET NX, quorum N/2+1, drift allowance",
-		Backend:      strategies.BackendRedis,
-		RedisNodes:   DefaultNodes,
+		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: DefaultNodes},
 		CrossProcess: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			s, err := New(ctx, cfg)
@@ -60,17 +59,13 @@ type Redlock struct {
 
 var _ strategies.Strategy = (*Redlock)(nil)
 
-// New connects to the first cfg.Nodes of cfg.RedisAddrs (all when Nodes is 0)
-// and loads the release script on each. It fails unless a quorum of them
-// answers within redisutil.DefaultPingTimeout; the others may come up later.
+// New connects to every node of cfg.RedisAddrs (servers.Target trims a
+// config to the nodes a strategy's Need names) and loads the release and
+// extend scripts on each. It fails unless a quorum of them answers within
+// redisutil.DefaultPingTimeout; the others may come up later.
 func New(ctx context.Context, cfg strategies.Config) (*Redlock, error) {
 	cfg = cfg.WithDefaults()
 	addrs := cfg.RedisAddrs
-	if cfg.Nodes > len(addrs) {
-		return nil, fmt.Errorf("redlock: Config.Nodes is %d but only %d Redis addresses are given", cfg.Nodes, len(addrs))
-	} else if cfg.Nodes > 0 {
-		addrs = addrs[:cfg.Nodes]
-	}
 	ttl := cfg.TTL.Truncate(time.Millisecond)
 	if len(addrs) == 0 || ttl <= 0 {
 		return nil, fmt.Errorf("redlock: need Redis addresses and a TTL of at least 1ms (got %d, %v)", len(addrs), cfg.TTL)
@@ -79,7 +74,7 @@ func New(ctx context.Context, cfg strategies.Config) (*Redlock, error) {
 		clients:     make([]*redis.Client, len(addrs)),
 		addrs:       addrs,
 		ttl:         ttl,
-		drift:       time.Duration(float64(ttl)*DriftFactor) + DriftConstant,
+		drift:       drift(ttl),
 		nodeTimeout: max(min(DefaultNodeTimeout, ttl/10), MinNodeTimeout),
 		quorum:      len(addrs)/2 + 1,
 		owner:       cfg.Owner,
@@ -93,7 +88,10 @@ func New(ctx context.Context, cfg strategies.Config) (*Redlock, error) {
 		if err := c.Ping(ctx).Err(); err != nil {
 			return err
 		}
-		return redisutil.ReleaseScript.Load(ctx, c).Err()
+		if err := redisutil.ReleaseScript.Load(ctx, c).Err(); err != nil {
+			return err
+		}
+		return redisutil.ExtendScript.Load(ctx, c).Err()
 	})
 	if up := len(addrs) - countErrs(errs); up < r.quorum {
 		_ = r.Close()
@@ -101,6 +99,12 @@ func New(ctx context.Context, cfg strategies.Config) (*Redlock, error) {
 			strategies.ErrUnavailable, up, len(addrs), r.quorum, errors.Join(errs...))
 	}
 	return r, nil
+}
+
+// drift is the clock drift allowance for a lock of ttl: ttl×DriftFactor +
+// DriftConstant.
+func drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*DriftFactor) + DriftConstant
 }
 
 // each runs fn on every node in parallel, each call bounded by timeout (none
@@ -170,7 +174,9 @@ func (r *Redlock) Acquire(ctx context.Context, key string) (strategies.Lease, er
 		// start + validity: conservative by the round's duration (redsync
 		// counts the validity from the end of the round), since every key
 		// was set after start.
-		return &lease{r: r, key: key, value: value, deadline: start.Add(validity)}, nil
+		l := &lease{r: r, key: key, value: value}
+		l.deadline.Set(start.Add(validity))
+		return l, nil
 	}
 	// Undo wherever our value may be: on the nodes that granted, and on those
 	// that failed or timed out, where the SET may have landed after all. A

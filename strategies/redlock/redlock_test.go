@@ -103,35 +103,37 @@ func TestRedlock(t *testing.T) {
 		}
 	})
 
+	clients := make([]*redis.Client, len(cl.Redis))
+	for i, n := range cl.Redis {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
+		defer clients[i].Close()
+	}
+	// expire deletes key's lock on the first n nodes, as its TTL running out
+	// there first would.
+	expire := func(t *testing.T, key string, n int) {
+		for _, c := range clients[:n] {
+			if err := c.Del(context.Background(), redisutil.LockKey(key)).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// left counts the nodes that still have key's lock.
+	left := func(key string) int {
+		k := 0
+		for _, c := range clients {
+			if c.Exists(context.Background(), redisutil.LockKey(key)).Val() == 1 {
+				k++
+			}
+		}
+		return k
+	}
+
 	// A lease is released if a quorum of nodes still held it, and is not
 	// ours any more (ErrNotOwner) when its keys were gone from a majority:
 	// the rest, left by uneven expiry, are still deleted.
 	t.Run("release-quorum", func(t *testing.T) {
 		r := open(t, cl, ttl)
 		ctx := context.Background()
-		clients := make([]*redis.Client, len(cl.Redis))
-		for i, n := range cl.Redis {
-			clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
-			defer clients[i].Close()
-		}
-		// expire deletes the lease's key on the first n nodes, as its TTL
-		// running out there first would.
-		expire := func(key string, n int) {
-			for _, c := range clients[:n] {
-				if err := c.Del(ctx, redisutil.LockKey(key)).Err(); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		left := func(key string) int {
-			k := 0
-			for _, c := range clients {
-				if c.Exists(ctx, redisutil.LockKey(key)).Val() == 1 {
-					k++
-				}
-			}
-			return k
-		}
 		for _, tc := range []struct {
 			gone int
 			want error
@@ -141,13 +143,57 @@ func TestRedlock(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Acquire: %v", err)
 			}
-			expire(key, tc.gone)
+			expire(t, key, tc.gone)
 			if err := l.Release(ctx); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 				t.Errorf("Release with the key gone from %d of 5 nodes: got %v; want %v", tc.gone, err, tc.want)
 			}
 			if k := left(key); k != 0 {
 				t.Errorf("after Release with the key gone from %d of 5 nodes: still on %d nodes; want 0", tc.gone, k)
 			}
+		}
+	})
+
+	// A lease is extended if a quorum of nodes still held it, with its
+	// Deadline moved on by the validity left after the round; when its keys
+	// were gone from a majority, Extend reports ErrNotOwner, leaves the
+	// Deadline alone and deletes the rest, as Release would.
+	t.Run("extend-quorum", func(t *testing.T) {
+		const short, longer = time.Second, 20 * time.Second
+		r := open(t, cl, short)
+		ctx := context.Background()
+		extDrift := time.Duration(float64(longer)*redlock.DriftFactor) + redlock.DriftConstant
+		for _, tc := range []struct {
+			gone int
+			want error
+		}{{0, nil}, {2, nil}, {3, strategies.ErrNotOwner}, {5, strategies.ErrNotOwner}} {
+			key := fmt.Sprintf("extend-quorum-%d", tc.gone)
+			l, err := r.Acquire(ctx, key)
+			if err != nil {
+				t.Fatalf("Acquire: %v", err)
+			}
+			dl := l.Deadline()
+			expire(t, key, tc.gone)
+			before := time.Now()
+			err = l.(strategies.Extender).Extend(ctx, longer)
+			after := time.Now()
+			if !errors.Is(err, tc.want) {
+				t.Errorf("Extend with the key gone from %d of 5 nodes: got %v; want %v", tc.gone, err, tc.want)
+			}
+			got := l.Deadline()
+			switch {
+			case tc.want == nil && (got.Before(before.Add(longer-extDrift-after.Sub(before))) || got.After(after.Add(longer-extDrift))):
+				t.Errorf("Deadline after Extend(%v): %v from the call, which took %v; want %v − drift %v − at most the call's duration", longer, got.Sub(before), after.Sub(before), longer, extDrift)
+			case tc.want != nil && !got.Equal(dl):
+				t.Errorf("Deadline after a refused Extend: moved by %v; want unchanged", got.Sub(dl))
+			}
+			want := len(clients) - tc.gone
+			if tc.want != nil {
+				want = 0
+			}
+			if k := left(key); k != want {
+				t.Errorf("after Extend with the key gone from %d of 5 nodes: on %d nodes; want %d", tc.gone, k, want)
+			}
+			_ = l.Release(ctx)
 		}
 	})
 }

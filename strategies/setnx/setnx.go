@@ -13,8 +13,7 @@ func init() {
 	strategies.Register(strategies.Info{
 		Name:         "setnx",
 		Description:  "Redis SET NX PX on one node, owner-checked release (Lua); no fencing token",
-		Backend:      strategies.BackendRedis,
-		RedisNodes:   1,
+		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		CrossProcess: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			s, err := New(ctx, cfg)
@@ -36,7 +35,7 @@ var _ strategies.Strategy = (*SetNX)(nil)
 // New connects to cfg.RedisAddrs[0] and checks that it answers. Locks live
 // cfg.TTL (truncated to whole milliseconds, the resolution of PX).
 func New(ctx context.Context, cfg strategies.Config) (*SetNX, error) {
-	n, err := redisutil.DialNode(ctx, "setnx", cfg, redisutil.ReleaseScript)
+	n, err := redisutil.DialNode(ctx, "setnx", cfg, redisutil.ReleaseScript, redisutil.ExtendScript)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,182 @@
+package plan
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/lockbench/lockbench/results"
+)
+
+// Sweep defaults and bounds.
+const (
+	// DefaultStartRate is the first offered rate without a target: 250
+	// payments/s (see StartRate).
+	DefaultStartRate = 250.0
+	// DefaultRateStep is the factor between ramp steps: 2.
+	DefaultRateStep = 2.0
+	// DefaultRefine is the number of bisection steps between the last rate
+	// that held and the first that did not: 2 (a factor of 2 narrows to
+	// 2^(1/4) ≈ 1.19).
+	DefaultRefine = 2
+	// MaxSteps bounds the rates one sweep tries: 12.
+	MaxSteps = 12
+	// maxWalkDown bounds the steps below the start rate when even the
+	// first step fails: 3 (a factor of 8 at ×2). Below that a plan is
+	// better re-run with a lower start rate than walked down further.
+	maxWalkDown = 3
+	// minRate is the lowest rate a sweep tries: 1 payment/s.
+	minRate = 1.0
+)
+
+// Config is how one strategy's rate sweep runs and judges its steps.
+type Config struct {
+	// Start is the first offered rate, payments/s (see StartRate).
+	Start float64
+	// Factor is the ratio between ramp steps, > 1 (DefaultRateStep).
+	Factor float64
+	// MaxRate caps the offered rate, payments/s; 0: no cap.
+	MaxRate float64
+	// Refine is the number of bisection steps after the first failing
+	// rate (DefaultRefine).
+	Refine int
+	// SLO is the p99 total latency a sustainable rate stays under
+	// (DefaultSLOP99).
+	SLO time.Duration
+	// Confirm re-runs a failing step once; the rate fails only if the
+	// second run fails too, so one hiccup of a shared machine does not
+	// end a sweep.
+	Confirm bool
+}
+
+// StartRate is the first offered rate for a target (payments/s; 0: none):
+// two steps of factor below the target, so the target itself is one of the
+// steps, or DefaultStartRate without a target.
+func StartRate(target, factor float64) float64 {
+	if target <= 0 {
+		return DefaultStartRate
+	}
+	return roundRate(target / (factor * factor))
+}
+
+// StepFunc runs one step of a sweep at an offered rate (payments/s). The
+// caller decides what a step is (in lockbench, one open-loop run of the
+// plan's scenario); Sweep only chooses the rates and judges the runs.
+type StepFunc func(ctx context.Context, rate float64) (results.Run, error)
+
+// SweepResult is what a sweep found.
+type SweepResult struct {
+	// Steps are every step run, in order; Runs the runs that decided a
+	// rate (a failed step that was retried is in Steps only).
+	Steps []Step
+	Runs  []results.Run
+	// Max is the highest offered rate that held (0: none did); Achieved
+	// is the achieved rate at that step.
+	Max, Achieved float64
+	// LimitedBy is why no higher rate was found: the failing step's
+	// reason, "--max-rate reached" or "step limit".
+	LimitedBy string
+}
+
+// Sweep finds the highest sustainable rate: it ramps the offered rate by
+// cfg.Factor from cfg.Start until a step fails (or cfg.MaxRate holds),
+// walks down by the same factor (at most maxWalkDown steps) when the very
+// first step fails, then bisects (geometric mean) cfg.Refine times between
+// the highest rate that held and the lowest that failed. It assumes a rate
+// that fails would fail at any higher rate. At most MaxSteps rates are
+// tried (a confirming re-run does not count); it stops early, with what it
+// has, when ctx is done or a step returns an error.
+func Sweep(ctx context.Context, cfg Config, step StepFunc) (SweepResult, error) {
+	var res SweepResult
+	lo, hi := 0.0, math.Inf(1)
+	hiReason := ""
+	tried := 0
+	once := func(rate float64) (Step, error) {
+		r, err := step(ctx, rate)
+		if err == nil && (r.Summary.Interrupted || ctx.Err() != nil) {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return Step{}, err
+		}
+		res.Runs = append(res.Runs, r)
+		st := judge(&r.Summary, rate, cfg.SLO)
+		res.Steps = append(res.Steps, st)
+		return st, nil
+	}
+	try := func(rate float64) (bool, error) {
+		tried++
+		st, err := once(rate)
+		if err == nil && !st.OK && cfg.Confirm {
+			res.Steps[len(res.Steps)-1].Retried = true
+			res.Runs = res.Runs[:len(res.Runs)-1]
+			st, err = once(rate)
+		}
+		if err != nil {
+			return false, err
+		}
+		if st.OK && rate > lo {
+			lo, res.Achieved = rate, st.Achieved
+		} else if !st.OK && rate < hi {
+			hi, hiReason = rate, st.Reason
+		}
+		return st.OK, nil
+	}
+	room := func() bool { return tried < MaxSteps }
+	finish := func(err error) (SweepResult, error) {
+		res.Max = lo
+		switch {
+		case !math.IsInf(hi, 1):
+			res.LimitedBy = hiReason
+		case cfg.MaxRate > 0 && lo >= cfg.MaxRate:
+			res.LimitedBy = "--max-rate reached"
+		default:
+			res.LimitedBy = "step limit"
+		}
+		return res, err
+	}
+
+	// Ramp up until a step fails.
+	for rate := cfg.Start; room(); rate = roundRate(rate * cfg.Factor) {
+		if cfg.MaxRate > 0 && rate > cfg.MaxRate {
+			rate = cfg.MaxRate
+		}
+		ok, err := try(rate)
+		if err != nil {
+			return finish(err)
+		}
+		if !ok || (cfg.MaxRate > 0 && rate >= cfg.MaxRate) {
+			break
+		}
+	}
+	// The first step failed: walk down until one holds.
+	rate := hi
+	for i := 0; i < maxWalkDown && lo == 0 && room(); i++ {
+		if rate = roundRate(rate / cfg.Factor); rate < minRate {
+			break
+		}
+		if _, err := try(rate); err != nil {
+			return finish(err)
+		}
+	}
+	// Bisect between the last rate that held and the first that failed.
+	for i := 0; i < cfg.Refine && lo > 0 && !math.IsInf(hi, 1) && room(); i++ {
+		mid := roundRate(math.Sqrt(lo * hi))
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if _, err := try(mid); err != nil {
+			return finish(err)
+		}
+	}
+	return finish(nil)
+}
+
+// roundRate rounds a rate to a whole number of payments/s (to 0.1 under
+// 10/s), so steps have readable names.
+func roundRate(r float64) float64 {
+	if r < 10 {
+		return math.Round(r*10) / 10
+	}
+	return math.Round(r)
+}

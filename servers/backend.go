@@ -1,0 +1,213 @@
+package servers
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// backend is everything lockbench knows about one kind of server: where a
+// user names their own, how its endpoints sit in a lock config, which of a
+// Cluster's servers are its nodes, and how to point one endpoint elsewhere
+// (a partition's proxy). A new kind of server is one more entry here, its
+// start code in this package, and its strategy's folder.
+type backend struct {
+	kind strategies.Backend
+	// noun names one node for people: "Redis node".
+	noun string
+	// flag and env are where a user names existing servers of this kind.
+	flag, env string
+	// endpoints returns this backend's entries of ep, one per node.
+	endpoints func(ep Endpoints) []string
+	// fromConfig and toConfig read and write this backend's entries of a
+	// lock config.
+	fromConfig func(c strategies.Config) []string
+	toConfig   func(c *strategies.Config, endpoints []string)
+	// nodes returns the servers of this kind a Cluster started, in the
+	// order of its endpoints.
+	nodes func(c *Cluster) []Node
+	// need records in n that a run needs count nodes (0: the backend as a
+	// whole).
+	need func(n *Needs, count int)
+	// hostPort returns the TCP address an endpoint dials; withHostPort
+	// returns the endpoint pointed at another address.
+	hostPort     func(endpoint string) (string, error)
+	withHostPort func(endpoint, addr string) (string, error)
+	// forgets: a node killed and started again comes back empty (Redis
+	// without persistence, the default), so it forgets the locks it held.
+	forgets bool
+	// clock: a node's clock can be moved while it runs (libfaketime).
+	clock bool
+}
+
+var backends = map[strategies.Backend]*backend{
+	strategies.BackendRedis: {
+		kind: strategies.BackendRedis, noun: "Redis node",
+		flag: "--redis-addrs", env: EnvRedisAddrs,
+		endpoints:  func(ep Endpoints) []string { return ep.RedisAddrs },
+		fromConfig: func(c strategies.Config) []string { return c.RedisAddrs },
+		toConfig:   func(c *strategies.Config, e []string) { c.RedisAddrs = e },
+		nodes: func(c *Cluster) []Node {
+			out := make([]Node, len(c.Redis))
+			for i, r := range c.Redis {
+				out[i] = r
+			}
+			return out
+		},
+		need:         func(n *Needs, count int) { n.Redis = max(n.Redis, count, 1) },
+		hostPort:     splitHostPort("Redis address"),
+		withHostPort: func(_, addr string) (string, error) { return addr, nil },
+		forgets:      true,
+		clock:        true,
+	},
+	strategies.BackendEtcd: {
+		kind: strategies.BackendEtcd, noun: "etcd member",
+		flag: "--etcd-endpoints", env: EnvEtcdEndpoints,
+		endpoints:  func(ep Endpoints) []string { return ep.EtcdEndpoints },
+		fromConfig: func(c strategies.Config) []string { return c.EtcdEndpoints },
+		toConfig:   func(c *strategies.Config, e []string) { c.EtcdEndpoints = e },
+		nodes: func(c *Cluster) []Node {
+			out := make([]Node, len(c.Etcd))
+			for i, m := range c.Etcd {
+				out[i] = m
+			}
+			return out
+		},
+		need:         func(n *Needs, _ int) { n.Etcd = true },
+		hostPort:     hostOfURL,
+		withHostPort: replaceURLHost,
+	},
+	strategies.BackendPostgres: {
+		kind: strategies.BackendPostgres, noun: "Postgres server",
+		flag: "--pg-dsn", env: EnvPostgresDSN,
+		endpoints:  func(ep Endpoints) []string { return nonEmpty(ep.PostgresDSN) },
+		fromConfig: func(c strategies.Config) []string { return nonEmpty(c.PostgresDSN) },
+		toConfig: func(c *strategies.Config, e []string) {
+			c.PostgresDSN = ""
+			if len(e) > 0 {
+				c.PostgresDSN = e[0]
+			}
+		},
+		nodes: func(c *Cluster) []Node {
+			if c.Postgres == nil {
+				return nil
+			}
+			return []Node{c.Postgres}
+		},
+		need:         func(n *Needs, _ int) { n.Postgres = true },
+		hostPort:     hostOfDSN,
+		withHostPort: replaceDSNHost,
+	},
+	strategies.BackendZooKeeper: {
+		kind: strategies.BackendZooKeeper, noun: "ZooKeeper server",
+		flag: "--zk-servers", env: EnvZKServers,
+		endpoints:  func(ep Endpoints) []string { return ep.ZKServers },
+		fromConfig: func(c strategies.Config) []string { return c.ZKServers },
+		toConfig:   func(c *strategies.Config, e []string) { c.ZKServers = e },
+		nodes: func(c *Cluster) []Node {
+			out := make([]Node, len(c.ZooKeeper))
+			for i, m := range c.ZooKeeper {
+				out[i] = m
+			}
+			return out
+		},
+		need:         func(n *Needs, _ int) { n.ZooKeeper = true },
+		hostPort:     splitHostPort("ZooKeeper server"),
+		withHostPort: func(_, addr string) (string, error) { return addr, nil },
+	},
+}
+
+// Forgets reports whether a node of kind, killed and started again by
+// lockbench, comes back without the locks it held (Redis without
+// persistence): what restart-node needs.
+func Forgets(kind strategies.Backend) bool { b, ok := backends[kind]; return ok && b.forgets }
+
+// MovableClock reports whether lockbench can move the clock of a node of
+// kind while it runs (Options.Faketime): what clock-jump needs.
+func MovableClock(kind strategies.Backend) bool { b, ok := backends[kind]; return ok && b.clock }
+
+// lookupBackend returns the descriptor of kind, or an error naming it.
+func lookupBackend(kind strategies.Backend) (*backend, error) {
+	b, ok := backends[kind]
+	if !ok {
+		return nil, fmt.Errorf("servers: unknown backend %q", kind)
+	}
+	return b, nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func splitHostPort(what string) func(string) (string, error) {
+	return func(ep string) (string, error) {
+		if _, _, err := net.SplitHostPort(ep); err != nil {
+			return "", fmt.Errorf("%s %q is not host:port", what, ep)
+		}
+		return ep, nil
+	}
+}
+
+// hostOfURL returns the host:port of an etcd endpoint (a URL or host:port).
+func hostOfURL(ep string) (string, error) {
+	if !strings.Contains(ep, "://") {
+		return splitHostPort("etcd endpoint")(ep)
+	}
+	u, err := url.Parse(ep)
+	if err != nil || u.Port() == "" {
+		return "", fmt.Errorf("etcd endpoint %q has no host:port", Redact(ep))
+	}
+	return u.Host, nil
+}
+
+func replaceURLHost(ep, addr string) (string, error) {
+	if !strings.Contains(ep, "://") {
+		return addr, nil
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		return "", fmt.Errorf("etcd endpoint %q cannot be parsed", Redact(ep))
+	}
+	u.Host = addr
+	return u.String(), nil
+}
+
+// hostOfDSN returns the host:port of a Postgres DSN (URL or keyword/value
+// form). Errors never quote the DSN: it may hold a password.
+func hostOfDSN(dsn string) (string, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "", errors.New("the Postgres DSN cannot be parsed (not shown: it may hold a password)")
+	}
+	if strings.HasPrefix(cfg.Host, "/") || len(cfg.Fallbacks) > 0 {
+		return "", errors.New("the Postgres DSN names a Unix socket or several hosts; want one TCP host:port")
+	}
+	return net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), nil
+}
+
+// replaceDSNHost points dsn at addr. In keyword/value form a later keyword
+// overrides an earlier one, so appending is enough.
+func replaceDSNHost(dsn, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", errors.New("the Postgres DSN cannot be parsed (not shown: it may hold a password)")
+		}
+		u.Host = addr
+		return u.String(), nil
+	}
+	return fmt.Sprintf("%s host=%s port=%s", dsn, host, port), nil
+}

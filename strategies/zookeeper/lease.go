@@ -1,0 +1,81 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// lease is one held lock: our znode, lowest in its key's queue.
+type lease struct {
+	z        *ZooKeeper
+	key      string
+	n        *node
+	released atomic.Bool
+}
+
+// newLease wraps n, which has just been found lowest in its queue.
+//
+// The token is n's sequence number plus one (0 means "no token" to the
+// store, and the first znode under a parent is number 0). It is strictly
+// increasing across successive holders of a key. ZooKeeper numbers a
+// sequential znode with its parent's child version, which every create and
+// delete of a child increments and nothing decrements (the parents are
+// never deleted, see makeParents), so of two lock znodes under one parent
+// the one created later has the larger number. The holder is the lock
+// znode with the smallest number among those that exist. A holder's
+// successor therefore either had its znode already while the holder held
+// the lock (then its number is larger, or it would have held the lock
+// first), or created it later (a larger number still). That holds however
+// the holder went: a Release, or its session expiring while it was paused,
+// when it still believes it holds the lock and its stale writes carry the
+// smaller token. And the number names exactly one znode, which Release
+// deletes.
+func (z *ZooKeeper) newLease(key string, n *node) *lease {
+	return &lease{z: z, key: key, n: n}
+}
+
+// Key returns the lock key.
+func (l *lease) Key() string { return l.key }
+
+// Token returns the lock znode's sequence number plus one.
+func (l *lease) Token() int64 { return l.n.seq + 1 }
+
+// Deadline returns when the session the lock znode lives in expires unless
+// the server hears from the client again: the send time of the latest
+// request the server answered in that session, plus the session timeout it
+// granted. It moves on with every answer (a request every third of the
+// timeout keeps it moving while the process runs) and stops when the
+// session is lost, or the process is paused. The server expires the
+// session no earlier (at its next tick after that, up to TickTime later).
+func (l *lease) Deadline() time.Time { return l.n.s.expiry() }
+
+// Release deletes the lock znode if it is still there (version-checked:
+// ours is never modified). It returns strategies.ErrNotOwner when it is
+// gone, which happens when the session expired (its ephemeral znodes went
+// with it), and on a second Release. When the server does not answer,
+// Release returns an error wrapping strategies.ErrUnavailable and keeps
+// deleting the znode in the background, so that it cannot block the key.
+func (l *lease) Release(ctx context.Context) error {
+	if !l.released.CompareAndSwap(false, true) {
+		return strategies.ErrNotOwner
+	}
+	_, err := l.z.do(ctx, func() error { return l.z.conn.Delete(l.n.path, 0) })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion):
+		return strategies.ErrNotOwner
+	case errors.Is(err, zk.ErrSessionExpired):
+		// The request was waiting on the old session's connection; the
+		// server deleted the znode with the session.
+		return strategies.ErrNotOwner
+	}
+	go l.z.forget(l.n.path)
+	return classify(ctx, "release "+l.key, err)
+}
