@@ -47,6 +47,9 @@ type Instance struct {
 	// slowOnce, when > 0, is the hold (ns) of the next critical section
 	// entered: the `slow` fault.
 	slowOnce atomic.Int64
+	// outcomes is the acquire latency by outcome over the whole run, which
+	// Swap (the collector alone) drains into.
+	outcomes results.OutcomeSet
 }
 
 // NewInstance builds an instance's strategy and starts its workers.
@@ -58,7 +61,7 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 	if err != nil {
 		return nil, err
 	}
-	in := &Instance{cfg: cfg, strategy: s, store: acc}
+	in := &Instance{cfg: cfg, strategy: s, store: acc, outcomes: results.NewOutcomeSet()}
 	if info, _ := strategies.Lookup(cfg.Strategy); info.Transactional {
 		// A transactional strategy's deliveries are transactions on the
 		// Postgres store, over the instance's own connection (as an app
@@ -159,9 +162,13 @@ func (in *Instance) Slow(d time.Duration) { in.slowOnce.Store(int64(d)) }
 // Swap collects what the workers recorded since the last Swap, merged.
 func (in *Instance) Swap(into results.PhaseSet) {
 	for _, w := range in.workers {
-		w.rec.Drain(into)
+		w.rec.Drain(into, in.outcomes)
 	}
 }
+
+// Outcomes returns the acquire latency by outcome drained so far (call it
+// after the last Swap, from the collector's side).
+func (in *Instance) Outcomes() results.OutcomeSet { return in.outcomes }
 
 // Counts sums the workers' counters.
 func (in *Instance) Counts() Snapshot {

@@ -37,6 +37,8 @@ type childMsg struct {
 	Err    string
 	Counts Snapshot
 	Hists  []*hdrhistogram.Snapshot // one per phase: what was recorded since the last stats
+	// Outcomes is the acquire latency by outcome since the last stats.
+	Outcomes []*hdrhistogram.Snapshot
 }
 
 // MaybeRunChild runs this process as an instance process and exits, if it
@@ -99,6 +101,12 @@ func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(chi
 		for _, h := range set {
 			m.Hists = append(m.Hists, h.Export())
 		}
+		// The instance keeps its outcomes for the whole run; send what
+		// was added since the last stats.
+		for _, h := range inst.Outcomes() {
+			m.Outcomes = append(m.Outcomes, h.Export())
+			h.Reset()
+		}
 		return send(m)
 	}
 	stop := make(chan struct{})
@@ -146,9 +154,11 @@ type remoteInstance struct {
 
 	mu      sync.Mutex
 	pending results.PhaseSet
-	counts  Snapshot
-	err     error
-	stopped bool
+	// outcomes is every outcome latency the process reported.
+	outcomes results.OutcomeSet
+	counts   Snapshot
+	err      error
+	stopped  bool
 }
 
 var _ instance = (*remoteInstance)(nil)
@@ -185,7 +195,7 @@ func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, log 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	r := &remoteInstance{cmd: cmd, stdin: stdin, bw: bufio.NewWriter(stdin), done: make(chan struct{}), pending: results.NewPhaseSet()}
+	r := &remoteInstance{cmd: cmd, stdin: stdin, bw: bufio.NewWriter(stdin), done: make(chan struct{}), pending: results.NewPhaseSet(), outcomes: results.NewOutcomeSet()}
 	r.enc = gob.NewEncoder(r.bw)
 	ready := make(chan error, 1)
 	go r.read(stdout, ready)
@@ -233,6 +243,11 @@ func (r *remoteInstance) read(stdout io.Reader, ready chan<- error) {
 					r.pending[p].Merge(hdrhistogram.Import(s))
 				}
 			}
+			for o, s := range m.Outcomes {
+				if o < len(r.outcomes) {
+					r.outcomes[o].Merge(hdrhistogram.Import(s))
+				}
+			}
 			r.mu.Unlock()
 			if m.Kind == "done" {
 				return
@@ -262,6 +277,13 @@ func (r *remoteInstance) Swap(into results.PhaseSet) {
 	into.Merge(r.pending)
 	r.pending.Reset()
 	r.mu.Unlock()
+}
+
+// Outcomes returns every acquire latency by outcome the process reported.
+func (r *remoteInstance) Outcomes() results.OutcomeSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.outcomes
 }
 
 // Counts returns the process's last reported counters.

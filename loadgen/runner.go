@@ -51,6 +51,8 @@ type instance interface {
 	InstanceHandle
 	Deliver(ctx context.Context, d Delivery) error
 	Swap(into results.PhaseSet)
+	// Outcomes is the acquire latency by outcome over the run so far.
+	Outcomes() results.OutcomeSet
 	Counts() Snapshot
 	Stop() error
 }
@@ -183,10 +185,13 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		return results.Run{}, fmt.Errorf("store counts: %w", err)
 	}
 	var snap Snapshot
+	outcomes := results.NewOutcomeSet()
 	for _, in := range insts {
 		snap.Add(in.Counts())
+		outcomes.Merge(in.Outcomes())
 	}
 	sum := summarize(o, info, sc, env, counts, snap, total, end.Sub(measureStart), behind)
+	sum.LatencyByOutcome = outcomes.Latencies()
 	sum.Interrupted = ctx.Err() != nil
 	if err := errors.Join(stopErrs...); err != nil && ctx.Err() == nil {
 		sum.Errors[ErrClassOther]++
@@ -325,6 +330,8 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 		Overdrafts:    c.Overdrafts,
 		LostUpdates:   c.LostUpdates,
 		Overlaps:      c.Overlaps,
+		OverlapNs:     c.OverlapNs,
+		OverlapMaxNs:  c.OverlapMaxNs,
 		StaleRejected: c.StaleRejected,
 		StaleAccepted: c.StaleAccepted,
 		NotAcquired:   snap.NotAcquired,

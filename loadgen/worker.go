@@ -117,7 +117,7 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 
 	t0 := time.Now()
 	actx, cancel := context.WithTimeout(ctx, sc.AcquireTimeout)
-	lease, _, err := strategies.AcquireRetry(actx, in.strategy, key, sc.Retry.Retry)
+	lease, attempts, err := strategies.AcquireRetry(actx, in.strategy, key, sc.Retry.Retry)
 	cancel()
 	t1 := time.Now()
 	if err != nil {
@@ -131,12 +131,22 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 		case errors.Is(err, strategies.ErrNotAcquired),
 			actx.Err() != nil && !errors.Is(err, strategies.ErrUnavailable):
 			w.c.NotAcquired.Add(1)
+			if d.Record {
+				w.rec.RecordOutcome(results.GaveUp, t1.Sub(t0))
+			}
 		default:
 			w.c.Errors[classify(err)].Add(1)
 		}
 		return
 	}
 	w.c.Acquired.Add(1)
+	if d.Record {
+		outcome := results.FirstTry
+		if attempts > 1 || strategies.Waited(lease) {
+			outcome = results.Waited
+		}
+		w.rec.RecordOutcome(outcome, t1.Sub(t0))
+	}
 
 	w.critical(cx, d, key, lease)
 	t2 := time.Now()
@@ -208,6 +218,11 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	switch {
 	case err == nil:
 		w.c.Acquired.Add(1)
+		if d.Record {
+			// A marker insert that waited on another transaction's marker
+			// is not told apart: every claim counts as a first try.
+			w.rec.RecordOutcome(results.FirstTry, t1.Sub(t0))
+		}
 	case cx.run.Err() != nil:
 		// The run is ending: neither a give-up nor a server error.
 		return
@@ -216,6 +231,7 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 		w.c.NotAcquired.Add(1)
 		if d.Record {
 			w.rec.Record(results.Acquire, t1.Sub(t0))
+			w.rec.RecordOutcome(results.GaveUp, t1.Sub(t0))
 		}
 		return
 	case errors.Is(err, errStore):

@@ -60,7 +60,7 @@ func makeRun(f fixture) Run {
 			sample(rec.Record, 1)
 		}
 		run.Total = NewPhaseSet()
-		rec.Drain(run.Total)
+		rec.Drain(run.Total, OutcomeSet{})
 	}
 	for i := 0; i < f.intervals; i++ {
 		rec := NewRecorder()
@@ -76,7 +76,7 @@ func makeRun(f fixture) Run {
 			sample(rec.Record, factor)
 		}
 		iv := Interval{StartNs: int64(i) * 1e9, EndNs: int64(i+1) * 1e9, Hists: NewPhaseSet()}
-		rec.Drain(iv.Hists)
+		rec.Drain(iv.Hists, OutcomeSet{})
 		run.Total.Merge(iv.Hists)
 		run.Intervals = append(run.Intervals, iv)
 	}

@@ -58,6 +58,8 @@ type Recorder struct {
 	buf [NumPhases][]int64
 	// spare is the drained buffers, kept for reuse; only Drain touches it.
 	spare [NumPhases][]int64
+	// out holds acquire latencies by outcome, drained with buf.
+	out, outSpare [NumOutcomes][]int64
 }
 
 // NewRecorder returns an empty recorder.
@@ -80,6 +82,13 @@ func (r *Recorder) RecordCycle(acquire, critical, release, total time.Duration) 
 	r.mu.Unlock()
 }
 
+// RecordOutcome adds one acquire latency for outcome o.
+func (r *Recorder) RecordOutcome(o Outcome, d time.Duration) {
+	r.mu.Lock()
+	r.out[o] = append(r.out[o], clamp(d))
+	r.mu.Unlock()
+}
+
 func clamp(d time.Duration) int64 {
 	v := int64(d)
 	if v < 0 {
@@ -88,13 +97,17 @@ func clamp(d time.Duration) int64 {
 	return min(v, MaxLatencyNs)
 }
 
-// Drain records everything recorded since the last Drain into into. Only one
-// goroutine (the collector) may call Drain.
-func (r *Recorder) Drain(into PhaseSet) {
+// Drain records everything recorded since the last Drain into into, and the
+// acquire latencies by outcome into outcomes (which may be all nil: dropped).
+// Only one goroutine (the collector) may call Drain.
+func (r *Recorder) Drain(into PhaseSet, outcomes OutcomeSet) {
 	r.mu.Lock()
-	full := r.buf
+	full, fullOut := r.buf, r.out
 	for p := range r.spare {
 		r.buf[p] = r.spare[p][:0]
+	}
+	for o := range r.outSpare {
+		r.out[o] = r.outSpare[o][:0]
 	}
 	r.mu.Unlock()
 	for p, vs := range full {
@@ -102,7 +115,15 @@ func (r *Recorder) Drain(into PhaseSet) {
 			_ = into[p].RecordValue(v)
 		}
 	}
-	r.spare = full
+	for o, vs := range fullOut {
+		if outcomes[o] == nil {
+			continue
+		}
+		for _, v := range vs {
+			_ = outcomes[o].RecordValue(v)
+		}
+	}
+	r.spare, r.outSpare = full, fullOut
 }
 
 // Reset empties every phase.

@@ -20,15 +20,20 @@ type Summary struct {
 	Fencing bool   `json:"fencing"`
 	Unsafe  bool   `json:"unsafe"`
 
-	Payments      int64 `json:"payments"`
-	Deliveries    int64 `json:"deliveries"`
-	Processed     int64 `json:"processed"`
-	Duplicates    int64 `json:"duplicates"`
-	Lost          int64 `json:"lost"`
-	Unprocessed   int64 `json:"unprocessed"`
-	Overdrafts    int64 `json:"overdrafts"`
-	LostUpdates   int64 `json:"lost_updates"`
-	Overlaps      int64 `json:"overlaps"`
+	Payments    int64 `json:"payments"`
+	Deliveries  int64 `json:"deliveries"`
+	Processed   int64 `json:"processed"`
+	Duplicates  int64 `json:"duplicates"`
+	Lost        int64 `json:"lost"`
+	Unprocessed int64 `json:"unprocessed"`
+	Overdrafts  int64 `json:"overdrafts"`
+	LostUpdates int64 `json:"lost_updates"`
+	Overlaps    int64 `json:"overlaps"`
+	// OverlapNs and OverlapMaxNs are the window of exposure: the total and
+	// the longest time two holders were inside one key's critical section
+	// at once, as the store saw it.
+	OverlapNs     int64 `json:"overlap_ns"`
+	OverlapMaxNs  int64 `json:"overlap_max_ns"`
 	StaleRejected int64 `json:"stale_rejected"`
 	StaleAccepted int64 `json:"stale_accepted"`
 	NotAcquired   int64 `json:"not_acquired"`
@@ -43,6 +48,16 @@ type Summary struct {
 
 	// Latency holds one entry per phase name (PhaseNames).
 	Latency map[string]Latency `json:"latency"`
+	// LatencyByOutcome splits acquire latency by what the delivery met:
+	// OutcomeFirstTry (the lock was free at once), OutcomeWaited (it retried,
+	// or a blocking strategy waited for a predecessor) and OutcomeGaveUp.
+	LatencyByOutcome map[string]Latency `json:"latency_by_outcome,omitempty"`
+	// Strikes counts the fault's strikes, UnsafeStrikes those whose window
+	// saw an unsafe outcome.
+	Strikes       int64 `json:"strikes"`
+	UnsafeStrikes int64 `json:"unsafe_strikes"`
+	// Redeliveries counts messages the broker delivered again (queue).
+	Redeliveries int64 `json:"redeliveries,omitempty"`
 
 	// DurationNs is the measured (post-warmup) wall time of the run.
 	DurationNs int64 `json:"duration_ns"`
@@ -98,6 +113,13 @@ func (p Params) Contenders() float64 {
 	}
 	return c
 }
+
+// The acquire outcomes of LatencyByOutcome.
+const (
+	OutcomeFirstTry = "first_try"
+	OutcomeWaited   = "waited"
+	OutcomeGaveUp   = "gave_up"
+)
 
 // Window is a span of time relative to the start of the measured run.
 type Window struct {

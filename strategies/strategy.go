@@ -61,6 +61,20 @@ type Blocker interface {
 	Blocks() bool
 }
 
+// Waiter is implemented by leases of blocking strategies that know whether
+// Acquire had to wait for a predecessor (an etcd key created after the
+// holder's, a busy in-process mutex), for the acquire latency by outcome.
+type Waiter interface {
+	Waited() bool
+}
+
+// Waited reports whether l's Acquire waited for a predecessor; false for a
+// lease that does not say (Waiter).
+func Waited(l Lease) bool {
+	w, ok := l.(Waiter)
+	return ok && w.Waited()
+}
+
 // Blocks reports whether s waits inside Acquire.
 func Blocks(s Strategy) bool {
 	b, ok := s.(Blocker)

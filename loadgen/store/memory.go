@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // memShards is the number of independently locked shards of the memory
@@ -22,8 +23,10 @@ const memShards = 64
 // PaymentMode its payment; LockKey (the name the strategy locked) is for
 // the Postgres store and for people reading a trace.
 type Memory struct {
-	mu     sync.RWMutex // guards setup against Reset
-	setup  Setup
+	mu    sync.RWMutex // guards setup against Reset
+	setup Setup
+	// epoch is the monotonic origin of the overlaps' times.
+	epoch  time.Time
 	shards [memShards]shard
 	// accounts[a], and keys[k] for every lock key k of account a's
 	// payments, are guarded by the shard of account a.
@@ -69,6 +72,9 @@ type recordVersion struct {
 type keyState struct {
 	active   int32
 	maxToken int64
+	// overlapSince is when active last rose to 2 (ns since the store's
+	// epoch): the start of the overlap under way, if any.
+	overlapSince int64
 }
 
 var _ Store = (*Memory)(nil)
@@ -84,6 +90,7 @@ func (m *Memory) Reset(_ context.Context, s Setup) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.setup = s
+	m.epoch = time.Now()
 	for i := range m.shards {
 		m.shards[i].c = Counts{}
 	}
@@ -150,6 +157,11 @@ func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
 	if ks.active > 0 {
 		sh.c.Overlaps++
 	}
+	if ks.active == 1 {
+		// A second holder: the window of exposure opens (the clock is read
+		// only when an overlap begins or ends, not on every call).
+		ks.overlapSince = int64(time.Since(m.epoch))
+	}
 	ks.active++
 	if r.Token > ks.maxToken {
 		ks.maxToken = r.Token
@@ -182,6 +194,12 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 		return FinishResp{}, errBaseAhead
 	}
 	ks.active--
+	if ks.active == 1 {
+		// Back to one holder: the overlap is over.
+		d := int64(time.Since(m.epoch)) - ks.overlapSince
+		sh.c.OverlapNs += d
+		sh.c.OverlapMaxNs = max(sh.c.OverlapMaxNs, d)
+	}
 	if !r.Apply {
 		return FinishResp{}, nil
 	}
@@ -260,6 +278,8 @@ func (m *Memory) Counts(context.Context) (Counts, error) {
 		sh := &m.shards[i]
 		sh.mu.Lock()
 		c.Overlaps += sh.c.Overlaps
+		c.OverlapNs += sh.c.OverlapNs
+		c.OverlapMaxNs = max(c.OverlapMaxNs, sh.c.OverlapMaxNs)
 		c.StaleRejected += sh.c.StaleRejected
 		c.StaleAccepted += sh.c.StaleAccepted
 		c.Overdrafts += sh.c.Overdrafts

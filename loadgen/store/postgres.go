@@ -239,7 +239,8 @@ func (p *Postgres) Counts(ctx context.Context) (Counts, error) {
 	// One statement, so one snapshot of all three tables.
 	err := p.pool.QueryRow(ctx, `
 SELECT p.processed, p.duplicates, p.lost, p.unprocessed, a.overdrafts,
-       a.lost_updates, k.overlaps, k.stale_rejected, k.stale_accepted, p.applications
+       a.lost_updates, k.overlaps, k.stale_rejected, k.stale_accepted, p.applications,
+       k.overlap_ns, k.overlap_max_ns
 FROM (SELECT count(*) FILTER (WHERE applications > 0) AS processed,
              coalesce(sum(applications - 1) FILTER (WHERE applications > 1), 0)::bigint AS duplicates,
              count(*) FILTER (WHERE applications > 0 AND in_record = 0) AS lost,
@@ -251,10 +252,13 @@ FROM (SELECT count(*) FILTER (WHERE applications > 0) AS processed,
       FROM lockbench_store_accounts) a,
      (SELECT coalesce(sum("overlaps"), 0)::bigint AS overlaps,
              coalesce(sum(stale_rejected), 0)::bigint AS stale_rejected,
-             coalesce(sum(stale_accepted), 0)::bigint AS stale_accepted
+             coalesce(sum(stale_accepted), 0)::bigint AS stale_accepted,
+             coalesce(sum(overlap_ns), 0)::bigint AS overlap_ns,
+             coalesce(max(overlap_max_ns), 0)::bigint AS overlap_max_ns
       FROM lockbench_store_lock_keys) k`,
 	).Scan(&c.Processed, &c.Duplicates, &c.Lost, &c.Unprocessed, &c.Overdrafts,
-		&c.LostUpdates, &c.Overlaps, &c.StaleRejected, &c.StaleAccepted, &c.Applications)
+		&c.LostUpdates, &c.Overlaps, &c.StaleRejected, &c.StaleAccepted, &c.Applications,
+		&c.OverlapNs, &c.OverlapMaxNs)
 	if err != nil {
 		return Counts{}, fmt.Errorf("store: postgres counts: %w", err)
 	}
@@ -329,8 +333,15 @@ CREATE TABLE IF NOT EXISTS lockbench_store_lock_keys ( -- "overlaps" is a keywor
   max_token      bigint NOT NULL,
   "overlaps"     bigint NOT NULL DEFAULT 0,
   stale_rejected bigint NOT NULL DEFAULT 0,
-  stale_accepted bigint NOT NULL DEFAULT 0
+  stale_accepted bigint NOT NULL DEFAULT 0,
+  overlap_since  timestamptz,                -- when active last rose to 2
+  overlap_ns     bigint NOT NULL DEFAULT 0,  -- total time with 2+ inside
+  overlap_max_ns bigint NOT NULL DEFAULT 0   -- the longest such time
 );
+ALTER TABLE lockbench_store_lock_keys
+  ADD COLUMN IF NOT EXISTS overlap_since  timestamptz,
+  ADD COLUMN IF NOT EXISTS overlap_ns     bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS overlap_max_ns bigint NOT NULL DEFAULT 0;
 
 CREATE OR REPLACE FUNCTION lockbench_store_enter(
   p_key text, p_token bigint, p_payment bigint, p_account int)
@@ -345,6 +356,7 @@ BEGIN
   ON CONFLICT (key) DO UPDATE SET
     active    = k.active + 1,
     "overlaps" = k."overlaps" + CASE WHEN k.active > 0 THEN 1 ELSE 0 END,
+    overlap_since = CASE WHEN k.active = 1 THEN clock_timestamp() ELSE k.overlap_since END,
     max_token = greatest(k.max_token, excluded.max_token);
   -- A fresh snapshot: sees every Finish that held the key before us.
   RETURN QUERY
@@ -377,13 +389,21 @@ DECLARE
   v_amount  bigint;      -- its debit
   v_debits  bigint := 0; -- change of the account's in-record debits
   v_debit   int := CASE WHEN p_debit > 0 THEN 1 ELSE 0 END;
+  v_now     timestamptz := clock_timestamp(); -- one reading for the overlap's end
 BEGIN
   PERFORM 1 FROM lockbench_store_payments WHERE id = p_payment AND account = p_account;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'unknown payment % or account %', p_payment, p_account
       USING ERRCODE = '` + sqlstateUnknown + `';
   END IF;
-  UPDATE lockbench_store_lock_keys SET active = active - 1
+  -- active-- (SET sees the old row: active = 2 means back to one holder,
+  -- which closes the window of exposure).
+  UPDATE lockbench_store_lock_keys SET
+    active         = active - 1,
+    overlap_ns     = overlap_ns + CASE WHEN active = 2
+      THEN (extract(epoch FROM v_now - overlap_since) * 1e9)::bigint ELSE 0 END,
+    overlap_max_ns = greatest(overlap_max_ns, CASE WHEN active = 2
+      THEN (extract(epoch FROM v_now - overlap_since) * 1e9)::bigint ELSE 0 END)
   WHERE key = p_key AND active > 0;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'Finish without Enter on key %', p_key

@@ -125,13 +125,17 @@ type Transactor interface {
 // Counts is the store's verdict on a run: the summary.json fields it owns
 // (results.Summary has the same names).
 type Counts struct {
-	Processed     int64
-	Duplicates    int64
-	Lost          int64
-	Unprocessed   int64
-	Overdrafts    int64
-	LostUpdates   int64
-	Overlaps      int64
+	Processed   int64
+	Duplicates  int64
+	Lost        int64
+	Unprocessed int64
+	Overdrafts  int64
+	LostUpdates int64
+	Overlaps    int64
+	// OverlapNs and OverlapMaxNs are the window of exposure: the total and
+	// the longest time a lock key had two or more holders inside at once.
+	OverlapNs     int64
+	OverlapMaxNs  int64
 	StaleRejected int64
 	StaleAccepted int64
 	Applications  int64

@@ -518,6 +518,13 @@ func checkCounts(ctx context.Context, t *testing.T, s Store, want Counts) {
 	if err != nil {
 		t.Fatalf("Counts: %v", err)
 	}
+	// The window of exposure is a time: it must be there exactly when an
+	// overlap was, and is compared apart from the counts.
+	if (got.Overlaps > 0) != (got.OverlapNs > 0) || got.OverlapMaxNs > got.OverlapNs || (got.Overlaps > 0) != (got.OverlapMaxNs > 0) {
+		t.Errorf("Counts: overlaps %d but overlap_ns %d, overlap_max_ns %d; want both > 0 (max ≤ total) exactly when overlaps > 0",
+			got.Overlaps, got.OverlapNs, got.OverlapMaxNs)
+	}
+	got.OverlapNs, got.OverlapMaxNs = 0, 0
 	if got != want {
 		t.Errorf("Counts: got %+v; want %+v", got, want)
 	}

@@ -17,6 +17,7 @@ type lease struct {
 	key      string
 	m        *concurrency.Mutex
 	token    int64
+	waited   bool
 	released atomic.Bool
 }
 
@@ -35,14 +36,25 @@ type lease struct {
 // depends on which request happened to answer last.
 func (e *Etcd) newLease(s *session, key string, m *concurrency.Mutex) *lease {
 	owner := m.IsOwner()
+	token := owner.GetCompare().GetCreateRevision()
 	return &lease{
 		e:     e,
 		s:     s,
 		key:   key,
 		m:     m,
-		token: owner.GetCompare().GetCreateRevision(),
+		token: token,
+		// Lock keeps the header of the response that granted it: the
+		// transaction that created our key (at revision token) when the
+		// lock was free, or the read after the predecessors' deletions
+		// (a later revision) when it waited.
+		waited: m.Header().GetRevision() > token,
 	}
 }
+
+var _ strategies.Waiter = (*lease)(nil)
+
+// Waited reports whether Lock waited for a predecessor's key to go.
+func (l *lease) Waited() bool { return l.waited }
 
 // Key returns the lock key.
 func (l *lease) Key() string { return l.key }

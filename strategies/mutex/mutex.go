@@ -63,6 +63,11 @@ func (m *Mutex) Acquire(ctx context.Context, key string) (strategies.Lease, erro
 	select {
 	case s <- struct{}{}:
 		return &lease{key: key, slot: s}, nil
+	default: // held: wait for it
+	}
+	select {
+	case s <- struct{}{}:
+		return &lease{key: key, slot: s, waited: true}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -72,10 +77,16 @@ func (m *Mutex) Acquire(ctx context.Context, key string) (strategies.Lease, erro
 func (*Mutex) Close() error { return nil }
 
 type lease struct {
-	key  string
-	slot chan struct{}
-	once sync.Once
+	key    string
+	slot   chan struct{}
+	once   sync.Once
+	waited bool
 }
+
+var _ strategies.Waiter = (*lease)(nil)
+
+// Waited reports whether Acquire found the key held and waited.
+func (l *lease) Waited() bool { return l.waited }
 
 func (l *lease) Key() string       { return l.key }
 func (*lease) Token() int64        { return 0 }

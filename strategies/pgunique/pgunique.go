@@ -53,11 +53,11 @@ func New(ctx context.Context, cfg strategies.Config) (Unique, error) {
 	defer cancel()
 	conn, err := pgx.ConnectConfig(cctx, ccfg)
 	if err != nil {
-		return Unique{}, fmt.Errorf("pgunique: connect: %w", errors.Join(strategies.ErrUnavailable, err))
+		return Unique{}, fmt.Errorf("pgunique: connect: %w: %w", strategies.ErrUnavailable, err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if err := conn.Ping(cctx); err != nil {
-		return Unique{}, fmt.Errorf("pgunique: ping: %w", errors.Join(strategies.ErrUnavailable, err))
+		return Unique{}, fmt.Errorf("pgunique: ping: %w: %w", strategies.ErrUnavailable, err)
 	}
 	return Unique{}, nil
 }
