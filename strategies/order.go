@@ -15,18 +15,19 @@ var canon = []struct {
 	name  string
 	color color.RGBA
 }{
-	{"nolock", color.RGBA{0x00, 0x00, 0x00, 0xff}},        // black: the control
-	{"mutex", color.RGBA{0xcc, 0x79, 0xa7, 0xff}},         // reddish purple
-	{"setnx", color.RGBA{0xd5, 0x5e, 0x00, 0xff}},         // vermillion
-	{"redislock", color.RGBA{0x33, 0x22, 0x88, 0xff}},     // indigo (Tol)
-	{"fencing", color.RGBA{0x00, 0x9e, 0x73, 0xff}},       // bluish green
-	{"redlock", color.RGBA{0xe6, 0x9f, 0x00, 0xff}},       // orange
-	{"redsync", color.RGBA{0xcc, 0x66, 0x77, 0xff}},       // rose (Tol)
-	{"etcd", color.RGBA{0x00, 0x72, 0xb2, 0xff}},          // blue
-	{"zookeeper", color.RGBA{0x11, 0x77, 0x33, 0xff}},     // green (Tol)
-	{"pg-onconflict", color.RGBA{0x56, 0xb4, 0xe9, 0xff}}, // sky blue
-	{"pg-advisory", color.RGBA{0xaa, 0x44, 0x99, 0xff}},   // purple (Tol)
-	{"pg-unique", color.RGBA{0xdd, 0xcc, 0x77, 0xff}},     // sand (Tol): no lock, the database's constraint
+	{"nolock", color.RGBA{0x00, 0x00, 0x00, 0xff}},         // black: the control
+	{"mutex", color.RGBA{0xcc, 0x79, 0xa7, 0xff}},          // reddish purple
+	{"setnx", color.RGBA{0xd5, 0x5e, 0x00, 0xff}},          // vermillion
+	{"redislock", color.RGBA{0x33, 0x22, 0x88, 0xff}},      // indigo (Tol)
+	{"setnx-watchdog", color.RGBA{0x88, 0xcc, 0xee, 0xff}}, // cyan (Tol)
+	{"fencing", color.RGBA{0x00, 0x9e, 0x73, 0xff}},        // bluish green
+	{"redlock", color.RGBA{0xe6, 0x9f, 0x00, 0xff}},        // orange
+	{"redsync", color.RGBA{0xcc, 0x66, 0x77, 0xff}},        // rose (Tol)
+	{"etcd", color.RGBA{0x00, 0x72, 0xb2, 0xff}},           // blue
+	{"zookeeper", color.RGBA{0x11, 0x77, 0x33, 0xff}},      // green (Tol)
+	{"pg-onconflict", color.RGBA{0x56, 0xb4, 0xe9, 0xff}},  // sky blue
+	{"pg-advisory", color.RGBA{0xaa, 0x44, 0x99, 0xff}},    // purple (Tol)
+	{"pg-unique", color.RGBA{0xdd, 0xcc, 0x77, 0xff}},      // sand (Tol): no lock, the database's constraint
 }
 
 // fallbackColors are for strategies missing from canon, picked by a hash of

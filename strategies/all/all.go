@@ -14,5 +14,6 @@ import (
 	_ "github.com/lockbench/lockbench/strategies/redlock"      // redlock
 	_ "github.com/lockbench/lockbench/strategies/redsync"      // redsync
 	_ "github.com/lockbench/lockbench/strategies/setnx"        // setnx
+	_ "github.com/lockbench/lockbench/strategies/watchdog"     // setnx-watchdog
 	_ "github.com/lockbench/lockbench/strategies/zookeeper"    // zookeeper
 )
