@@ -28,6 +28,8 @@ func Expected(info strategies.Info, fenced bool) string {
 		return "no exclusion across instances: double-processes duplicates sent to two instances"
 	case info.Transactional:
 		return "no lock: the unique constraint and the guarded debit hold under pause, slow and partition; kill-node of its database ends the run"
+	case info.SessionBound:
+		return "no TTL: pause and slow work keep the lock; a reset connection (partition mode=reset, a restart, a failover) drops it under a live holder: double-processing; kill-node: unavailable (one node)"
 	}
 	// The Redis nodes lockbench starts keep their keys in memory only: a
 	// node restarted empty, or whose clock jumps past the TTL, forgets the

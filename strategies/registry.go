@@ -69,6 +69,12 @@ type Info struct {
 	// generator through the store; its Acquire returns ErrTransactional. It
 	// needs the Postgres store.
 	Transactional bool
+	// SessionBound marks a lock that lives as long as its holder's
+	// connection (a Postgres advisory lock): no TTL, kept through a pause,
+	// freed at once when the holder closes or dies, and lost, while the
+	// holder carries on, when the connection is cut (a reset partition, a
+	// restart, a failover).
+	SessionBound bool
 	// KeepAlive marks a lock whose lease is renewed while its holder runs
 	// (etcd's session keepalive, a watchdog): slow work past the TTL keeps
 	// the lock, a paused process (whose renewals stop with it) does not.

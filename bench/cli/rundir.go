@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -31,11 +32,25 @@ func newRunDir(out, kind string, args []string) (*runDir, error) {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
 	return &runDir{dir: out, meta: results.Meta{
-		Title:   "lockbench " + kind,
-		Command: servers.Redact("lockbench " + kind + " " + strings.Join(args, " ")),
-		Date:    time.Now().UTC().Truncate(time.Second),
-		Host:    results.CurrentHost(),
+		SchemaVersion: results.MetaSchemaVersion,
+		Title:         "lockbench " + kind,
+		Command:       servers.Redact("lockbench " + kind + " " + strings.Join(args, " ")),
+		Date:          time.Now().UTC().Truncate(time.Second),
+		Host:          results.CurrentHost(),
+		Build:         results.CurrentBuild(),
+		LoadBefore:    results.CurrentLoad(),
 	}}, nil
+}
+
+// describe records in meta.json how the runs are made: the trials per
+// cell, the first trial's seed and the versions of the servers the
+// session started.
+func (d *runDir) describe(ctx context.Context, sess *session, trials int, seed int64) {
+	d.meta.Trials, d.meta.Seed = trials, seed
+	sess.trials, sess.firstSeed = trials, seed
+	if v := sess.cluster.Versions(ctx); len(v) > 0 {
+		d.meta.Servers = v
+	}
 }
 
 // add records r and writes the data files of every run so far.
@@ -57,9 +72,13 @@ func (d *runDir) close() error {
 	}
 	d.closed = true
 	if len(d.runs) == 0 {
+		// A command that failed before its first run leaves no empty
+		// directory behind (os.Remove removes only an empty one).
+		_ = os.Remove(d.dir)
 		return nil
 	}
-	return results.RenderRuns(d.dir, d.runs, d.meta)
+	d.meta.LoadAfter = results.CurrentLoad()
+	return errors.Join(results.WriteMeta(d.dir, d.meta), results.RenderRuns(d.dir, d.runs, d.meta))
 }
 
 // closeAtExit is close for a command's defer: its error, if any, is

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -70,6 +69,9 @@ func verdictScenario(fault string, fencing bool) loadgen.Scenario {
 		sc.Payments = verdictBaseline
 	}
 	sc.Fencing = fencing
+	if fault != "none" {
+		sc.Interval = faultInterval
+	}
 	return sc
 }
 
@@ -142,6 +144,24 @@ func verdictCases(names, faultNames []string) ([]verdictCase, error) {
 				}
 				cases = append(cases, verdictCase{strategy: name, info: info, spec: spec, sc: sc})
 			}
+			if f == "partition" && info.SessionBound {
+				// A session-bound lock survives a cut (its connection
+				// waits it out) but not a reset of its connection under a
+				// live holder, which is how it is lost in production.
+				reset, err := faults.Parse("partition:mode=reset")
+				if err != nil {
+					return nil, err
+				}
+				sc, err := reset.Adjust(verdictScenario(f, false))
+				if err != nil {
+					return nil, err
+				}
+				sc.Variant = "mode=reset"
+				if err := sc.Validate(); err != nil {
+					return nil, err
+				}
+				cases = append(cases, verdictCase{strategy: name, info: info, spec: reset, sc: sc})
+			}
 		}
 	}
 	return cases, nil
@@ -175,11 +195,16 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	fs := newFlagSet("verdicts", stderr)
 	var ef endpointFlags
 	ef.register(fs)
+	var mf metricsFlag
+	mf.register(fs)
 	strategyList := fs.String("strategy", "all", "comma-separated strategies (see `lockbench strategies`), or all")
 	faultList := fs.String("fault", "all", "comma-separated faults, or all: "+strings.Join(faults.Names(), ", "))
 	out := fs.String("out", "", "run directory (default out/verdicts-DATE-TIME)")
 	asJSON := fs.Bool("json", false, "print verdicts.json to stdout instead of the table")
 	failOnUnsafe := fs.Bool("fail-on-unsafe", false, "exit 3 when any strategy lost safety (for CI)")
+	trials := trialsFlag(fs)
+	seed := seedFlag(fs)
+	dryRun := fs.Bool("dry-run", false, "print the cells that would run, with an estimated time, and run nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
@@ -197,6 +222,12 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	if len(cases) == 0 {
 		return usageErr("--fault: none of %s applies to %s", strings.Join(faultNames, ", "), strings.Join(names, ", "))
+	}
+	for i := range cases {
+		cases[i].sc.Seed = *seed
+	}
+	if *dryRun {
+		return printCases(stdout, "verdicts", cases, *trials)
 	}
 	var opts servers.Options
 	for _, c := range cases {
@@ -218,6 +249,10 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		return err
 	}
 	defer sess.Close()
+	if err := sess.serveMetrics(mf); err != nil {
+		return err
+	}
+	dir.describe(ctx, sess, *trials, *seed)
 
 	var tokenless []string
 	for _, c := range cases {
@@ -225,7 +260,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 			tokenless = append(tokenless, c.strategy)
 		}
 	}
-	skipped, failed, err := runCases(ctx, sess, dir, cases, stderr)
+	skipped, failed, err := runCases(ctx, sess, dir, cases, *trials, stderr)
 	if err != nil {
 		return err
 	}
@@ -242,9 +277,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	wall := time.Since(began).Round(time.Second)
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sums); err != nil {
+		if err := results.WriteJSON(stdout, sums); err != nil {
 			return err
 		}
 	} else {
@@ -279,14 +312,15 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 
 // windowTable shows what each fault did to availability while it lasted:
 // the lock cycles completed per second before, during and after the fault
-// window. They come from the run's one-second latency intervals, each
-// interval's cycles shared out in proportion to its overlap with the three
-// spans, so the figures are approximate for windows of a second or two.
+// window. They come from the run's latency intervals (250ms for fault
+// runs), each interval's cycles shared out in proportion to its overlap
+// with the three spans, so the figures are approximate at the window's
+// edges.
 func windowTable(w io.Writer, runs []results.Run) error {
-	fmt.Fprintln(w, "Lock cycles completed per second before, during and after each fault window (from 1 s intervals, approximate):")
+	fmt.Fprintln(w, "Lock cycles completed per second before, during and after each fault window (from the latency intervals, approximate at the edges):")
 	fmt.Fprintln(w)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-14s %-12s %-7s %-15s %8s %8s %8s\n", "strategy", "fault", "fencing", "window", "before", "during", "after")
+	fmt.Fprintf(&b, "%-14s %-12s %-7s %-24s %8s %8s %8s\n", "strategy", "fault", "fencing", "window", "before", "during", "after")
 	for _, r := range runs {
 		s := r.Summary
 		if s.FaultWindow == nil {
@@ -318,7 +352,10 @@ func windowTable(w io.Writer, runs []results.Run) error {
 			return fmt.Sprintf("%.0f", n[k]/secs[k])
 		}
 		win := fmt.Sprintf("%.1f–%.1fs", time.Duration(s.FaultWindow.StartNs).Seconds(), time.Duration(s.FaultWindow.EndNs).Seconds())
-		fmt.Fprintf(&b, "%-14s %-12s %-7s %-15s %8s %8s %8s\n", s.Strategy, s.Fault, onOff(s.Fencing), win, rate(0), rate(1), rate(2))
+		if s.Trial > 1 {
+			win += fmt.Sprintf(" (trial %d)", s.Trial)
+		}
+		fmt.Fprintf(&b, "%-14s %-12s %-7s %-24s %8s %8s %8s\n", s.Strategy, s.Fault, onOff(s.Fencing), win, rate(0), rate(1), rate(2))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -342,32 +379,62 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// runCases runs the verdict cells into dir. A cell whose fault needs local
-// servers the session did not start is skipped; a cell that fails is
-// reported and the others still run (one broken cell must not cost the
-// whole table). It returns only errors that stop everything.
-func runCases(ctx context.Context, sess *session, dir *runDir, cases []verdictCase, stderr io.Writer) (skipped, failed []string, err error) {
-	for i, c := range cases {
-		if ctx.Err() != nil {
-			break
+// runCases runs the verdict cells into dir, trials times each (trial k
+// of every cell, then trial k+1: interleaved, so a machine that slows
+// down slows every cell alike). A cell whose fault needs local servers
+// the session did not start is skipped; a cell that fails is reported and
+// the others still run (one broken cell must not cost the whole table). It
+// returns only errors that stop everything.
+func runCases(ctx context.Context, sess *session, dir *runDir, cases []verdictCase, trials int, stderr io.Writer) (skipped, failed []string, err error) {
+	total := len(cases) * trials
+	n := 0
+	for trial := 1; trial <= trials; trial++ {
+		for _, c := range cases {
+			if ctx.Err() != nil {
+				return skipped, failed, nil
+			}
+			n++
+			label := c.label()
+			if trials > 1 {
+				label += fmt.Sprintf(" trial %d", trial)
+			}
+			if c.spec.NeedsLocal() && !sess.hasLocal(c.info) {
+				if trial == 1 {
+					skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
+				}
+				continue
+			}
+			t0 := time.Now()
+			r, err := runTrial(ctx, sess, c.strategy, c.sc, c.spec, trial)
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", label, err))
+				fmt.Fprintf(stderr, "[%d/%d] %s: error: %v\n", n, total, label, err)
+				continue
+			}
+			if err := dir.add(r); err != nil {
+				return skipped, failed, err
+			}
+			s := r.Summary
+			fmt.Fprintf(stderr, "[%d/%d] %s: %s (duplicates %d, overlaps %d, stale rejected %d, availability %.0f%%) in %s\n",
+				n, total, label, s.Verdict(), s.Duplicates, s.Overlaps, s.StaleRejected, 100*s.Availability, time.Since(t0).Round(100*time.Millisecond))
 		}
-		if c.spec.NeedsLocal() && !sess.hasLocal(c.info) {
-			skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
-			continue
-		}
-		t0 := time.Now()
-		r, err := sess.run(ctx, c.strategy, c.sc, c.spec)
-		if err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", c.label(), err))
-			fmt.Fprintf(stderr, "[%d/%d] %s: error: %v\n", i+1, len(cases), c.label(), err)
-			continue
-		}
-		if err := dir.add(r); err != nil {
-			return skipped, failed, err
-		}
-		s := r.Summary
-		fmt.Fprintf(stderr, "[%d/%d] %s: %s (duplicates %d, overlaps %d, stale rejected %d, availability %.0f%%) in %s\n",
-			i+1, len(cases), c.label(), s.Verdict(), s.Duplicates, s.Overlaps, s.StaleRejected, 100*s.Availability, time.Since(t0).Round(100*time.Millisecond))
 	}
 	return skipped, failed, nil
+}
+
+// printCases is --dry-run: the cells a command would run, each with its
+// estimated time, and the total; it runs nothing and starts no server.
+func printCases(w io.Writer, what string, cases []verdictCase, trials int) error {
+	var b strings.Builder
+	var sum time.Duration
+	fmt.Fprintf(&b, "%-44s %-9s %-9s %8s %9s\n", "cell", "instances", "payments", "trials", "estimate")
+	for _, c := range cases {
+		d := estimate(c.sc) * time.Duration(trials)
+		sum += d
+		fmt.Fprintf(&b, "%-44s %-9s %-9d %8d %9s\n", c.label(), c.sc.InstanceMode, c.sc.Payments, trials, fmtEstimate(d))
+	}
+	fmt.Fprintf(&b, "\n%s: %d cells × %d trials = %d runs, %s with server start-up (estimated; nothing was run)\n",
+		what, len(cases), trials, len(cases)*trials, fmtEstimate(sum+estimateServers))
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -21,19 +21,29 @@
 //   - restart-node, clock-jump: node=N (default 0; for redlock the middle
 //     node), hold=D (default TTL/2), split=on|off (default on); clock-jump
 //     also jump=D (default TTL + 1s). Redis strategies only.
-//   - partition: node=N (default 0), mode=cut|delay (default cut),
-//     delay=D (default 200ms), for=D (default 3s).
+//   - partition: node=N (default 0), mode=cut|delay|reset (default cut),
+//     delay=D (default 200ms), for=D (default 3s). mode=reset resets every
+//     connection through the proxy (TCP RST both ways) while a holder is
+//     inside its critical section, as a load balancer, a proxy or a
+//     failover does; for=D then refuses (resets) new connections for D
+//     (default 0: accepted at once), and hold=D (default TTL/2 + for) is
+//     how long the caught holder stays inside.
 //
 // # How the faults hit every time
 //
-// pause, slow, restart-node and clock-jump act from inside the store's Enter
-// (loadgen.FaultEnv.OnEnter), synchronously, on the first holder of a
-// payment: nobody has processed that payment yet, the holder will write it,
-// and the payment's other delivery is waiting for the lock. Keeping that
-// holder inside past its lock (pause, slow), or making the lock's node forget
-// it while the holder is inside (restart-node, clock-jump), therefore lets
-// the other delivery process the payment too: double-processing unless the
-// store checks a fencing token.
+// pause, slow, restart-node, clock-jump and partition's mode=reset act from
+// inside the store's Enter (loadgen.FaultEnv.OnEnter), synchronously, on the
+// first holder of a payment: nobody has processed that payment yet, the
+// holder will write it, and the payment's other delivery is waiting for the
+// lock. Keeping that holder inside past its lock (pause, slow), making the
+// lock's node forget it while the holder is inside (restart-node,
+// clock-jump), or killing the holder's own connection to a lock that lives
+// as long as its session (mode=reset on pg-advisory: the server drops the
+// lock with the session) therefore lets the other delivery process the
+// payment too: double-processing unless the store checks a fencing token.
+// A lock held by a lease on the server (setnx, pg-onconflict) outlives a
+// reset connection, so mode=reset with hold within the TTL costs it
+// availability (calls on the reset connections fail), not safety.
 //
 // Redlock needs the failed node in both majorities. With split on (and an
 // odd number of nodes), restart-node and clock-jump route the nodes after the
@@ -57,9 +67,18 @@
 //   - partition's cut drops every byte both ways (toxiproxy's timeout toxic)
 //     and, when it heals, closes the connections that lived through it:
 //     bytes were lost mid-stream, so their protocol state is gone.
+//   - partition's reset uses a plain TCP forwarder rather than toxiproxy,
+//     which can drop its connections only by stopping its listener: a
+//     client reconnecting in that moment would be refused, and the outcome
+//     would depend on timing. With for=D the payment's other delivery may
+//     give up on the reset connections (the load generator does not retry
+//     an unavailable server) instead of taking the lock; the default, for
+//     unset, shows the double grant every run.
 //   - slow slows the caught section by setting the instance's next section's
 //     length from inside the holder's own Enter; another worker of the same
 //     instance entering in the microseconds between could take it instead.
+//     restart-node, clock-jump and partition's reset hold an in-process
+//     holder the same way.
 //   - kill-node on Postgres refuses --store postgres: the store would die
 //     with the lock server.
 package faults

@@ -55,6 +55,7 @@ func init() {
 		Description:  "Postgres session advisory lock (pg_try_advisory_lock) on a connection held for the lease; no TTL, no token",
 		Need:         strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		CrossProcess: true,
+		SessionBound: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			a, err := New(ctx, cfg)
 			if err != nil {
