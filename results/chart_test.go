@@ -135,7 +135,7 @@ func TestStrategyColors(t *testing.T) {
 		}
 		seen[k] = s
 	}
-	if a, b := StrategyColor("zookeeper"), StrategyColor("zookeeper"); a != b {
+	if a, b := StrategyColor("consul"), StrategyColor("consul"); a != b {
 		t.Errorf("unknown strategy colour changed: %v then %v", a, b)
 	}
 }

@@ -1,10 +1,10 @@
 // Package servers starts and stops the lock servers lockbench measures:
-// Redis nodes, an etcd cluster and PostgreSQL, on loopback, on free ports, in
-// one temporary directory, so that a benchmark or a test needs nothing but the
-// binaries. It also reads and prints the environment variables that point
-// lockbench at servers someone else runs instead (EnvRedisAddrs and friends),
-// and gives the fault injector its handles: kill a node, start it again, move
-// a Redis node's clock.
+// Redis nodes, an etcd cluster, PostgreSQL and a ZooKeeper ensemble, on
+// loopback, on free ports, in one temporary directory, so that a benchmark
+// or a test needs nothing but the binaries. It also reads and prints the
+// environment variables that point lockbench at servers someone else runs
+// instead (EnvRedisAddrs and friends), and gives the fault injector its
+// handles: kill a node, start it again, move a Redis node's clock.
 //
 // A strategy declares what it needs (strategies.Need: a backend and a node
 // count); TargetFor answers it with a Target: the endpoints of exactly the
@@ -43,9 +43,13 @@
 // temporary directory is made traversable for it, and its parents ($TMPDIR,
 // /tmp by default) must be too.
 //
-// A missing redis-server, PostgreSQL or libfaketime is installed with apt-get
-// (once per process) when lockbench runs as root on a system that has
-// apt-get; otherwise Start returns an error saying what to install.
+// A missing redis-server, PostgreSQL, libfaketime or ZooKeeper is installed
+// with apt-get (once per process) when lockbench runs as root on a system
+// that has apt-get; otherwise Start returns an error saying what to install.
+// ZooKeeper is Debian's zookeeper package (3.8), run straight from java
+// (QuorumPeerMain with a generated zoo.cfg, 256MB of heap) with a tickTime
+// of 100ms, so that session timeouts down to 200ms are granted as asked;
+// its transaction log is not fsynced either.
 //
 // # Caveats
 //

@@ -10,7 +10,7 @@ import (
 )
 
 // Node is one server lockbench started that a fault or a test can stop and
-// start again: a *Redis, an *EtcdMember or a *Postgres.
+// start again: a *Redis, an *EtcdMember, a *Postgres or a *ZKMember.
 type Node interface {
 	// Name names the node and its address for people: "redis-2 (127.0.0.1:6390)".
 	Name() string
@@ -183,6 +183,7 @@ func (n *Needs) Merge(o Needs) {
 	n.Redis = max(n.Redis, o.Redis)
 	n.Etcd = n.Etcd || o.Etcd
 	n.Postgres = n.Postgres || o.Postgres
+	n.ZooKeeper = n.ZooKeeper || o.ZooKeeper
 }
 
 // Config returns the endpoints as a lock config (TTL and Owner unset).
@@ -192,5 +193,6 @@ func (e Endpoints) Config() strategies.Config {
 		RedisPassword: e.RedisPassword,
 		EtcdEndpoints: e.EtcdEndpoints,
 		PostgresDSN:   e.PostgresDSN,
+		ZKServers:     e.ZKServers,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
@@ -24,8 +25,9 @@ import (
 type scenarioFlags struct {
 	file    string
 	setters []func(*loadgen.Scenario)
-	// storeSet is true when --store was given.
-	storeSet bool
+	// storeSet is true when --store was given, intervalSet when
+	// --interval was.
+	storeSet, intervalSet bool
 }
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -144,6 +146,15 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		set(func(s *loadgen.Scenario) { s.Fencing = v == "on" })
 		return nil
 	})
+	fs.Func("interval", fmt.Sprintf("length of the latency intervals, at least %s (default %s; %s for a run with a fault)", loadgen.MinInterval, loadgen.IntervalLength, faultInterval), func(v string) error {
+		x, err := time.ParseDuration(v)
+		if err != nil || x < loadgen.MinInterval {
+			return fmt.Errorf("want a duration ≥ %s such as 250ms", loadgen.MinInterval)
+		}
+		sf.intervalSet = true
+		set(func(s *loadgen.Scenario) { s.Interval = x })
+		return nil
+	})
 	fs.Func("instance-mode", "instances as goroutine or process (default goroutine)", func(v string) error {
 		if v != "goroutine" && v != "process" {
 			return errors.New("want goroutine or process")
@@ -155,7 +166,11 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 
 // scenario builds the scenario: defaults, then the file, then the flags.
 func (sf *scenarioFlags) scenario() (loadgen.Scenario, error) {
-	s := loadgen.DefaultScenario()
+	return sf.scenarioOn(loadgen.DefaultScenario())
+}
+
+// scenarioOn builds the scenario on s: the file, then the flags.
+func (sf *scenarioFlags) scenarioOn(s loadgen.Scenario) (loadgen.Scenario, error) {
 	if sf.file != "" {
 		b, err := os.ReadFile(sf.file)
 		if err != nil {
@@ -201,6 +216,8 @@ type endpointFlags struct {
 	redis, etcd, pg string
 	etcdMembers     int
 	redisAOF        bool
+	zk              string
+	zkMembers       int
 }
 
 func (ef *endpointFlags) register(fs *flag.FlagSet) {
@@ -209,11 +226,16 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&ef.pg, "pg-dsn", "", "existing Postgres DSN (env "+servers.EnvPostgresDSN+")")
 	fs.IntVar(&ef.etcdMembers, "etcd-members", 1, "members of a locally started etcd cluster: 1 or 3")
 	fs.BoolVar(&ef.redisAOF, "redis-aof", false, "locally started Redis nodes persist with appendonly")
+	fs.StringVar(&ef.zk, "zk-servers", "", "existing ZooKeeper servers, comma-separated host:port (env "+servers.EnvZKServers+")")
+	fs.IntVar(&ef.zkMembers, "zk-members", 1, "members of a locally started ZooKeeper ensemble: 1 or 3")
 }
 
 func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
 	if ef.etcdMembers != 1 && ef.etcdMembers != 3 {
 		return servers.Endpoints{}, usageErr("--etcd-members: want 1 or 3, got %d", ef.etcdMembers)
+	}
+	if ef.zkMembers != 1 && ef.zkMembers != 3 {
+		return servers.Endpoints{}, usageErr("--zk-members: want 1 or 3, got %d", ef.zkMembers)
 	}
 	e := servers.EndpointsFromEnv()
 	if ef.redis != "" {
@@ -224,6 +246,9 @@ func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
 	}
 	if ef.pg != "" {
 		e.PostgresDSN = ef.pg
+	}
+	if ef.zk != "" {
+		e.ZKServers = splitList(ef.zk)
 	}
 	return e, nil
 }
@@ -267,4 +292,42 @@ func needs(names []string, sc loadgen.Scenario) servers.Needs {
 		n.Add(storeNeed)
 	}
 	return n
+}
+
+// faultInterval is the latency interval of a run with a fault, unless
+// --interval says otherwise: 250ms. Fault runs last a few seconds, and at
+// one interval a second the timeline would show a fault's shape in three
+// points.
+const faultInterval = 250 * time.Millisecond
+
+// maxTrials bounds --trials: 1000.
+const maxTrials = 1000
+
+// trialsFlag registers --trials on fs.
+func trialsFlag(fs *flag.FlagSet) *int {
+	n := 1
+	fs.Func("trials", fmt.Sprintf("run each cell this many times, with seeds seed, seed+1, … and fresh state; from %d up, every figure gets a 95%% confidence interval (default 1)", results.MinTrialsForCI), func(v string) error {
+		t, err := strconv.Atoi(v)
+		if err != nil || t < 1 || t > maxTrials {
+			return fmt.Errorf("want a number of trials 1..%d", maxTrials)
+		}
+		n = t
+		return nil
+	})
+	return &n
+}
+
+// seedFlag registers --seed on fs, for the commands whose scenarios are
+// their own (verdicts, matrix).
+func seedFlag(fs *flag.FlagSet) *int64 {
+	seed := int64(loadgen.DefaultSeed)
+	fs.Func("seed", fmt.Sprintf("seed of the first trial's payment stream; trial k uses seed+k−1 (default %d)", loadgen.DefaultSeed), func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return errors.New("want an integer")
+		}
+		seed = n
+		return nil
+	})
+	return &seed
 }

@@ -48,6 +48,13 @@ type session struct {
 	stores   map[string]store.Store
 	stderr   io.Writer
 	progress bool
+	// live serves --metrics-addr (serveMetrics); nil when off.
+	live *liveMetrics
+	// trials and firstSeed are the command's trials per cell and its first
+	// trial's seed (runDir.describe), from which trialOf tells a run's
+	// trial.
+	trials    int
+	firstSeed int64
 }
 
 // openSession makes sure the servers the runs need exist: the user's
@@ -58,6 +65,7 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 		return nil, err
 	}
 	opts.EtcdMembers = ef.etcdMembers
+	opts.ZKMembers = ef.zkMembers
 	opts.RedisAOF = ef.redisAOF
 	ep, cluster, err := servers.Ensure(ctx, need, given, opts)
 	if err != nil {
@@ -72,6 +80,7 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 
 // Close closes the stores and stops every server the session started.
 func (s *session) Close() {
+	s.closeMetrics()
 	for _, st := range s.stores {
 		_ = st.Close()
 	}
@@ -126,11 +135,18 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 		return results.Run{}, err
 	}
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: target.Config, Store: st, Fault: fault}
+	faultName, trial := results.FaultNone, s.trialOf(sc)
+	if fault != nil {
+		faultName = fault.Name()
+	}
 	var bar *progressbar.ProgressBar
 	if s.progress {
 		label := name
 		if fault != nil {
 			label += " / " + fault.Name()
+		}
+		if trial > 0 {
+			label += fmt.Sprintf(" trial %d/%d", trial, s.trials)
 		}
 		bar = progressbar.NewOptions64(int64(sc.PaymentCap()),
 			progressbar.OptionSetWriter(s.stderr),
@@ -144,7 +160,9 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 			_ = bar.Set64(p.Offered)
 		}
 	}
+	endMetrics := s.observe(&o, faultName, trial)
 	run, err := loadgen.Run(ctx, o)
+	endMetrics()
 	if bar != nil {
 		_ = bar.Finish()
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -13,23 +15,57 @@ import (
 // errOpTimeout reports a request that got no answer within the op timeout.
 var errOpTimeout = errors.New("zklock: no answer in time")
 
-// do runs op, one blocking call on z.conn, and waits for it until it
-// returns, ctx is done or z.opTimeout has passed. zk.Conn's calls take no
-// context and wait for as long as the client keeps the request (until it
-// reconnects, or flushes the request after a round of failed dials), so op
-// may still be running when do returns: done is closed once it has, and
-// only then may the caller read what op wrote. A request is not sent at all
-// when the client has had no session for z.downAfter: it could be sent
-// much later, after the caller gave up.
+// do runs op, one blocking request on z.conn, and returns its error; read
+// is do for a request that may be sent twice (a read).
+//
+// While the client has no session, the request waits for one: the client
+// reconnects by itself and the session outlives the connection, which is
+// how ZooKeeper rides out a restart. It fails with errNoSession once the
+// client has had no session for z.downAfter. A request the client could
+// not send (zk.ErrNoServer: it fails its unsent requests after each round
+// of refused dials) is sent again once there is a session; a read also
+// when its answer was lost with the connection.
+func (z *ZooKeeper) do(ctx context.Context, op func() error) (done <-chan struct{}, err error) {
+	return z.call(ctx, op, false)
+}
+
+func (z *ZooKeeper) read(ctx context.Context, op func() error) (done <-chan struct{}, err error) {
+	return z.call(ctx, op, true)
+}
+
+func (z *ZooKeeper) call(ctx context.Context, op func() error, read bool) (<-chan struct{}, error) {
+	for {
+		if err := z.up(ctx); err != nil {
+			return settled, err
+		}
+		done, err := z.once(ctx, op)
+		switch {
+		case errors.Is(err, zk.ErrNoServer):
+		case read && errors.Is(err, zk.ErrConnectionClosed):
+		default:
+			return done, err
+		}
+		// op has returned (the error is its own): send it again.
+		select {
+		case <-ctx.Done():
+			return done, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// settled is a closed channel: the done of a request never sent.
+var settled = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// once sends op and waits for it until it returns, ctx is done or
+// z.opTimeout has passed. zk.Conn's calls take no context and wait for as
+// long as the client keeps the request (until it is answered, or the
+// connection is lost), so op may still be running when once returns: done
+// is closed once it has, and only then may the caller read what op wrote.
 //
 // An answered request renews the session's record: the server touched the
-// session when it received the request, which was after do began.
-func (z *ZooKeeper) do(ctx context.Context, op func() error) (done <-chan struct{}, err error) {
-	if d := z.downFor(); d >= z.downAfter {
-		closed := make(chan struct{})
-		close(closed)
-		return closed, errNoSession
-	}
+// session when it received the request, which was after once began.
+func (z *ZooKeeper) once(ctx context.Context, op func() error) (done <-chan struct{}, err error) {
 	ch := make(chan struct{})
 	sid, sent := z.conn.SessionID(), time.Now()
 	var opErr error
@@ -54,7 +90,33 @@ func (z *ZooKeeper) do(ctx context.Context, op func() error) (done <-chan struct
 	}
 }
 
-// errNoSession is do's error when it sends nothing.
+// up waits until the client has a session. It fails with errNoSession once
+// the client has had none for z.downAfter.
+func (z *ZooKeeper) up(ctx context.Context) error {
+	if z.downFor() == 0 {
+		return nil
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		switch d := z.downFor(); {
+		case d == 0:
+			return nil
+		case d >= z.downAfter:
+			return fmt.Errorf("%w for %v", errNoSession, d.Round(time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-z.closed:
+			return errClosed
+		case <-tick.C:
+		}
+	}
+}
+
+// errNoSession reports a request not sent because the client has had no
+// session for too long.
 var errNoSession = errors.New("zklock: no session with the ensemble")
 
 // downFor is how long the client has been without a session (0 while it
@@ -94,6 +156,7 @@ type hello struct {
 // the server granted from the connect response (zk.Conn keeps it to itself).
 func (z *ZooKeeper) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout(network, addr, timeout)
+	z.hosts.dialed(err == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +201,69 @@ func (s *sniffer) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// hosts is the client's HostProvider. zk's own, after any lost connection
+// to a lone server, makes the client wait a second before it dials again
+// (it counts a round of servers tried without a session as a failure), and
+// once more after an expired session: a blip, a restart or a partition
+// that heals would cost the benchmark a second or two that are the
+// client's, not ZooKeeper's. This one has the client wait only after a
+// round of servers that all refused the connection, or two rounds without a
+// session (servers that accept and hang up), so that it redials at once
+// otherwise but never spins.
+type hosts struct {
+	mu      sync.Mutex
+	servers []string
+	curr    int
+	// refused counts dials refused in a row; tries counts servers handed
+	// out since the last session or the last wait.
+	refused, tries int
+}
+
+var _ zk.HostProvider = (*hosts)(nil)
+
+// Init takes the servers as zk.Connect formats them (host:port). Names are
+// resolved when dialled.
+func (h *hosts) Init(servers []string) error {
+	h.servers, h.curr = servers, -1
+	return nil
+}
+
+// Len returns the number of servers.
+func (h *hosts) Len() int { return len(h.servers) }
+
+// Next returns the next server and whether the client should wait (and
+// fail the requests it has not sent) before dialling it.
+func (h *hosts) Next() (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := len(h.servers)
+	h.curr = (h.curr + 1) % n
+	h.tries++
+	wait := h.refused >= n || h.tries > 2*n
+	if wait {
+		h.refused, h.tries = 0, 1
+	}
+	return h.servers[h.curr], wait
+}
+
+// Connected records a session.
+func (h *hosts) Connected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refused, h.tries = 0, 0
+}
+
+// dialed records whether a dial connected.
+func (h *hosts) dialed(ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ok {
+		h.refused = 0
+	} else {
+		h.refused++
+	}
 }
 
 // quiet drops zk.Conn's log lines: the benchmark kills servers on purpose,

@@ -34,9 +34,11 @@
 // servers package's settings (tickTime 100ms, minimum 200ms, maximum 10
 // minutes), which TickTime, MinSessionTimeout and MaxSessionTimeout assume,
 // a TTL of 500ms is granted as is. Requests other than the wait are bounded
-// by DefaultOpTimeout (2s); with no session for DefaultDownAfter (1s)
-// requests fail at once and waiters give up, with strategies.ErrUnavailable;
-// New waits DefaultConnectTimeout (2s) for a session.
+// by DefaultOpTimeout (2s). While the client has no session (it
+// reconnects by itself) requests wait for one; after DefaultDownAfter (4s)
+// without one they fail and waiters give up, with
+// strategies.ErrUnavailable. New waits DefaultConnectTimeout (2s) for a
+// session.
 //
 // # Caveats
 //

@@ -77,7 +77,7 @@ func (z *ZooKeeper) keepalive() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), z.opTimeout)
-		done, _ := z.do(ctx, func() error {
+		done, _ := z.read(ctx, func() error {
 			_, _, err := z.conn.Exists("/")
 			return err
 		})

@@ -25,6 +25,9 @@ const (
 	forgetBackoffCap = time.Second
 )
 
+// errNotSent is what a create returned that was never sent.
+var errNotSent = errors.New("zklock: not sent")
+
 // openACL lets anyone do anything: the servers are the benchmark's own.
 var openACL = zk.WorldACL(zk.PermAll)
 
@@ -65,10 +68,7 @@ func (z *ZooKeeper) create(ctx context.Context, parent string) (*node, error) {
 	prefix := parent + "/" + lockPrefix + guid + "-"
 	for made := false; ; made = true {
 		sid := z.conn.SessionID()
-		var (
-			path  string
-			opErr error
-		)
+		path, opErr := "", errNotSent
 		done, err := z.do(ctx, func() error {
 			path, opErr = z.conn.Create(prefix, z.owner, zk.FlagEphemeral|zk.FlagSequence, openACL)
 			return opErr
@@ -198,12 +198,12 @@ func (z *ZooKeeper) sweep(parent, guid string, done <-chan struct{}, result func
 		z.forget(path)
 		return
 	case !errors.Is(err, zk.ErrConnectionClosed):
-		return // refused, or never sent, or sent in a session that expired
+		return // refused, never sent (errNotSent), or sent in a session that expired
 	}
 	for backoff := forgetBackoff; ; backoff = min(2*backoff, forgetBackoffCap) {
 		var children []string
 		ctx, cancel := context.WithTimeout(context.Background(), z.opTimeout)
-		done, err := z.do(ctx, func() (err error) {
+		done, err := z.read(ctx, func() (err error) {
 			children, _, err = z.conn.Children(parent)
 			return err
 		})

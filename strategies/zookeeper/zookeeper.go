@@ -28,10 +28,13 @@ const (
 	// itself (creating the znode, listing the queue, releasing): 2s.
 	DefaultOpTimeout = 2 * time.Second
 	// DefaultDownAfter is how long the client may be without a session
-	// (disconnected, or connected and not yet answered) before requests fail
-	// at once and a waiting Acquire gives up with strategies.ErrUnavailable:
-	// 1s.
-	DefaultDownAfter = time.Second
+	// (disconnected, or connected and not yet answered) before requests,
+	// which wait for it meanwhile, fail and a waiting Acquire gives up with
+	// strategies.ErrUnavailable: 4s. The session outlives the connection
+	// (and a restarted server restores it), so a short outage costs a
+	// delay, not an error; a server that is down is reported within
+	// seconds all the same.
+	DefaultDownAfter = 4 * time.Second
 )
 
 // The server's timings this package assumes: those of a ZooKeeper that
@@ -50,6 +53,9 @@ const (
 	// minutes. A longer TTL is cut to it.
 	MaxSessionTimeout = 10 * time.Minute
 )
+
+// downPoll is how often a waiter checks whether the client has a session.
+const downPoll = 100 * time.Millisecond
 
 // maxSessionAttempts is how many znodes one Acquire creates when its
 // session expires while it waits, before it reports the ensemble
@@ -71,7 +77,10 @@ func init() {
 		Need:         strategies.Need{Backend: strategies.BackendZooKeeper},
 		Fencing:      true,
 		CrossProcess: true,
-		Lease:        LeaseTTL,
+		// The client's pings keep the session alive while the process
+		// runs, whatever the work does.
+		KeepAlive: true,
+		Lease:     LeaseTTL,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			z, err := New(ctx, cfg)
 			if err != nil {
@@ -87,6 +96,7 @@ func init() {
 // instance: one client, one session at a time, shared by all its locks.
 type ZooKeeper struct {
 	conn    *zk.Conn
+	hosts   hosts
 	servers []string
 	root    string
 	owner   []byte // the znodes' data: Config.Owner
@@ -139,6 +149,7 @@ func New(ctx context.Context, cfg strategies.Config) (*ZooKeeper, error) {
 	z.down.Store(time.Now().UnixNano())
 	conn, _, err := zk.Connect(cfg.ZKServers, cfg.TTL,
 		zk.WithDialer(z.dial),
+		zk.WithHostProvider(&z.hosts),
 		zk.WithEventCallback(z.onEvent),
 		zk.WithLogger(quiet{}),
 		zk.WithLogInfo(false),
@@ -147,7 +158,7 @@ func New(ctx context.Context, cfg strategies.Config) (*ZooKeeper, error) {
 		return nil, fmt.Errorf("zklock: %w", err)
 	}
 	z.conn = conn
-	if err := z.awaitSession(ctx, DefaultConnectTimeout); err != nil {
+	if err := z.firstSession(ctx, DefaultConnectTimeout); err != nil {
 		_ = z.Close()
 		return nil, err
 	}
@@ -155,8 +166,8 @@ func New(ctx context.Context, cfg strategies.Config) (*ZooKeeper, error) {
 	return z, nil
 }
 
-// awaitSession waits until the client has a session, for at most limit.
-func (z *ZooKeeper) awaitSession(ctx context.Context, limit time.Duration) error {
+// firstSession waits until the client has a session, for at most limit.
+func (z *ZooKeeper) firstSession(ctx context.Context, limit time.Duration) error {
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -229,7 +240,7 @@ func (z *ZooKeeper) lock(ctx context.Context, key, parent string) (strategies.Le
 	}
 	for {
 		var children []string
-		_, err := z.do(ctx, func() (err error) {
+		_, err := z.read(ctx, func() (err error) {
 			children, _, err = z.conn.Children(parent)
 			return err
 		})
@@ -245,7 +256,7 @@ func (z *ZooKeeper) lock(ctx context.Context, key, parent string) (strategies.Le
 			return z.newLease(key, n), nil
 		}
 		var events <-chan zk.Event
-		_, err = z.do(ctx, func() (err error) {
+		_, err = z.read(ctx, func() (err error) {
 			// A data watch, not an exists watch: on a znode that is already
 			// gone, ExistsW leaves a watch for its creation behind, which
 			// never fires (names are unique) and piles up in client and
@@ -272,7 +283,7 @@ func (z *ZooKeeper) lock(ctx context.Context, key, parent string) (strategies.Le
 // A session that expires meanwhile also fires events (not watching): the
 // next listing then misses our znode.
 func (z *ZooKeeper) wait(ctx context.Context, events <-chan zk.Event) error {
-	tick := time.NewTicker(z.downAfter / 4)
+	tick := time.NewTicker(downPoll)
 	defer tick.Stop()
 	for {
 		select {
