@@ -16,8 +16,14 @@ type lease struct {
 	z        *ZooKeeper
 	key      string
 	n        *node
+	waited   bool // Acquire found a predecessor and waited for it
 	released atomic.Bool
 }
+
+var _ strategies.Waiter = (*lease)(nil)
+
+// Waited reports whether Acquire had to wait for a predecessor's znode.
+func (l *lease) Waited() bool { return l.waited }
 
 // newLease wraps n, which has just been found lowest in its queue.
 //

@@ -238,6 +238,7 @@ func (z *ZooKeeper) lock(ctx context.Context, key, parent string) (strategies.Le
 	if err != nil {
 		return nil, err
 	}
+	waited := false
 	for {
 		var children []string
 		_, err := z.read(ctx, func() (err error) {
@@ -253,8 +254,11 @@ func (z *ZooKeeper) lock(ctx context.Context, key, parent string) (strategies.Le
 		case !mine:
 			return nil, errSessionLost
 		case pred == "":
-			return z.newLease(key, n), nil
+			l := z.newLease(key, n)
+			l.waited = waited
+			return l, nil
 		}
+		waited = true
 		var events <-chan zk.Event
 		_, err = z.read(ctx, func() (err error) {
 			// A data watch, not an exists watch: on a znode that is already
