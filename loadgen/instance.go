@@ -102,13 +102,18 @@ func (in *Instance) Start(ctx context.Context) {
 		in.wg.Add(1)
 		go func() {
 			defer in.wg.Done()
-			// The worker's own child of ctx, so the per-call contexts
-			// derived from it every cycle register with this worker's
-			// context, not all with ctx under one mutex; and their parent
-			// for calls that must finish even when ctx is done, made once.
+			// The worker's own child of ctx, so that what registers with it
+			// (the deadlines below) does not share ctx's mutex with the
+			// other workers; and its uncancelled twin for the calls that
+			// must finish even when ctx is done.
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			cx := cycleCtx{run: wctx, detached: context.WithoutCancel(wctx)}
+			detached := context.WithoutCancel(wctx)
+			timeout := in.cfg.Scenario.AcquireTimeout
+			cx := cycleCtx{run: wctx, detached: detached,
+				acquire: newDeadlines(wctx, timeout), release: newDeadlines(detached, timeout)}
+			defer cx.acquire.close()
+			defer cx.release.close()
 			for d := range queue {
 				w.process(cx, d)
 			}
@@ -125,6 +130,12 @@ func (in *Instance) Deliver(ctx context.Context, d Delivery) error {
 			return fmt.Errorf("loadgen: delivery of payment %d to worker %d; instance %d has %d", d.Payment, d.Worker, in.cfg.ID, len(in.queues))
 		}
 		queue = in.queues[d.Worker]
+	}
+	// A send alone first: a select with two cases locks both channels.
+	select {
+	case queue <- d:
+		return nil
+	default:
 	}
 	select {
 	case queue <- d:

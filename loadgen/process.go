@@ -127,14 +127,8 @@ func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(chi
 			}
 		}
 	}()
-	dec := gob.NewDecoder(bufio.NewReader(in))
-	for {
-		var d Delivery
-		if err := dec.Decode(&d); err != nil {
-			break // EOF: the coordinator is done with us
-		}
-		_ = inst.Deliver(ctx, d)
-	}
+	// EOF: the coordinator is done with us.
+	_ = readDeliveries(in, func(d Delivery) { _ = inst.Deliver(ctx, d) })
 	err := inst.Stop()
 	close(stop)
 	wg.Wait()
@@ -148,8 +142,7 @@ func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(chi
 type remoteInstance struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	bw    *bufio.Writer
-	enc   *gob.Encoder
+	dw    *deliveryWriter
 	done  chan struct{} // closed when the child's "done" (or EOF) arrives
 
 	mu      sync.Mutex
@@ -176,7 +169,7 @@ func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, log 
 		return nil, err
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envChild+"="+childName, envInstance+"="+string(conf))
+	cmd.Env = append(os.Environ(), envChild+"="+childName, envInstance+"="+string(conf)); if v := os.Getenv("LB_CHILD_PROCS"); v != "" { cmd.Env = append(cmd.Env, "GOMAXPROCS="+v) }
 	// Its own process group (Ctrl-C reaches the coordinator, which stops the
 	// instances in order) and killed with the coordinator if it dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -195,8 +188,7 @@ func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, log 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	r := &remoteInstance{cmd: cmd, stdin: stdin, bw: bufio.NewWriter(stdin), done: make(chan struct{}), pending: results.NewPhaseSet(), outcomes: results.NewOutcomeSet()}
-	r.enc = gob.NewEncoder(r.bw)
+	r := &remoteInstance{cmd: cmd, stdin: stdin, dw: newDeliveryWriter(stdin), done: make(chan struct{}), pending: results.NewPhaseSet(), outcomes: results.NewOutcomeSet()}
 	ready := make(chan error, 1)
 	go r.read(stdout, ready)
 	select {
@@ -256,16 +248,11 @@ func (r *remoteInstance) read(stdout io.Reader, ready chan<- error) {
 	}
 }
 
-// Deliver sends d to the instance process. It blocks while the process's
-// input is full (for example while it is paused), as a real connection would.
+// Deliver sends d to the instance process, batched with whatever else is
+// queued for it. It blocks while the process's input is full (for example
+// while it is paused), as a real connection would.
 func (r *remoteInstance) Deliver(ctx context.Context, d Delivery) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := r.enc.Encode(d); err != nil {
-		return err
-	}
-	return r.bw.Flush()
+	return r.dw.Deliver(ctx, d)
 }
 
 // Pid is the instance process's pid.
@@ -303,11 +290,20 @@ func (r *remoteInstance) Stop() error {
 	}
 	r.stopped = true
 	r.mu.Unlock()
-	_ = r.bw.Flush()
+	timeout := time.NewTimer(stopTimeout)
+	defer timeout.Stop()
+	r.dw.Close()
+	select {
+	case <-r.dw.Done():
+	case <-timeout.C:
+		r.kill()
+		<-r.done
+		return errors.New("instance process did not take its deliveries in time; killed")
+	}
 	_ = r.stdin.Close()
 	select {
 	case <-r.done:
-	case <-time.After(stopTimeout):
+	case <-timeout.C:
 		r.kill()
 		<-r.done
 		return errors.New("instance process did not stop in time; killed")
@@ -319,6 +315,7 @@ func (r *remoteInstance) Stop() error {
 const stopTimeout = 60 * time.Second
 
 func (r *remoteInstance) kill() {
+	r.dw.Close()
 	// A paused process must be continued to die promptly and cleanly.
 	_ = r.cmd.Process.Signal(syscall.SIGCONT)
 	_ = r.cmd.Process.Kill()

@@ -14,7 +14,8 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// IntervalLength is the length of one latency interval: 1 second.
+// IntervalLength is the default length of one latency interval: 1 second
+// (Scenario.Interval sets another per run).
 const IntervalLength = time.Second
 
 // Options are one run: one strategy through one scenario, with one fault.
@@ -27,10 +28,22 @@ type Options struct {
 	Store store.Store
 	// Fault is injected during the run; nil for none.
 	Fault Fault
-	// Progress, if set, is called about once a second.
+	// Progress, if set, is called about once a second (once per latency
+	// interval), and once more when the run has drained.
 	Progress func(Progress)
+	// Interval, if set, is called by the collector with each measured
+	// interval as it closes it (warmup intervals are dropped), from one
+	// goroutine, off the workers' path: live metrics feed on it. It must
+	// not keep or change the histograms, and should return quickly.
+	Interval func(results.Interval)
 	// Log receives instance processes' stderr; nil discards it.
 	Log io.Writer
+	// LoadSpan, if set, is called just before the first payment is
+	// dispatched, and the function it returns once the instances have
+	// drained and the last interval is collected: the span of the load
+	// itself, without the set-up before it or the judging after
+	// (BenchmarkHarnessCeiling measures its CPU).
+	LoadSpan func() (end func())
 }
 
 // Progress is the live state of a run.
@@ -43,6 +56,12 @@ type Progress struct {
 	RatePerS  float64
 	P99       time.Duration // total latency so far
 	UnsafeNow int64
+	// Cycles are the workers' counts so far, warmup included: deliveries
+	// taken, lock cycles acquired and not, errors by class.
+	Cycles Snapshot
+	// Store is what the store has judged so far (UnsafeNow is its sum of
+	// unsafe outcomes).
+	Store store.Counts
 }
 
 // instance is an instance as the runner drives it: in-process (Instance)
@@ -146,13 +165,16 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		}
 		total.Merge(iv)
 		intervals = append(intervals, results.Interval{StartNs: startNs, EndNs: endNs, Hists: iv})
+		if o.Interval != nil {
+			o.Interval(intervals[len(intervals)-1])
+		}
 	}
 	tickDone := make(chan struct{})
 	var tickWG sync.WaitGroup
 	tickWG.Add(1)
 	go func() {
 		defer tickWG.Done()
-		t := time.NewTicker(IntervalLength)
+		t := time.NewTicker(sc.LatencyInterval())
 		defer t.Stop()
 		for {
 			select {
@@ -167,6 +189,10 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		}
 	}()
 
+	endSpan := func() {}
+	if o.LoadSpan != nil {
+		endSpan = o.LoadSpan()
+	}
 	behind := dispatch(runCtx, sc, wl, insts, env, start)
 	// Drain: stop the instances (each finishes what it holds).
 	var stopErrs []error
@@ -179,6 +205,10 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	close(tickDone)
 	tickWG.Wait()
 	collect(end)
+	endSpan()
+	if o.Progress != nil {
+		o.Progress(progress(o, env, insts, total, &colMu, start))
+	}
 
 	counts, err := o.Store.Counts(context.WithoutCancel(ctx))
 	if err != nil {
@@ -267,11 +297,11 @@ func startInstances(ctx context.Context, sc Scenario, name string, lock strategi
 	}
 	if sc.InstanceMode == "process" {
 		var err error
-		ln, err = net.Listen("tcp", "127.0.0.1:0")
+		ln, err = store.ListenLocal()
 		if err != nil {
 			return nil, nil, err
 		}
-		go func() { _ = store.Serve(ln, st) }()
+		go func() { _ = store.ServeWith(ln, st, store.ServeOptions{Inline: sc.Store == "memory"}) }()
 	}
 	for id := range sc.Instances {
 		cfg := InstanceConfig{ID: id, Strategy: name, Scenario: sc, Lock: lock}
@@ -296,7 +326,7 @@ func progress(o Options, env *FaultEnv, insts []instance, total results.PhaseSet
 	for _, in := range insts {
 		snap.Add(in.Counts())
 	}
-	p := Progress{Strategy: o.Strategy, Elapsed: time.Since(start), Offered: env.offered.Load(), Total: env.total, Done: snap.Deliveries}
+	p := Progress{Strategy: o.Strategy, Elapsed: time.Since(start), Offered: env.offered.Load(), Total: env.total, Done: snap.Deliveries, Cycles: snap}
 	if s := p.Elapsed.Seconds(); s > 0 {
 		p.RatePerS = float64(p.Offered) / s
 	}
@@ -304,6 +334,7 @@ func progress(o Options, env *FaultEnv, insts []instance, total results.PhaseSet
 	p.P99 = time.Duration(total[results.Total].ValueAtQuantile(99))
 	mu.Unlock()
 	if c, err := o.Store.Counts(context.Background()); err == nil {
+		p.Store = c
 		p.UnsafeNow = c.Duplicates + c.Lost + c.Overdrafts + c.LostUpdates + c.StaleAccepted
 	}
 	return p

@@ -2,10 +2,15 @@ package loadgen
 
 import (
 	"fmt"
+	"math"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/lockbench/lockbench/internal/usage"
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/strategies"
 )
 
@@ -24,8 +29,59 @@ const (
 	// starts with: 0.5, so accounts run dry and a broken balance check shows
 	// as an overdraft.
 	DefaultFunding = 0.5
-	// MaxPayments bounds a --duration run with no --rate: 2,000,000.
+	// MaxPayments bounds a --duration run with no --rate: 2,000,000. Such
+	// a run ends after that many payments even if its duration has not
+	// passed (the payment stream is generated up front).
 	MaxPayments = 2_000_000
+)
+
+// Scenario ranges. Validate refuses a value outside them with a usage
+// error naming the flag, and the flags' help states them, so that bad
+// input is refused before anything starts instead of failing (or running
+// out of memory) half-way.
+const (
+	// MaxInstances bounds --instances: 256.
+	MaxInstances = 256
+	// MaxWorkers bounds --workers: 4096.
+	MaxWorkers = 4096
+	// MaxTotalWorkers bounds --instances × --workers: 65,536 goroutines.
+	MaxTotalWorkers = 65_536
+	// PaymentLimit bounds the payments a run offers: --payments, or
+	// --rate × (--duration + --warmup): 100,000,000.
+	PaymentLimit = 100_000_000
+	// MaxDuration bounds --duration: 24h.
+	MaxDuration = 24 * time.Hour
+	// MaxWarmup bounds --warmup: 1h.
+	MaxWarmup = time.Hour
+	// MaxRate bounds --rate: 1,000,000 payments per second, far above what
+	// one machine can offer.
+	MaxRate = 1_000_000
+	// MaxAccounts bounds --accounts: 2,147,483,647, what an account number
+	// (int32) holds. Memory runs out long before (CheckMemory).
+	MaxAccounts = math.MaxInt32
+	// MaxFunding bounds --funding: 1000 times each account's payments.
+	MaxFunding = 1000
+	// MaxHold bounds --hold: its largest value, or an exp:MEAN's mean, at
+	// most 1 minute.
+	MaxHold = time.Minute
+	// MinTTL is the shortest --ttl: 1ms, the resolution of the strategies'
+	// leases (Redis PX, Postgres intervals). MaxTTL is the longest: 24h.
+	MinTTL = time.Millisecond
+	MaxTTL = 24 * time.Hour
+	// MinAcquireTimeout and MaxAcquireTimeout bound --acquire-timeout:
+	// 1ms..1h.
+	MinAcquireTimeout = time.Millisecond
+	MaxAcquireTimeout = time.Hour
+	// MinBackoff and MaxBackoff bound backoff:BASE-CAP of --retry:
+	// 1µs ≤ BASE ≤ CAP ≤ 1m.
+	MinBackoff = time.Microsecond
+	MaxBackoff = time.Minute
+	// MaxZipfS bounds the skew S of --account-dist zipf:S: 1 < S ≤ 100.
+	MaxZipfS = 100
+	// MaxInterval bounds --interval: 1 minute.
+	MaxInterval = time.Minute
+	// MaxNameLen bounds --name and the variant: 64 characters.
+	MaxNameLen = 64
 )
 
 // Scenario is everything that shapes a run. Its YAML keys are the flag
@@ -55,6 +111,22 @@ type Scenario struct {
 	Store          string        `yaml:"store"`
 	Fencing        bool          `yaml:"fencing"`
 	InstanceMode   string        `yaml:"instance_mode"`
+	// Interval is the length of the run's latency intervals (the time
+	// resolution of its interval logs and timeline); 0 means
+	// IntervalLength. Fault runs, a few seconds long, use a shorter one.
+	Interval time.Duration `yaml:"interval"`
+}
+
+// MinInterval is the shortest latency interval a run may have: 10ms.
+const MinInterval = 10 * time.Millisecond
+
+// LatencyInterval is the length of the run's latency intervals: Interval,
+// or IntervalLength when it is 0.
+func (s *Scenario) LatencyInterval() time.Duration {
+	if s.Interval > 0 {
+		return s.Interval
+	}
+	return IntervalLength
 }
 
 // DefaultScenario returns the defaults above.
@@ -86,47 +158,173 @@ func DefaultScenario() Scenario {
 // usageErr is a bad field of the scenario, named by its flag.
 var usageErr = usage.Errorf
 
-// Validate reports the first bad field as a *usage.Error.
+// Validate reports the first bad field as a *usage.Error: a value outside
+// its range (the constants above), or a scenario whose payment stream and
+// bank would not fit in the memory this machine has available
+// (CheckMemory).
 func (s *Scenario) Validate() error {
 	switch {
-	case s.Instances < 1 || s.Instances > 256:
-		return usageErr("instances", "want 1..256, got %d", s.Instances)
-	case s.Workers < 1 || s.Workers > 4096:
-		return usageErr("workers", "want 1..4096, got %d", s.Workers)
-	case s.Payments < 0:
-		return usageErr("payments", "want ≥ 0, got %d", s.Payments)
-	case s.Payments == 0 && s.Duration <= 0:
+	case !printable(s.Name) || utf8.RuneCountInString(s.Name) > MaxNameLen:
+		return usageErr("name", "want at most %d printable characters, got %q", MaxNameLen, s.Name)
+	case !printable(s.Variant) || utf8.RuneCountInString(s.Variant) > MaxNameLen:
+		return usageErr("variant", "want at most %d printable characters, got %q", MaxNameLen, s.Variant)
+	case s.Instances < 1 || s.Instances > MaxInstances:
+		return usageErr("instances", "want 1..%d, got %d", MaxInstances, s.Instances)
+	case s.Workers < 1 || s.Workers > MaxWorkers:
+		return usageErr("workers", "want 1..%d, got %d", MaxWorkers, s.Workers)
+	case s.Instances*s.Workers > MaxTotalWorkers:
+		return usageErr("workers", "want --instances × --workers ≤ %d, got %d × %d", MaxTotalWorkers, s.Instances, s.Workers)
+	case s.Payments < 0 || s.Payments > PaymentLimit:
+		return usageErr("payments", "want 0..%d, got %d", PaymentLimit, s.Payments)
+	case s.Duration < 0 || s.Duration > MaxDuration:
+		return usageErr("duration", "want a duration in 0s..%s, got %s", MaxDuration, s.Duration)
+	case s.Payments == 0 && s.Duration == 0:
 		return usageErr("payments", "want --payments N or --duration D (one of them > 0)")
-	case s.Duration < 0:
-		return usageErr("duration", "want a duration ≥ 0, got %s", s.Duration)
-	case s.Warmup < 0:
-		return usageErr("warmup", "want a duration ≥ 0, got %s", s.Warmup)
-	case s.Rate < 0:
-		return usageErr("rate", "want payments per second ≥ 0 (0 = closed loop), got %g", s.Rate)
-	case s.Deliveries < 1:
-		return usageErr("deliveries", "want ≥ 1, got %d", s.Deliveries)
-	case s.Deliveries > s.Instances*s.Workers:
-		return usageErr("deliveries", "want ≤ --instances × --workers (%d): deliveries go to distinct instances, then to distinct workers of one, got %d", s.Instances*s.Workers, s.Deliveries)
+	case s.Warmup < 0 || s.Warmup > MaxWarmup:
+		return usageErr("warmup", "want a duration in 0s..%s, got %s", MaxWarmup, s.Warmup)
+	case !(s.Rate >= 0 && s.Rate <= MaxRate): // NaN too
+		return usageErr("rate", "want payments per second in 0..%d (0 = closed loop), got %g", MaxRate, s.Rate)
+	case s.Payments == 0 && s.Rate > 0 && s.Rate*(s.Duration+s.Warmup).Seconds() > PaymentLimit:
+		return usageErr("rate", "want --rate × (--duration + --warmup) ≤ %d payments, got %g/s × %s", PaymentLimit, s.Rate, s.Duration+s.Warmup)
+	case s.Deliveries < 1 || s.Deliveries > s.Instances*s.Workers:
+		return usageErr("deliveries", "want 1..%d (--instances × --workers): deliveries go to distinct instances, then to distinct workers of one, got %d", s.Instances*s.Workers, s.Deliveries)
 	case s.LockKey != "account" && s.LockKey != "payment":
 		return usageErr("lock-key", "want account or payment, got %q", s.LockKey)
-	case s.Accounts < 1:
-		return usageErr("accounts", "want ≥ 1, got %d", s.Accounts)
-	case s.Funding <= 0:
-		return usageErr("funding", "want a share > 0 (0.5 = half of each account's payments), got %g", s.Funding)
-	case s.TTL <= 0:
-		return usageErr("ttl", "want a duration > 0, got %s", s.TTL)
-	case s.AcquireTimeout <= 0:
-		return usageErr("acquire-timeout", "want a duration > 0, got %s", s.AcquireTimeout)
+	case s.Accounts < 1 || s.Accounts > MaxAccounts:
+		return usageErr("accounts", "want 1..%d, got %d", MaxAccounts, s.Accounts)
+	case !(s.Funding > 0 && s.Funding <= MaxFunding):
+		return usageErr("funding", "want a share in (0, %d] (0.5 = half of each account's payments), got %g", MaxFunding, s.Funding)
+	case s.TTL < MinTTL || s.TTL > MaxTTL:
+		return usageErr("ttl", "want a duration in %s..%s (%s is the strategies' resolution), got %s", MinTTL, MaxTTL, MinTTL, s.TTL)
+	case s.AcquireTimeout < MinAcquireTimeout || s.AcquireTimeout > MaxAcquireTimeout:
+		return usageErr("acquire-timeout", "want a duration in %s..%s, got %s", MinAcquireTimeout, MaxAcquireTimeout, s.AcquireTimeout)
 	case s.Store != "memory" && s.Store != "postgres":
 		return usageErr("store", "want memory or postgres, got %q", s.Store)
 	case s.InstanceMode != "goroutine" && s.InstanceMode != "process":
 		return usageErr("instance-mode", "want goroutine or process, got %q", s.InstanceMode)
 	case s.Hold.text == "":
 		return usageErr("hold", "want a duration (2ms), uniform:MIN-MAX or exp:MEAN")
+	case holdBound(s.Hold) > MaxHold:
+		return usageErr("hold", "want holds of at most %s (an exp:MEAN's mean), got %s", MaxHold, s.Hold)
 	case s.AccountDist.text == "":
 		return usageErr("account-dist", "want uniform, zipf:S or hot:F")
+	case s.AccountDist.kind == "zipf" && !(s.AccountDist.s > 1 && s.AccountDist.s <= MaxZipfS):
+		return usageErr("account-dist", "want zipf:S with 1 < S ≤ %d, got %s", MaxZipfS, s.AccountDist)
+	case s.AccountDist.kind == "hot" && !(s.AccountDist.s > 0 && s.AccountDist.s <= 1):
+		return usageErr("account-dist", "want hot:F with 0 < F ≤ 1, got %s", s.AccountDist)
+	case s.Interval != 0 && (s.Interval < MinInterval || s.Interval > MaxInterval):
+		return usageErr("interval", "want a duration in %s..%s such as 250ms (0 = %s), got %s", MinInterval, MaxInterval, IntervalLength, s.Interval)
 	}
-	return nil
+	return s.CheckMemory()
+}
+
+// holdBound is the hold's largest value, or an exp:MEAN's mean (its
+// largest is unbounded).
+func holdBound(h Hold) time.Duration {
+	if h.kind == "exp" {
+		return h.mean
+	}
+	return h.max
+}
+
+// printable reports whether s is valid UTF-8 without control characters:
+// names end up in tables, file names and one-line messages.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Memory estimate of a run: what the arrays sized by the scenario take.
+// NewWorkload (workload.go) holds, per payment, a Payment (24 B), its
+// Targets slice header (24 B) and one Target per delivery (16 B), and the
+// store's payment-account list (4 B); the memory store (store/memory.go)
+// a paymentState (8 B), a keyState (24 B) in payment mode, and per
+// application one recordVersion (24 B, up to twice over as its slice
+// grows). Per account: the opening balance and its running total (16 B),
+// the store's account (64 B) and, in account mode, its keyState (24 B).
+// Each latency interval keeps one histogram per phase (about 180 KB each).
+const (
+	bytesPerPayment         = 24 + 24 + 4 + 8
+	bytesPerDelivery        = 16 + 2*24
+	bytesPerPaymentLockKey  = 24
+	bytesPerAccount         = 16 + 64
+	bytesPerAccountLockKey  = 24
+	garbageCollectorOverrun = 2
+)
+
+// intervalBytes is what one latency interval keeps: a histogram per phase.
+var intervalBytes = sync.OnceValue(func() int64 {
+	return int64(results.NumPhases) * int64(results.NewHistogram().ByteSize())
+})
+
+// Memory is CheckMemory's estimate of what a run of the scenario holds, by
+// what sizes it.
+type Memory struct {
+	Accounts, Payments, Intervals int64 // bytes
+}
+
+// Total is the estimate in bytes, twice the arrays: the garbage collector
+// lets the heap grow to twice what is live before it collects.
+func (m Memory) Total() int64 {
+	return garbageCollectorOverrun * (m.Accounts + m.Payments + m.Intervals)
+}
+
+// MemoryEstimate estimates the memory a run of s holds (see Memory). It
+// assumes s is within the ranges Validate checks.
+func (s *Scenario) MemoryEstimate() Memory {
+	perAccount, perPayment := int64(bytesPerAccount), int64(bytesPerPayment+s.Deliveries*bytesPerDelivery)
+	if s.LockKey == "payment" {
+		perPayment += bytesPerPaymentLockKey
+	} else {
+		perAccount += bytesPerAccountLockKey
+	}
+	m := Memory{Accounts: int64(s.Accounts) * perAccount, Payments: int64(s.PaymentCap()) * perPayment}
+	// The run's length, when the scenario says it: intervals are kept for
+	// the whole run.
+	length := s.Duration + s.Warmup
+	if s.Duration == 0 && s.Rate > 0 {
+		length = time.Duration(float64(s.Payments)/s.Rate*float64(time.Second)) + s.Warmup
+	}
+	if length > 0 {
+		m.Intervals = (int64(length/s.LatencyInterval()) + 1) * intervalBytes()
+	}
+	return m
+}
+
+// CheckMemory refuses a scenario whose estimated memory (MemoryEstimate)
+// is more than the machine has available now (usage.MemAvailable), with a
+// usage error naming the flag that sizes most of it: a clear refusal
+// instead of an out-of-memory crash once the run has started. Where the
+// available memory is unknown it checks nothing.
+func (s *Scenario) CheckMemory() error {
+	avail, ok := usage.MemAvailable()
+	if !ok {
+		return nil
+	}
+	m := s.MemoryEstimate()
+	if m.Total() <= avail {
+		return nil
+	}
+	flag, what := "accounts", "fewer accounts"
+	switch {
+	case m.Payments >= m.Accounts && m.Payments >= m.Intervals:
+		flag, what = "payments", "fewer payments (--payments, or --rate × --duration)"
+		if s.Payments == 0 && s.Rate > 0 {
+			flag = "rate"
+		}
+	case m.Intervals >= m.Accounts:
+		flag, what = "duration", "a shorter run or a longer --interval"
+	}
+	return usageErr(flag, "the scenario needs about %s of memory (%d accounts: %s, %d payments: %s, latency intervals: %s, twice over for the garbage collector); %s is available (MemAvailable); want %s",
+		usage.FormatBytes(m.Total()), s.Accounts, usage.FormatBytes(m.Accounts), s.PaymentCap(), usage.FormatBytes(m.Payments),
+		usage.FormatBytes(m.Intervals), usage.FormatBytes(avail), what)
 }
 
 // PaymentCap is how many payments the run can offer at most.

@@ -86,24 +86,33 @@ type worker struct {
 	c    Counters
 }
 
-// lockKey names the lock guarding d.
+// lockKey names the lock guarding d, in one allocation.
 func (in *Instance) lockKey(d Delivery) string {
+	var buf [32]byte
+	var b []byte
 	if in.cfg.Scenario.LockKey == "payment" {
-		return "lockbench:pay:" + strconv.FormatInt(d.Payment, 10)
+		b = strconv.AppendInt(append(buf[:0], "lockbench:pay:"...), d.Payment, 10)
+	} else {
+		b = strconv.AppendInt(append(buf[:0], "lockbench:acct:"...), int64(d.Account), 10)
 	}
-	return "lockbench:acct:" + strconv.FormatInt(int64(d.Account), 10)
+	return string(b)
 }
 
 // cycleCtx are the contexts a worker's lock cycles derive theirs from: the
 // run's (done when the run ends) and the same without its cancellation,
-// for the calls that must finish anyway (release, and the store's Finish).
+// for the calls that must finish anyway (release, and the store's Finish);
+// and the deadlines of the acquire (a child of run) and of the release (of
+// detached), each bounded by --acquire-timeout.
 type cycleCtx struct {
-	run, detached context.Context
+	run, detached    context.Context
+	acquire, release *deadlines
 }
 
 // process handles one delivery: acquire → read → work → write → release.
-// Times are taken with time.Now (monotonic) except the start, which is the
-// intended start in wall-clock nanoseconds shared with the dispatcher.
+// Times are taken once with time.Now, then as time.Since that time: the
+// monotonic clock alone, one clock read where time.Now makes two (wall and
+// monotonic). The start is the intended start, in wall-clock nanoseconds
+// shared with the dispatcher.
 func (w *worker) process(cx cycleCtx, d Delivery) {
 	in := w.inst
 	sc := &in.cfg.Scenario
@@ -116,14 +125,14 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	}
 
 	t0 := time.Now()
-	actx, cancel := context.WithTimeout(ctx, sc.AcquireTimeout)
+	actx := cx.acquire.begin(t0)
 	lease, attempts, err := strategies.AcquireRetry(actx, in.strategy, key, sc.Retry.Retry)
-	cancel()
-	t1 := time.Now()
+	cx.acquire.end(actx)
+	t1 := time.Since(t0)
 	if err != nil {
 		// A give-up still has an acquire time: how long it tried.
 		if d.Record {
-			w.rec.Record(results.Acquire, t1.Sub(t0))
+			w.rec.Record(results.Acquire, t1)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -132,7 +141,7 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 			actx.Err() != nil && !errors.Is(err, strategies.ErrUnavailable):
 			w.c.NotAcquired.Add(1)
 			if d.Record {
-				w.rec.RecordOutcome(results.GaveUp, t1.Sub(t0))
+				w.rec.RecordOutcome(results.GaveUp, t1)
 			}
 		default:
 			w.c.Errors[classify(err)].Add(1)
@@ -140,28 +149,26 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 		return
 	}
 	w.c.Acquired.Add(1)
-	if d.Record {
-		outcome := results.FirstTry
-		if attempts > 1 || strategies.Waited(lease) {
-			outcome = results.Waited
-		}
-		w.rec.RecordOutcome(outcome, t1.Sub(t0))
+	outcome := results.FirstTry
+	if attempts > 1 || strategies.Waited(lease) {
+		outcome = results.Waited
 	}
 
 	w.critical(cx, d, key, lease)
-	t2 := time.Now()
+	t2 := time.Since(t0)
 
 	// Release with a fresh bound: the run's ctx may be ending, and a lock
 	// left behind would only expire by its TTL.
-	rctx, rcancel := context.WithTimeout(cx.detached, sc.AcquireTimeout)
+	rctx := cx.release.begin(t0.Add(t2))
 	if err := lease.Release(rctx); err != nil {
 		w.c.Errors[classify(err)].Add(1)
 	}
-	rcancel()
-	t3 := time.Now()
+	cx.release.end(rctx)
+	t3 := time.Since(t0)
 	if d.Record {
 		w.c.Measured.Add(1)
-		w.rec.RecordCycle(t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), time.Duration(t3.UnixNano()-d.IntendedNs))
+		total := time.Duration(t0.UnixNano()-d.IntendedNs) + t3
+		w.rec.RecordCycleOutcome(outcome, t1, t2-t1, t3-t2, total)
 	}
 }
 

@@ -17,21 +17,25 @@ const DefaultSLOP99 = 20 * time.Millisecond
 const MaxBehind = 0.05
 
 // Sustainable reports whether a run at an offered rate (payments/s)
-// sustained it: p99 total latency within slo, no errors, no payment given
-// up on, and an achieved rate at least 1-MaxBehind (95%) of the offered
-// one. Safety is not a capacity criterion; it is reported beside it.
+// sustained it: p99 total latency within slo (measured: with at least
+// results.MinTailSamples deliveries beyond it), no errors, no payment
+// given up on, and an achieved rate at least 1-MaxBehind (95%) of the
+// offered one. Safety is not a capacity criterion; it is reported beside
+// it.
 func Sustainable(s *results.Summary, rate float64, slo time.Duration) bool {
 	return judge(s, rate, slo).OK
 }
 
 // judge is Sustainable with the step's numbers and the reasons it failed.
 func judge(s *results.Summary, rate float64, slo time.Duration) Step {
+	total, acquire := s.Latency["total"], s.Latency["acquire"]
+	stat := func(l results.Latency, name string) int64 { v, _ := l.Value(name); return v }
 	st := Step{
 		Rate:         rate,
 		Achieved:     s.PaymentsPerSec,
-		TotalP99Ns:   s.Latency["total"].P99,
-		AcquireP50Ns: s.Latency["acquire"].P50,
-		AcquireP99Ns: s.Latency["acquire"].P99,
+		TotalP99Ns:   stat(total, results.StatP99),
+		AcquireP50Ns: stat(acquire, results.StatP50),
+		AcquireP99Ns: stat(acquire, results.StatP99),
 		Unprocessed:  s.Unprocessed,
 		Unsafe:       s.UnsafeCount(),
 	}
@@ -39,7 +43,12 @@ func judge(s *results.Summary, rate float64, slo time.Duration) Step {
 		st.Errors += n
 	}
 	var why []string
-	if st.TotalP99Ns > int64(slo) {
+	switch {
+	case !total.Has(results.StatP99):
+		// A p99 with fewer than 10 samples beyond it is no measurement:
+		// the step cannot show it held.
+		why = append(why, fmt.Sprintf("too few deliveries for a p99 (%d < %d)", total.Count, results.MinCount(results.StatP99)))
+	case st.TotalP99Ns > int64(slo):
 		why = append(why, fmt.Sprintf("p99 %s > %s", results.FormatDuration(st.TotalP99Ns), results.FormatDuration(int64(slo))))
 	}
 	if st.Errors > 0 {

@@ -14,8 +14,8 @@ func summaryAt(achieved float64, p99 time.Duration, errs int64) results.Summary 
 	s := results.Summary{
 		PaymentsPerSec: achieved,
 		Latency: map[string]results.Latency{
-			"total":   {P99: int64(p99)},
-			"acquire": {P50: int64(p99 / 10), P99: int64(p99 / 2)},
+			"total":   {P99: int64(p99), Count: 2000},
+			"acquire": {P50: int64(p99 / 10), P99: int64(p99 / 2), Count: 2000},
 		},
 		Errors: map[string]int64{},
 	}
@@ -29,6 +29,8 @@ func TestJudge(t *testing.T) {
 	const slo = 20 * time.Millisecond
 	unprocessed := summaryAt(1000, time.Millisecond, 0)
 	unprocessed.Unprocessed = 2
+	fewSamples := summaryAt(1000, time.Millisecond, 0)
+	fewSamples.Latency["total"] = results.Latency{P99: int64(time.Millisecond), Count: 999}
 	cases := []struct {
 		name   string
 		s      results.Summary
@@ -50,6 +52,9 @@ func TestJudge(t *testing.T) {
 		{"6% behind", summaryAt(940, time.Millisecond, 0), 1000, false, "achieved 940/s"},
 		// Several reasons are all named.
 		{"all at once", summaryAt(100, time.Second, 1), 1000, false, "p99 1.00s > 20.0ms, 1 errors, achieved 100/s"},
+		// A p99 with fewer than 10 deliveries beyond it proves nothing:
+		// the step fails for want of samples, whatever the number says.
+		{"too few samples", fewSamples, 1000, false, "too few deliveries for a p99 (999 < 1000)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,9 +62,13 @@ type Line struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Step is one step of a sweep as plan.json records it.
+// Step is one step of a sweep as plan.json records it: one trial at one
+// rate. A latency it does not report (too few deliveries for it) is 0.
 type Step struct {
-	Rate         float64 `json:"rate"`
+	Rate float64 `json:"rate"`
+	// Trial is which of the rate's trials this is, 1…N; 0 (left out)
+	// with one trial per rate.
+	Trial        int     `json:"trial,omitempty"`
 	Achieved     float64 `json:"achieved_rate"`
 	TotalP99Ns   int64   `json:"total_p99_ns"`
 	AcquireP50Ns int64   `json:"acquire_p50_ns"`
@@ -146,6 +150,15 @@ func costAt(steps []Step, target float64) Cost {
 	if i < 0 {
 		return Cost{}
 	}
-	st := steps[i]
-	return Cost{AtRate: st.Rate, AcquireP50Ns: st.AcquireP50Ns, AcquireP99Ns: st.AcquireP99Ns, TotalP99Ns: st.TotalP99Ns}
+	// Of several trials at the rate, the medians.
+	rate := steps[i].Rate
+	var p50, p99, total []float64
+	for _, st := range steps {
+		if st.Rate != rate || st.Retried {
+			continue
+		}
+		p50, p99, total = append(p50, float64(st.AcquireP50Ns)), append(p99, float64(st.AcquireP99Ns)), append(total, float64(st.TotalP99Ns))
+	}
+	med := func(vs []float64) int64 { return int64(math.Round(results.EstimateOf(vs).Median)) }
+	return Cost{AtRate: rate, AcquireP50Ns: med(p50), AcquireP99Ns: med(p99), TotalP99Ns: med(total)}
 }

@@ -14,13 +14,22 @@ import (
 // strategy, then which fit the target. cfg is the sweep's configuration
 // (its start, factor and confirmation are not in the Report).
 func Print(w io.Writer, rep Report, cfg Config) {
-	d := results.FormatDuration
+	// A latency the step did not report is 0 in plan.json: a dash here.
+	d := func(ns int64) string {
+		if ns == 0 {
+			return results.Dash
+		}
+		return results.FormatDuration(ns)
+	}
 	p := rep.Params
 	fmt.Fprintf(w, "plan: %d instances × %d workers, %d deliveries, %d accounts (%s), lock on %s, hold %s, store %s\n",
 		p.Instances, p.Workers, p.DeliveriesEach, p.Accounts, p.AccountDist, p.LockKey, p.Hold, p.Store)
 	fmt.Fprintf(w, "sweep: open loop from %.0f/s ×%g, %s steps (+%s warmup); a rate holds with p99 total ≤ %s, no errors, ≤ %.0f%% behind",
 		cfg.Start, cfg.Factor, d(rep.StepDurationNs), d(rep.StepWarmupNs), d(rep.SLOP99Ns), 100*rep.MaxBehind)
-	if cfg.Confirm {
+	switch {
+	case cfg.Trials > 1:
+		fmt.Fprintf(w, " (%d trials a rate; it holds when more than half do)", cfg.Trials)
+	case cfg.Confirm:
 		fmt.Fprint(w, " (a failing rate is run twice)")
 	}
 	fmt.Fprintln(w)

@@ -69,9 +69,10 @@ func Expected(info strategies.Info, fenced bool) string {
 }
 
 // Measured is the risks as a verdicts.json measured them: for each
-// strategy, the faults that made it unsafe and those under which it
-// processed fewer than 99% of payments, from the rows with the plan's
-// fencing when the file has them.
+// strategy, the faults that made it unsafe (in any trial; with trials,
+// in k of N) and those under which it processed fewer than 99% of
+// payments (the median trial), from the rows with the plan's fencing when
+// the file has them.
 func Measured(ss []results.Summary) Risks {
 	return func(info strategies.Info, fenced bool) string { return measured(ss, info.Name, fenced) }
 }
@@ -91,13 +92,38 @@ func measured(ss []results.Summary, name string, fenced bool) string {
 	if len(rows) == 0 {
 		return "not in the verdicts file"
 	}
-	var unsafe, unavailable []string
+	// One fault's trials are one verdict: unsafe when any trial was
+	// ("pause (3/6 trials)"), unavailable by the median availability.
+	var faults []string
+	trials := map[string][]results.Summary{}
 	for _, s := range rows {
 		s.Finish() // trust the counters, not the file's derived fields
-		if s.Unsafe || s.UnsafeCount() > 0 {
-			unsafe = append(unsafe, fmt.Sprintf("%s (%d)", s.Fault, s.UnsafeCount()))
-		} else if s.Availability < 0.99 {
-			unavailable = append(unavailable, fmt.Sprintf("%s (%.0f%% processed)", s.Fault, 100*s.Availability))
+		if _, ok := trials[s.Fault]; !ok {
+			faults = append(faults, s.Fault)
+		}
+		trials[s.Fault] = append(trials[s.Fault], s)
+	}
+	var unsafe, unavailable []string
+	for _, f := range faults {
+		ts := trials[f]
+		var bad int
+		var count int64
+		avail := make([]float64, len(ts))
+		for i, s := range ts {
+			if s.Unsafe {
+				bad++
+				count += s.UnsafeCount()
+			}
+			avail[i] = s.Availability
+		}
+		median := results.EstimateOf(avail).Median
+		switch {
+		case bad > 0 && len(ts) > 1:
+			unsafe = append(unsafe, fmt.Sprintf("%s (%d/%d trials)", f, bad, len(ts)))
+		case bad > 0:
+			unsafe = append(unsafe, fmt.Sprintf("%s (%d)", f, count))
+		case median < 0.99:
+			unavailable = append(unavailable, fmt.Sprintf("%s (%.0f%% processed)", f, 100*median))
 		}
 	}
 	var parts []string
@@ -108,7 +134,7 @@ func measured(ss []results.Summary, name string, fenced bool) string {
 		parts = append(parts, "unavailable under "+strings.Join(unavailable, ", "))
 	}
 	if len(parts) == 0 {
-		return fmt.Sprintf("safe and available under all %d faults run", len(rows))
+		return fmt.Sprintf("safe and available under all %d faults run", len(faults))
 	}
 	return strings.Join(parts, "; ")
 }

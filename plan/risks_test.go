@@ -56,6 +56,10 @@ func TestMeasured(t *testing.T) {
 		{Strategy: "setnx", Fault: "kill-node", Payments: 10, Processed: 4, Availability: 0.4},
 		{Strategy: "fencing", Fault: "pause", Fencing: true, StaleRejected: 2, Availability: 1},
 		{Strategy: "fencing", Fault: "pause", Fencing: false, Duplicates: 1},
+		// Three trials of redlock under pause, one unsafe.
+		{Strategy: "redlock", Fault: "pause", Trial: 1, Payments: 10, Processed: 10},
+		{Strategy: "redlock", Fault: "pause", Trial: 2, Payments: 10, Processed: 10, Duplicates: 2},
+		{Strategy: "redlock", Fault: "pause", Trial: 3, Payments: 10, Processed: 10},
 	}
 	cases := []struct {
 		name, strategy string
@@ -67,6 +71,8 @@ func TestMeasured(t *testing.T) {
 		// The rows with the plan's fencing are the ones that count.
 		{"fenced row chosen", "fencing", true, "safe and available under all 1 faults run"},
 		{"unfenced row chosen", "fencing", false, "unsafe under pause (1)"},
+		// A fault's trials are one verdict: k of N unsafe.
+		{"trials", "redlock", false, "unsafe under pause (1/3 trials)"},
 		// A strategy the file never ran says so.
 		{"missing", "etcd", true, "not in the verdicts file"},
 	}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -45,8 +46,11 @@ type Config struct {
 	SLO time.Duration
 	// Confirm re-runs a failing step once; the rate fails only if the
 	// second run fails too, so one hiccup of a shared machine does not
-	// end a sweep.
+	// end a sweep. With Trials above 1 the trials decide instead.
 	Confirm bool
+	// Trials is how many times each rate is run (0 means 1); the rate
+	// holds when more than half of its trials hold.
+	Trials int
 }
 
 // StartRate is the first offered rate for a target (payments/s; 0: none):
@@ -59,10 +63,11 @@ func StartRate(target, factor float64) float64 {
 	return roundRate(target / (factor * factor))
 }
 
-// StepFunc runs one step of a sweep at an offered rate (payments/s). The
-// caller decides what a step is (in lockbench, one open-loop run of the
-// plan's scenario); Sweep only chooses the rates and judges the runs.
-type StepFunc func(ctx context.Context, rate float64) (results.Run, error)
+// StepFunc runs one trial (1…Config.Trials) of one step of a sweep at an
+// offered rate (payments/s). The caller decides what a step is (in
+// lockbench, one open-loop run of the plan's scenario, with the trial's
+// seed); Sweep only chooses the rates and judges the runs.
+type StepFunc func(ctx context.Context, rate float64, trial int) (results.Run, error)
 
 // SweepResult is what a sweep found.
 type SweepResult struct {
@@ -84,30 +89,56 @@ type SweepResult struct {
 // first step fails, then bisects (geometric mean) cfg.Refine times between
 // the highest rate that held and the lowest that failed. It assumes a rate
 // that fails would fail at any higher rate. At most MaxSteps rates are
-// tried (a confirming re-run does not count); it stops early, with what it
-// has, when ctx is done or a step returns an error.
+// tried (a confirming re-run, or a rate's further trials, do not count); it
+// stops early, with what it has, when ctx is done or a step returns an
+// error.
 func Sweep(ctx context.Context, cfg Config, step StepFunc) (SweepResult, error) {
 	var res SweepResult
 	lo, hi := 0.0, math.Inf(1)
 	hiReason := ""
 	tried := 0
+	trials := max(cfg.Trials, 1)
+	// once runs every trial of a rate; it holds when more than half do,
+	// at the median achieved rate, and fails for its first failing
+	// trial's reason.
 	once := func(rate float64) (Step, error) {
-		r, err := step(ctx, rate)
-		if err == nil && (r.Summary.Interrupted || ctx.Err() != nil) {
-			err = ctx.Err()
+		var held int
+		var achieved []float64
+		var verdict Step
+		for t := 1; t <= trials; t++ {
+			r, err := step(ctx, rate, t)
+			if err == nil && (r.Summary.Interrupted || ctx.Err() != nil) {
+				err = ctx.Err()
+			}
+			if err != nil {
+				return Step{}, err
+			}
+			res.Runs = append(res.Runs, r)
+			st := judge(&r.Summary, rate, cfg.SLO)
+			if trials > 1 {
+				st.Trial = t
+			}
+			res.Steps = append(res.Steps, st)
+			achieved = append(achieved, st.Achieved)
+			if st.OK {
+				held++
+			} else if verdict.Reason == "" {
+				verdict.Reason = st.Reason
+			}
 		}
-		if err != nil {
-			return Step{}, err
+		verdict.OK = 2*held > trials
+		if verdict.OK {
+			verdict.Reason = ""
+		} else if trials > 1 {
+			verdict.Reason = fmt.Sprintf("%d of %d trials failed: %s", trials-held, trials, verdict.Reason)
 		}
-		res.Runs = append(res.Runs, r)
-		st := judge(&r.Summary, rate, cfg.SLO)
-		res.Steps = append(res.Steps, st)
-		return st, nil
+		verdict.Achieved = results.EstimateOf(achieved).Median
+		return verdict, nil
 	}
 	try := func(rate float64) (bool, error) {
 		tried++
 		st, err := once(rate)
-		if err == nil && !st.OK && cfg.Confirm {
+		if err == nil && !st.OK && cfg.Confirm && trials == 1 {
 			res.Steps[len(res.Steps)-1].Retried = true
 			res.Runs = res.Runs[:len(res.Runs)-1]
 			st, err = once(rate)

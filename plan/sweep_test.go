@@ -15,7 +15,7 @@ import (
 // capacityModel is a synthetic system that sustains rates up to capacity
 // and blows its p99 above it. flaky rates fail on their first run only.
 func capacityModel(capacity float64, flaky map[float64]bool, calls *[]float64) StepFunc {
-	return func(_ context.Context, rate float64) (results.Run, error) {
+	return func(_ context.Context, rate float64, _ int) (results.Run, error) {
 		*calls = append(*calls, rate)
 		p99 := 2 * time.Millisecond
 		if rate > capacity || flaky[rate] {
@@ -104,7 +104,7 @@ func TestSweepStops(t *testing.T) {
 	cfg := Config{Start: 100, Factor: 2, Refine: 2, SLO: time.Second}
 	boom := errors.New("boom")
 	n := 0
-	res, err := Sweep(context.Background(), cfg, func(_ context.Context, rate float64) (results.Run, error) {
+	res, err := Sweep(context.Background(), cfg, func(_ context.Context, rate float64, _ int) (results.Run, error) {
 		if n++; n == 3 {
 			return results.Run{}, boom
 		}
@@ -115,7 +115,7 @@ func TestSweepStops(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	res, err = Sweep(ctx, cfg, func(_ context.Context, rate float64) (results.Run, error) {
+	res, err = Sweep(ctx, cfg, func(_ context.Context, rate float64, _ int) (results.Run, error) {
 		cancel()
 		s := summaryAt(rate, time.Millisecond, 0)
 		s.Interrupted = true
@@ -152,12 +152,12 @@ func TestStartRate(t *testing.T) {
 // A sweep over a synthetic system that holds up to 3000 payments/s: in
 // lockbench the step function runs one open-loop scenario at the rate.
 func ExampleSweep() {
-	step := func(_ context.Context, rate float64) (results.Run, error) {
+	step := func(_ context.Context, rate float64, _ int) (results.Run, error) {
 		p99 := 2 * time.Millisecond
 		if rate > 3000 {
 			p99 = time.Second
 		}
-		s := results.Summary{PaymentsPerSec: rate, Latency: map[string]results.Latency{"total": {P99: int64(p99)}}}
+		s := results.Summary{PaymentsPerSec: rate, Latency: map[string]results.Latency{"total": {P99: int64(p99), Count: 2000}}}
 		return results.Run{Summary: s}, nil
 	}
 	cfg := Config{Start: 500, Factor: 2, Refine: 2, SLO: DefaultSLOP99}
@@ -182,4 +182,44 @@ func ExampleSweep() {
 	// 2828/s holds
 	// 3363/s fails: p99 1.00s > 20.0ms
 	// max sustainable: 2828/s, limited by p99 1.00s > 20.0ms
+}
+
+// With trials, each rate runs that many times and holds when more than
+// half of its trials hold; every trial is a step of its own.
+func TestSweepTrials(t *testing.T) {
+	cases := []struct {
+		name     string
+		failing  map[int]bool // trials that fail at 1000/s
+		wantMax  float64
+		wantRuns int
+	}{
+		// One bad trial of three is outvoted.
+		{"one of three fails", map[int]bool{2: true}, 1000, 6},
+		// Two of three fail: the rate fails.
+		{"two of three fail", map[int]bool{1: true, 3: true}, 500, 6},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Config{Start: 500, Factor: 2, MaxRate: 1000, SLO: 20 * time.Millisecond, Trials: 3, Confirm: true}
+			step := func(_ context.Context, rate float64, trial int) (results.Run, error) {
+				p99 := 2 * time.Millisecond
+				if rate == 1000 && c.failing[trial] {
+					p99 = time.Second
+				}
+				return results.Run{Summary: summaryAt(rate, p99, 0)}, nil
+			}
+			res, err := Sweep(context.Background(), cfg, step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Max != c.wantMax || len(res.Runs) != c.wantRuns {
+				t.Errorf("max %g after %d runs; want %g after %d (3 trials a rate, no confirming re-run)", res.Max, len(res.Runs), c.wantMax, c.wantRuns)
+			}
+			for i, st := range res.Steps {
+				if want := i%3 + 1; st.Trial != want {
+					t.Errorf("step %d: trial %d; want %d", i, st.Trial, want)
+				}
+			}
+		})
+	}
 }

@@ -18,28 +18,37 @@ type benchMetric struct {
 	// better is "higher" for units where more is better; lower is the
 	// default and is not written.
 	better string
-	value  func(s *Summary) float64
+	// value is the metric of s, and false when s does not report it (a
+	// percentile with too few samples beyond it): the line leaves it out.
+	value func(s *Summary) (float64, bool)
 }
 
-func lat(phase string, pick func(Latency) int64) func(s *Summary) float64 {
-	return func(s *Summary) float64 { return float64(pick(s.Latency[phase])) }
+func lat(phase, stat string) func(s *Summary) (float64, bool) {
+	return func(s *Summary) (float64, bool) {
+		v, ok := s.Latency[phase].Value(stat)
+		return float64(v), ok
+	}
 }
 
-func count(pick func(s *Summary) int64) func(s *Summary) float64 {
-	return func(s *Summary) float64 { return float64(pick(s)) }
+func count(pick func(s *Summary) int64) func(s *Summary) (float64, bool) {
+	return func(s *Summary) (float64, bool) { return float64(pick(s)), true }
+}
+
+func rate(pick func(s *Summary) float64) func(s *Summary) (float64, bool) {
+	return func(s *Summary) (float64, bool) { return pick(s), true }
 }
 
 // benchMetrics are the measurements on every bench.txt line, in order. Unit
 // names carry their unit (-ns); benchstat rescales those to seconds.
 var benchMetrics = []benchMetric{
-	{"payments/s", "higher", func(s *Summary) float64 { return s.PaymentsPerSec }},
-	{"ops/s", "higher", func(s *Summary) float64 { return s.OpsPerSec }},
-	{"acquire-p50-ns", "", lat("acquire", func(l Latency) int64 { return l.P50 })},
-	{"acquire-p99-ns", "", lat("acquire", func(l Latency) int64 { return l.P99 })},
-	{"acquire-p999-ns", "", lat("acquire", func(l Latency) int64 { return l.P999 })},
-	{"total-p50-ns", "", lat("total", func(l Latency) int64 { return l.P50 })},
-	{"total-p99-ns", "", lat("total", func(l Latency) int64 { return l.P99 })},
-	{"total-p999-ns", "", lat("total", func(l Latency) int64 { return l.P999 })},
+	{"payments/s", "higher", rate(func(s *Summary) float64 { return s.PaymentsPerSec })},
+	{"ops/s", "higher", rate(func(s *Summary) float64 { return s.OpsPerSec })},
+	{"acquire-p50-ns", "", lat("acquire", StatP50)},
+	{"acquire-p99-ns", "", lat("acquire", StatP99)},
+	{"acquire-p999-ns", "", lat("acquire", StatP999)},
+	{"total-p50-ns", "", lat("total", StatP50)},
+	{"total-p99-ns", "", lat("total", StatP99)},
+	{"total-p999-ns", "", lat("total", StatP999)},
 	{"unsafe", "", count(func(s *Summary) int64 { return s.UnsafeCount() })},
 	{"duplicates", "", count(func(s *Summary) int64 { return s.Duplicates })},
 	{"lost", "", count(func(s *Summary) int64 { return s.Lost })},
@@ -59,7 +68,8 @@ var benchMetrics = []benchMetric{
 	})},
 }
 
-// BenchName is the Go benchmark name of a run:
+// BenchName is the Go benchmark name of a run (the same for every trial of
+// a cell, so benchstat reads the trials as repeated measurements):
 // "BenchmarkLockbench/strategy=setnx/scenario=base/fault=none/fencing=false",
 // with "/rate=R" added for rate sweeps and "/contenders=C" for contention
 // sweeps so their points are distinct benchmarks to benchstat.
@@ -107,7 +117,8 @@ func benchValue(v string) string {
 // benchstat: a goos/goarch/pkg/cpu header from host (this machine's GOOS
 // and GOARCH when empty), unit metadata lines, then one line per run. The
 // iteration count is the number of payments and ns/op is the measured
-// duration per payment.
+// duration per payment. A percentile a run does not report (Latency.Has)
+// is left out of its line.
 func WriteBench(w io.Writer, ss []Summary, host Host) error {
 	goos, goarch := host.OS, host.Arch
 	if goos == "" {
@@ -137,7 +148,9 @@ func WriteBench(w io.Writer, ss []Summary, host Host) error {
 		}
 		fmt.Fprintf(&b, "%s\t%d\t%s ns/op", BenchName(s), n, benchFloat(nsPerOp))
 		for _, m := range benchMetrics {
-			fmt.Fprintf(&b, "\t%s %s", benchFloat(m.value(s)), m.unit)
+			if v, ok := m.value(s); ok {
+				fmt.Fprintf(&b, "\t%s %s", benchFloat(v), m.unit)
+			}
 		}
 		b.WriteByte('\n')
 	}

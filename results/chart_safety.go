@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 
@@ -37,8 +38,10 @@ const (
 // strategy apart, e.g. "etcd (fenced)") against faults (columns): each cell
 // is "safe" on green, or the run's unsafe count (Summary.UnsafeCount) on a red that
 // darkens with it, with the availability underneath when payments went
-// unprocessed. Of several runs in one cell, the least safe is shown. It
-// returns nil when ss is empty.
+// unprocessed. Of several runs in one cell, the least safe is shown. When
+// a cell ran several trials, it shows k/N, the trials that lost safety,
+// with the rate's 95% Wilson interval underneath, on a red that darkens
+// with the rate. It returns nil when ss is empty.
 func SafetyGrid(ss []Summary) (*Chart, error) {
 	if len(ss) == 0 {
 		return nil, nil
@@ -47,31 +50,34 @@ func SafetyGrid(ss []Summary) (*Chart, error) {
 	keys := sortedKeys(ss)
 	var faults []string
 	seenFault := map[string]bool{}
-	worst := map[seriesKey]map[string]*Summary{}
+	type gridKey struct {
+		k     seriesKey
+		fault string
+	}
+	runs := map[gridKey][]Summary{}
 	for i := range ss {
 		s := &ss[i]
-		f := s.Fault
-		if f == "" {
-			f = FaultNone
-		}
+		f := faultName(s)
 		if !seenFault[f] {
 			seenFault[f] = true
 			faults = append(faults, f)
 		}
-		k := keyOf(s)
-		if worst[k] == nil {
-			worst[k] = map[string]*Summary{}
-		}
-		if w := worst[k][f]; w == nil || s.UnsafeCount() > w.UnsafeCount() || (isUnsafe(s) && !isUnsafe(w)) {
-			worst[k][f] = s
-		}
+		gk := gridKey{keyOf(s), f}
+		runs[gk] = append(runs[gk], *s)
 	}
 	sortFaults(faults)
 
+	trials := MaxTrials(ss) > 1
 	ch := newChart("safety-grid", "Safety under faults: unsafe outcomes per run", "fault injected", "")
 	ch.Caption = "A cell is one strategy under one fault: \"safe\" (green) means no duplicate, lost, " +
 		"overdrawn, overwritten or stale-accepted payment; a number (red) counts them; " +
 		"a percentage underneath is the share of payments processed when some were not."
+	if trials {
+		ch.plot.Title.Text = "Safety under faults: unsafe trials"
+		ch.Caption = "A cell is one strategy under one fault over its trials: \"safe\" (green) means no trial had a duplicate, lost, " +
+			"overdrawn, overwritten or stale-accepted payment; k/N (red, darker for a higher rate) is the trials that did, " +
+			"with the rate's 95% Wilson interval underneath."
+	}
 	ch.Height = px(float64(gridChromePx + gridRowPx*len(keys)))
 	g := &cellGrid{}
 	rows := make([]string, len(keys))
@@ -79,7 +85,12 @@ func SafetyGrid(ss []Summary) (*Chart, error) {
 		y := len(keys) - 1 - r // first strategy on top
 		rows[y] = lb.label(k)
 		for x, f := range faults {
-			g.cells = append(g.cells, newCell(x, y, worst[k][f]))
+			rs := runs[gridKey{k, f}]
+			if trials && len(rs) > 0 {
+				g.cells = append(g.cells, newTrialsCell(x, y, rs))
+				continue
+			}
+			g.cells = append(g.cells, newCell(x, y, worstOf(rs)))
 		}
 	}
 	ch.plot.Add(g)
@@ -91,11 +102,51 @@ func SafetyGrid(ss []Summary) (*Chart, error) {
 	return ch, nil
 }
 
+// worstOf is the least safe of rs, nil for none.
+func worstOf(rs []Summary) *Summary {
+	var w *Summary
+	for i := range rs {
+		s := &rs[i]
+		if w == nil || s.UnsafeCount() > w.UnsafeCount() || (isUnsafe(s) && !isUnsafe(w)) {
+			w = s
+		}
+	}
+	return w
+}
+
 // gridCell is one cell of the safety grid.
 type gridCell struct {
 	x, y      int
 	fill, ink color.Color
 	text, sub string
+}
+
+// newTrialsCell is a cell over trials: "safe", or k/N unsafe with the
+// rate's Wilson interval.
+func newTrialsCell(x, y int, rs []Summary) gridCell {
+	c := gridCell{x: x, y: y}
+	k := 0
+	for i := range rs {
+		if isUnsafe(&rs[i]) {
+			k++
+		}
+	}
+	n := len(rs)
+	ci := Wilson(k, n)
+	if k == 0 {
+		c.fill, c.ink, c.text = safeFill, safeText, "safe"
+		c.sub = fmt.Sprintf("0/%d (≤%s%%)", n, pct0(ci[1]))
+		return c
+	}
+	t := float64(k) / float64(n)
+	c.fill = mix(unsafeLight, unsafeDark, t)
+	c.ink = color.Black
+	if t > 0.4 {
+		c.ink = color.White
+	}
+	c.text = fmt.Sprintf("%d/%d", k, n)
+	c.sub = fmt.Sprintf("%s–%s%%", pct0(ci[0]), pct0(ci[1]))
+	return c
 }
 
 func newCell(x, y int, s *Summary) gridCell {

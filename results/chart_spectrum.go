@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,9 +33,13 @@ var percentileTicks = plot.ConstantTicks{
 }
 
 // LatencySpectrum charts the latency of phase p at every percentile, one
-// line per run (a strategy), from the runs' whole-run histograms: x is the
-// percentile on HdrHistogram's 1/(1−p) log scale, y the latency in ms on a
-// log scale. It returns nil when no run recorded phase p.
+// line per series (a strategy), from the runs' whole-run histograms: x is
+// the percentile on HdrHistogram's 1/(1−p) log scale, y the latency in ms
+// on a log scale. A line stops at the deepest percentile with at least
+// MinTailSamples samples beyond it. When a series ran several trials, its
+// line is the median over them at each percentile and a band in its
+// colour spans the trials' lowest to highest, up to the deepest percentile
+// every trial supports. It returns nil when no run recorded phase p.
 func LatencySpectrum(runs []Run, p Phase) (*Chart, error) {
 	runs = append([]Run(nil), runs...)
 	sort.SliceStable(runs, func(i, j int) bool { return keyOf(&runs[i].Summary).less(keyOf(&runs[j].Summary)) })
@@ -44,27 +49,48 @@ func LatencySpectrum(runs []Run, p Phase) (*Chart, error) {
 		"percentile (log scale of 1/(1−p))", "latency (ms, log scale)")
 	ch.addGrid()
 	ch.Caption = fmt.Sprintf("Each line is one strategy's %s latency at every percentile of the whole run; "+
-		"the x axis stretches the tail (each step right is ten times rarer), so lower and flatter is better.", p)
-	xMax, yLo, yHi := 1.0, math.Inf(1), 0.0
-	n := 0
+		"the x axis stretches the tail (each step right is ten times rarer), so lower and flatter is better. "+
+		"A line ends where fewer than %d samples lie beyond the percentile.", p, MinTailSamples)
+	var keys []seriesKey
+	byKey := map[seriesKey][]*hdrhistogram.Histogram{}
 	for _, r := range runs {
 		h := r.Total[p]
-		if h == nil || h.TotalCount() == 0 {
+		if h == nil || h.TotalCount() < MinCount(StatP50) {
 			continue
 		}
-		xys := spectrumPoints(h)
-		for _, pt := range xys {
-			xMax = math.Max(xMax, pt.X)
-			yLo, yHi = math.Min(yLo, pt.Y), math.Max(yHi, pt.Y)
-		}
 		k := keyOf(&r.Summary)
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], h)
+	}
+	xMax, yLo, yHi := 1.0, math.Inf(1), 0.0
+	trials := false
+	for _, k := range keys {
+		xs, mid, lo, hi := spectrumTrials(byKey[k])
+		for i, x := range xs {
+			xMax = math.Max(xMax, x)
+			yLo, yHi = math.Min(yLo, lo[i]), math.Max(yHi, hi[i])
+		}
+		if len(byKey[k]) > 1 {
+			trials = true
+			if err := ch.addBand(k, xs, lo, hi); err != nil {
+				return nil, err
+			}
+		}
+		xys := make(plotter.XYs, len(xs))
+		for i := range xs {
+			xys[i] = plotter.XY{X: xs[i], Y: mid[i]}
+		}
 		if err := ch.addSeries(k, lb.label(k), lb.split(k) && !k.Fencing, xys, false, true); err != nil {
 			return nil, err
 		}
-		n++
 	}
-	if n == 0 {
+	if len(keys) == 0 {
 		return nil, nil
+	}
+	if trials {
+		ch.Caption += " With several trials the line is their median and the shaded band their range."
 	}
 	ch.plot.X.Scale = plot.LogScale{}
 	ch.plot.X.Tick.Marker = percentileTicks
@@ -74,20 +100,41 @@ func LatencySpectrum(runs []Run, p Phase) (*Chart, error) {
 }
 
 // spectrumPoints samples h at percentiles evenly spaced on the 1/(1−p)
-// scale, up to the deepest percentile its sample count supports, ending at
-// its maximum.
+// scale, up to the deepest percentile with MinTailSamples samples beyond
+// it: x is 1/(1−p), y the latency in ms.
 func spectrumPoints(h *hdrhistogram.Histogram) plotter.XYs {
-	last := math.Min(float64(h.TotalCount()), spectrumMaxX)
-	var xys plotter.XYs
+	xs, ys, _, _ := spectrumTrials([]*hdrhistogram.Histogram{h})
+	xys := make(plotter.XYs, len(xs))
+	for i := range xs {
+		xys[i] = plotter.XY{X: xs[i], Y: ys[i]}
+	}
+	return xys
+}
+
+// spectrumTrials samples the histograms hs (one per trial) at percentiles
+// evenly spaced on the 1/(1−p) scale, up to the deepest percentile every
+// one of them has MinTailSamples samples beyond, and returns for each x
+// the median, lowest and highest latency over them, in ms.
+func spectrumTrials(hs []*hdrhistogram.Histogram) (xs, mid, lo, hi []float64) {
+	last := spectrumMaxX
+	for _, h := range hs {
+		last = math.Min(last, float64(h.TotalCount())/MinTailSamples)
+	}
+	vals := make([]float64, len(hs))
 	for i := 0; ; i++ {
 		x := math.Pow(10, float64(i)/spectrumStepsPerDecade)
-		if x >= last {
+		if x > last*(1+1e-9) {
 			break
 		}
 		q := 100 * (1 - 1/x)
-		xys = append(xys, plotter.XY{X: x, Y: msOf(float64(h.ValueAtQuantile(q)))})
+		for j, h := range hs {
+			vals[j] = msOf(float64(h.ValueAtQuantile(q)))
+		}
+		e := EstimateOf(vals)
+		xs, mid = append(xs, x), append(mid, e.Median)
+		lo, hi = append(lo, slices.Min(vals)), append(hi, slices.Max(vals))
 	}
-	return append(xys, plotter.XY{X: math.Max(last, 1), Y: msOf(float64(h.Max()))})
+	return xs, mid, lo, hi
 }
 
 func titleCase(s string) string {

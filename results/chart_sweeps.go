@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -18,9 +19,35 @@ func groupByKey(ss []Summary) ([]seriesKey, map[seriesKey][]Summary) {
 	return sortedKeys(ss), g
 }
 
+// sweepSeries groups one series' runs by x (contenders, or offered rate):
+// the trials of each point, in order of x.
+func sweepSeries(g []Summary, x func(s *Summary) float64, y func(s *Summary) (float64, bool), measuredX func(s *Summary) float64) []trialPoint {
+	var pts []trialPoint
+	at := map[float64]int{}
+	for i := range g {
+		s := &g[i]
+		xv := x(s)
+		j, ok := at[xv]
+		if !ok {
+			j = len(pts)
+			at[xv] = j
+			pts = append(pts, trialPoint{x: xv})
+		}
+		if measuredX != nil {
+			pts[j].xs = append(pts[j].xs, measuredX(s))
+		}
+		if v, ok := y(s); ok {
+			pts[j].ys = append(pts[j].ys, v)
+		}
+	}
+	sort.SliceStable(pts, func(i, j int) bool { return pts[i].x < pts[j].x })
+	return pts
+}
+
 // ThroughputContention charts achieved payments/s against contenders per
 // lock key (Params.Contenders), one line per strategy, from the summaries
-// of a contention sweep. It returns nil when ss is empty.
+// of a contention sweep; with several trials per point, the median with
+// its interval as an error bar. It returns nil when ss is empty.
 func ThroughputContention(ss []Summary) (*Chart, error) {
 	if len(ss) == 0 {
 		return nil, nil
@@ -34,23 +61,50 @@ func ThroughputContention(ss []Summary) (*Chart, error) {
 	keys, groups := groupByKey(ss)
 	xs := map[float64]bool{}
 	yMin, yMax := math.Inf(1), 0.0
+	var drawn []Estimate
+	type series struct {
+		k      seriesKey
+		xys    plotter.XYs
+		lo, hi []float64
+	}
+	var all []series
 	for _, k := range keys {
-		g := groups[k]
-		sort.SliceStable(g, func(i, j int) bool { return g[i].Params.Contenders() < g[j].Params.Contenders() })
-		xys := make(plotter.XYs, 0, len(g))
-		for _, s := range g {
-			x := s.Params.Contenders()
-			xs[x] = true
-			xys = append(xys, plotter.XY{X: x, Y: finite(s.PaymentsPerSec)})
-			yMax = math.Max(yMax, finite(s.PaymentsPerSec))
-			if y := finite(s.PaymentsPerSec); y > 0 {
-				yMin = math.Min(yMin, y)
+		pts := sweepSeries(groups[k], func(s *Summary) float64 { return s.Params.Contenders() },
+			func(s *Summary) (float64, bool) { return finite(s.PaymentsPerSec), true }, nil)
+		sr := series{k: k}
+		for _, pt := range pts {
+			e := EstimateOf(pt.ys)
+			drawn = append(drawn, e)
+			xs[pt.x] = true
+			sr.xys = append(sr.xys, plotter.XY{X: pt.x, Y: e.Median})
+			sr.lo, sr.hi = append(sr.lo, e.Lo), append(sr.hi, e.Hi)
+			yMax = math.Max(yMax, math.Max(e.Median, e.Hi))
+			for _, y := range []float64{e.Median, e.Lo} {
+				if y > 0 {
+					yMin = math.Min(yMin, y)
+				}
 			}
 		}
-		if err := ch.addSeries(k, lb.label(k), lb.split(k) && !k.Fencing, xys, true, true); err != nil {
+		all = append(all, sr)
+	}
+	// Log scale: the in-process controls run an order of magnitude above
+	// the distributed locks, which a linear axis would flatten to the floor.
+	if math.IsInf(yMin, 1) {
+		yMin = 1
+	}
+	yMin = math.Max(yMin, 1)
+	for _, sr := range all {
+		for i := range sr.lo {
+			sr.lo[i] = math.Max(sr.lo[i], yMin)
+		}
+		if err := ch.addErrorBars(sr.k, sr.xys, sr.lo, sr.hi, true); err != nil {
+			return nil, err
+		}
+		if err := ch.addSeries(sr.k, lb.label(sr.k), lb.split(sr.k) && !sr.k.Fencing, sr.xys, true, true); err != nil {
 			return nil, err
 		}
 	}
+	ch.Caption += intervalCaption(drawn)
 	lo, hi := minMax(xs)
 	logX := hi/lo >= 4
 	switch {
@@ -66,25 +120,27 @@ func ThroughputContention(ss []Summary) (*Chart, error) {
 		pad := math.Max((hi-lo)*0.05, 0.5)
 		ch.plot.X.Min, ch.plot.X.Max = math.Max(0, lo-pad), hi+pad
 	}
-	// Log scale: the in-process controls run an order of magnitude above
-	// the distributed locks, which a linear axis would flatten to the floor.
-	if math.IsInf(yMin, 1) {
-		yMin = 1
-	}
-	ch.useLogY(math.Max(yMin, 1), math.Max(yMax, 10))
+	ch.useLogY(yMin, math.Max(yMax, 10))
 	return ch, nil
 }
 
 // LatencyThroughput charts p99 total latency (ms, log scale) against
 // achieved payments/s, one line per strategy through the points of a rate
 // sweep in order of offered rate (Params.Rate): the trade-off curve, whose
-// knee is the most load the strategy takes before latency runs away. It
-// returns nil when no summary has total latency.
+// knee is the most load the strategy takes before latency runs away. A
+// point whose runs have too few samples for a p99 (Latency.Has) is left
+// out; with several trials per point, it is drawn at the medians with
+// error bars for both. It returns nil when no summary reports a p99 total
+// latency.
 func LatencyThroughput(ss []Summary) (*Chart, error) {
 	var have []Summary
+	short := 0
 	for _, s := range ss {
-		if s.Latency["total"].Count > 0 {
+		switch l := s.Latency["total"]; {
+		case l.Has(StatP99):
 			have = append(have, s)
+		case l.Count > 0:
+			short++
 		}
 	}
 	if len(have) == 0 {
@@ -98,19 +154,37 @@ func LatencyThroughput(ss []Summary) (*Chart, error) {
 	lb := newLabeler(have)
 	keys, groups := groupByKey(have)
 	xMax, yLo, yHi := 0.0, math.Inf(1), 0.0
+	var drawn []Estimate
 	for _, k := range keys {
-		g := groups[k]
-		sort.SliceStable(g, func(i, j int) bool { return g[i].Params.Rate < g[j].Params.Rate })
-		xys := make(plotter.XYs, 0, len(g))
-		for _, s := range g {
-			y := msOf(float64(s.Latency["total"].P99))
-			x := finite(s.PaymentsPerSec)
-			xys = append(xys, plotter.XY{X: x, Y: y})
-			xMax, yLo, yHi = math.Max(xMax, x), math.Min(yLo, y), math.Max(yHi, y)
+		pts := sweepSeries(groups[k], func(s *Summary) float64 { return s.Params.Rate },
+			func(s *Summary) (float64, bool) {
+				v, ok := s.Latency["total"].Value(StatP99)
+				return msOf(float64(v)), ok
+			},
+			func(s *Summary) float64 { return finite(s.PaymentsPerSec) })
+		var xys plotter.XYs
+		var ylo, yhi, xlo, xhi []float64
+		for _, pt := range pts {
+			ey, ex := EstimateOf(pt.ys), EstimateOf(pt.xs)
+			drawn = append(drawn, ey, ex)
+			xys = append(xys, plotter.XY{X: ex.Median, Y: ey.Median})
+			ylo, yhi, xlo, xhi = append(ylo, ey.Lo), append(yhi, ey.Hi), append(xlo, ex.Lo), append(xhi, ex.Hi)
+			xMax = math.Max(xMax, math.Max(ex.Median, ex.Hi))
+			yLo, yHi = math.Min(yLo, math.Min(ey.Median, ey.Lo)), math.Max(yHi, math.Max(ey.Median, ey.Hi))
+		}
+		if err := ch.addErrorBars(k, xys, ylo, yhi, true); err != nil {
+			return nil, err
+		}
+		if err := ch.addErrorBars(k, xys, xlo, xhi, false); err != nil {
+			return nil, err
 		}
 		if err := ch.addSeries(k, lb.label(k), lb.split(k) && !k.Fencing, xys, true, true); err != nil {
 			return nil, err
 		}
+	}
+	ch.Caption += intervalCaption(drawn)
+	if short > 0 {
+		ch.Caption += fmt.Sprintf(" %d runs with fewer than %d deliveries (too few for a p99) are left out.", short, MinCount(StatP99))
 	}
 	ch.plot.X.Min, ch.plot.X.Max = 0, math.Max(xMax*1.05, 1)
 	ch.useLogY(yLo, yHi)

@@ -13,29 +13,43 @@ import (
 // stay readable through it.
 var faultBandColor = color.NRGBA{0x80, 0x80, 0x80, 0x40}
 
-// LatencyTimeline charts, for runs under one fault, the p99 total latency
-// of every interval (1 s by default) against seconds since the start of
-// the run, one line per strategy, with the fault window
-// (Summary.FaultWindow) shaded. Intervals without a completed payment
-// leave a gap in their line. It returns nil when no run has a recorded
-// interval.
+// LatencyTimeline charts, for runs under one fault, the total latency of
+// every interval (the run's Params.IntervalNs, 1 s by default; fault runs
+// use finer ones so the fault's shape shows) against seconds since the
+// start of the run, one line per strategy, and one per trial when a cell
+// ran several (drawn alike, one legend entry), with the fault window
+// (Summary.FaultWindow) shaded. The line is the p99 of each interval when
+// every interval drawn has the samples for it (Latency.Has: 1,000), else
+// the interval's maximum, which needs none: a short interval at a
+// verdict run's rate holds a few dozen deliveries, whose p99 would be a
+// guess. Intervals without a completed payment leave a gap in their line.
+// It returns nil when no run has a recorded interval.
 func LatencyTimeline(runs []Run, fault string) (*Chart, error) {
 	runs = append([]Run(nil), runs...)
 	sort.SliceStable(runs, func(i, j int) bool { return keyOf(&runs[i].Summary).less(keyOf(&runs[j].Summary)) })
 	lb := newRunLabeler(runs)
+	stat := timelineStat(runs)
+	what := "p99"
+	if stat == StatMax {
+		what = "worst (max)"
+	}
 	ch := newChart("latency-timeline-"+sanitize(fault),
-		fmt.Sprintf("p99 latency over time, fault: %s", fault),
-		"seconds since start", "p99 total latency per interval (ms, log scale)")
+		fmt.Sprintf("Latency over time, fault: %s", fault),
+		"seconds since start", what+" total latency per interval (ms, log scale)")
 	ch.addGrid()
-	ch.Caption = fmt.Sprintf("Each line is one strategy's p99 latency second by second under the %s fault; "+
-		"the shaded span is when the fault was active (from its earliest start to its latest end over the runs): look for spikes in it and for how fast a line recovers after.", fault)
+	ch.Caption = fmt.Sprintf("Each line is one strategy's %s latency interval by interval under the %s fault "+
+		"(one line per trial when there were several); the shaded span is when the fault was active (from its earliest start to its latest end over the runs): "+
+		"look for spikes in it and for how fast a line recovers after.", what, fault)
+	if stat == StatMax {
+		ch.Caption += fmt.Sprintf(" The intervals hold fewer than the %d deliveries a p99 needs, so the line is each interval's maximum.", MinCount(StatP99))
+	}
 	xMax, yLo, yHi := 0.0, math.Inf(1), 0.0
 	// One band from the earliest fault start to the latest fault end over
 	// all runs, drawn before the lines so that it never hides them (one band
 	// per run would stack up into dark patches).
 	var span *band
 	for _, r := range runs {
-		if w := r.Summary.FaultWindow; w != nil && len(timelineSegments(r.Intervals)) > 0 {
+		if w := r.Summary.FaultWindow; w != nil && len(timelineSegments(r.Intervals, stat)) > 0 {
 			x0, x1 := float64(w.StartNs)/1e9, float64(w.EndNs)/1e9
 			if span == nil {
 				span = &band{x0, x1, faultBandColor}
@@ -49,20 +63,22 @@ func LatencyTimeline(runs []Run, fault string) (*Chart, error) {
 		ch.legend.Add("fault active", *span)
 	}
 	n := 0
+	legend := map[seriesKey]bool{}
 	for _, r := range runs {
-		segs := timelineSegments(r.Intervals)
+		segs := timelineSegments(r.Intervals, stat)
 		if len(segs) == 0 {
 			continue
 		}
 		k := keyOf(&r.Summary)
-		for i, seg := range segs {
+		for _, seg := range segs {
 			for _, pt := range seg {
 				xMax = math.Max(xMax, pt.X)
 				yLo, yHi = math.Min(yLo, pt.Y), math.Max(yHi, pt.Y)
 			}
-			if err := ch.addSeries(k, lb.label(k), lb.split(k) && !k.Fencing, seg, len(seg) == 1, i == 0); err != nil {
+			if err := ch.addSeries(k, lb.label(k), lb.split(k) && !k.Fencing, seg, len(seg) == 1, !legend[k]); err != nil {
 				return nil, err
 			}
+			legend[k] = true
 		}
 		n++
 	}
@@ -74,10 +90,23 @@ func LatencyTimeline(runs []Run, fault string) (*Chart, error) {
 	return ch, nil
 }
 
+// timelineStat is the statistic the timeline of runs draws: StatP99 when
+// every non-empty interval has the samples for it, else StatMax.
+func timelineStat(runs []Run) string {
+	for _, r := range runs {
+		for _, iv := range r.Intervals {
+			if h := iv.Hists[Total]; h != nil && h.TotalCount() > 0 && h.TotalCount() < MinCount(StatP99) {
+				return StatMax
+			}
+		}
+	}
+	return StatP99
+}
+
 // timelineSegments turns intervals into runs of consecutive points (x =
-// the interval's middle in seconds, y = p99 total in ms), split where an
-// interval recorded nothing.
-func timelineSegments(ivs []Interval) []plotter.XYs {
+// the interval's middle in seconds, y = its stat, StatP99 or StatMax, of
+// total latency in ms), split where an interval recorded nothing.
+func timelineSegments(ivs []Interval, stat string) []plotter.XYs {
 	var segs []plotter.XYs
 	var cur plotter.XYs
 	for _, iv := range ivs {
@@ -90,7 +119,11 @@ func timelineSegments(ivs []Interval) []plotter.XYs {
 			continue
 		}
 		x := float64(iv.StartNs+iv.EndNs) / 2 / 1e9
-		cur = append(cur, plotter.XY{X: x, Y: msOf(float64(h.ValueAtQuantile(99)))})
+		v := h.Max()
+		if stat == StatP99 {
+			v = h.ValueAtQuantile(99)
+		}
+		cur = append(cur, plotter.XY{X: x, Y: msOf(float64(v))})
 	}
 	if len(cur) > 0 {
 		segs = append(segs, cur)

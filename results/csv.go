@@ -27,6 +27,7 @@ var fixedCSVColumns = []csvColumn{
 	{"scenario", func(s *Summary) string { return s.Scenario }},
 	{"fault", func(s *Summary) string { return s.Fault }},
 	{"variant", func(s *Summary) string { return s.Variant }},
+	{"trial", func(s *Summary) string { return intStr(max(s.Trial, 1)) }},
 	{"fencing", func(s *Summary) string { return boolStr(s.Fencing) }},
 	{"unsafe", func(s *Summary) string { return boolStr(s.Unsafe) }},
 	{"unsafe_count", func(s *Summary) string { return i64(s.UnsafeCount()) }},
@@ -39,6 +40,10 @@ var fixedCSVColumns = []csvColumn{
 	{"overdrafts", func(s *Summary) string { return i64(s.Overdrafts) }},
 	{"lost_updates", func(s *Summary) string { return i64(s.LostUpdates) }},
 	{"overlaps", func(s *Summary) string { return i64(s.Overlaps) }},
+	{"overlap_ns", func(s *Summary) string { return i64(s.OverlapNs) }},
+	{"overlap_max_ns", func(s *Summary) string { return i64(s.OverlapMaxNs) }},
+	{"strikes", func(s *Summary) string { return i64(s.Strikes) }},
+	{"unsafe_strikes", func(s *Summary) string { return i64(s.UnsafeStrikes) }},
 	{"stale_rejected", func(s *Summary) string { return i64(s.StaleRejected) }},
 	{"stale_accepted", func(s *Summary) string { return i64(s.StaleAccepted) }},
 	{"not_acquired", func(s *Summary) string { return i64(s.NotAcquired) }},
@@ -68,18 +73,31 @@ type latencyStat struct {
 	value func(l Latency) string
 }
 
+// csvStat is the cell of statistic stat: empty when it is not reported
+// (Latency.Has), as in JSON it is null.
+func csvStat(stat string) func(l Latency) string {
+	return func(l Latency) string {
+		v, ok := l.Value(stat)
+		if !ok {
+			return ""
+		}
+		return i64(v)
+	}
+}
+
 // latencyCSVBlocks are the per-phase statistics, "<phase>_<stat>", in three
 // blocks so the distribution reads acquire_p50_ns … total_max_ns in one
-// run of columns, then the means, then the counts.
+// run of columns, then the means, then the counts. A percentile with fewer
+// than MinTailSamples samples beyond it is an empty cell.
 var latencyCSVBlocks = [][]latencyStat{
 	{
-		{"p50_ns", func(l Latency) string { return i64(l.P50) }},
-		{"p90_ns", func(l Latency) string { return i64(l.P90) }},
-		{"p99_ns", func(l Latency) string { return i64(l.P99) }},
-		{"p999_ns", func(l Latency) string { return i64(l.P999) }},
-		{"max_ns", func(l Latency) string { return i64(l.Max) }},
+		{"p50_ns", csvStat(StatP50)},
+		{"p90_ns", csvStat(StatP90)},
+		{"p99_ns", csvStat(StatP99)},
+		{"p999_ns", csvStat(StatP999)},
+		{"max_ns", csvStat(StatMax)},
 	},
-	{{"mean_ns", func(l Latency) string { return i64(roundF(l.Mean)) }}},
+	{{"mean_ns", csvStat(StatMean)}},
 	{{"count", func(l Latency) string { return i64(l.Count) }}},
 }
 

@@ -16,12 +16,16 @@ import (
 const (
 	// ReportFile is what a person reads first (WriteReport).
 	ReportFile = "report.md"
+	// ReportHTMLFile is the same as one self-contained page with
+	// interactive charts (WriteHTML).
+	ReportHTMLFile = "report.html"
 	// SummaryJSONFile is every run's Summary, a JSON array.
 	SummaryJSONFile = "summary.json"
 	// SummaryCSVFile is the same, one row per run (WriteCSV).
 	SummaryCSVFile = "summary.csv"
 	// VerdictsFile is the Summary of every verdict run (VerdictRuns),
-	// written only when a fault ran.
+	// written only when a fault ran. (AggregateFile, aggregate.json, is
+	// written when trials ran.)
 	VerdictsFile = "verdicts.json"
 	// BenchFile is the Go benchmark format, for benchstat (WriteBench).
 	BenchFile = "bench.txt"
@@ -84,8 +88,9 @@ func WriteDir(dir string, runs []Run, meta Meta) error {
 
 // WriteData writes the data files of the run directory dir (created if
 // needed) for runs: an interval log per run and phase in hlog/, then
-// summary.json, summary.csv, bench.txt, verdicts.json when faults ran and
-// meta.json. It draws nothing: charts and report.md are RenderRuns'.
+// summary.json, summary.csv, bench.txt, verdicts.json when faults ran,
+// aggregate.json when a cell ran more than one trial, and meta.json. It
+// draws nothing: charts and report.md are RenderRuns'.
 //
 // Every file is written atomically (temporary file in its directory, then
 // rename). Call it after each run with all the runs so far, so that an
@@ -124,11 +129,15 @@ func writeData(dir string, runs []Run, meta Meta, l Layout) error {
 		{BenchFile, func(w io.Writer) error { return WriteBench(w, ss, meta.Host) }},
 		{MetaFile, func(w io.Writer) error { return writeMeta(w, meta) }},
 	}
+	type file = struct {
+		name  string
+		write func(io.Writer) error
+	}
 	if v := VerdictRuns(ss); len(v) > 0 {
-		files = append(files, struct {
-			name  string
-			write func(io.Writer) error
-		}{VerdictsFile, func(w io.Writer) error { return WriteJSON(w, v) }})
+		files = append(files, file{VerdictsFile, func(w io.Writer) error { return WriteJSON(w, v) }})
+	}
+	if MaxTrials(ss) > 1 {
+		files = append(files, file{AggregateFile, func(w io.Writer) error { return WriteAggregate(w, Aggregate(ss)) }})
 	}
 	for _, f := range files {
 		if err := writeFileAtomic(filepath.Join(dir, f.name), f.write); err != nil {
@@ -139,7 +148,8 @@ func writeData(dir string, runs []Run, meta Meta, l Layout) error {
 }
 
 // RenderRuns draws the charts of runs into dir's charts/ (PNG and SVG) and
-// writes report.md, from the runs in memory: those WriteData wrote.
+// writes report.md and report.html, from the runs in memory: those
+// WriteData wrote.
 // Drawing is the costly part of a run directory and only the whole set of
 // runs is worth drawing, so a command calls it once, when it ends,
 // interrupted or not. A chart that fails to draw is left out (and named in
@@ -159,7 +169,8 @@ func normalizedRuns(runs []Run) []Run {
 	return runs
 }
 
-// renderFiles draws the charts into l.Charts and writes report.md.
+// renderFiles draws the charts into l.Charts and writes report.md and
+// report.html.
 func renderFiles(dir string, runs []Run, meta Meta, l Layout) error {
 	cs, buildErr := BuildCharts(runs)
 	errs := []error{buildErr}
@@ -186,7 +197,16 @@ func renderFiles(dir string, runs []Run, meta Meta, l Layout) error {
 	err := writeFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error {
 		return WriteReport(w, ss, meta, cs, l)
 	})
-	return errors.Join(append(errs, err)...)
+	htmlErr := writeFileAtomic(filepath.Join(dir, ReportHTMLFile), func(w io.Writer) error {
+		return WriteHTML(w, runs, meta, cs, l)
+	})
+	return errors.Join(append(errs, err, htmlErr)...)
+}
+
+// WriteMeta rewrites the meta.json of the run directory dir alone, as a
+// command does when it ends (with the load average after).
+func WriteMeta(dir string, meta Meta) error {
+	return writeFileAtomic(filepath.Join(dir, MetaFile), func(w io.Writer) error { return writeMeta(w, meta) })
 }
 
 func writeMeta(w io.Writer, meta Meta) error {
@@ -221,7 +241,7 @@ func LoadDir(dir string) ([]Run, Meta, error) {
 	return runs, meta, nil
 }
 
-// Render re-draws the charts and report.md of a run directory from its data
+// Render re-draws the charts, report.md and report.html of a run directory from its data
 // files alone (summary.json, meta.json, the interval logs): `lockbench
 // report DIR`. It reads only the histograms the charts need, and keeps the
 // directory's layout (LayoutOf): an old flat directory gets its charts

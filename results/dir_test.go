@@ -316,7 +316,7 @@ func TestDirLayout(t *testing.T) {
 	dir := t.TempDir()
 	runs := makeRuns(dirFixtures())
 	data := []string{BenchFile, HlogDir, MetaFile, SummaryCSVFile, SummaryJSONFile, VerdictsFile}
-	rendered := append([]string{ChartsDir, ReportFile}, data...)
+	rendered := append([]string{ChartsDir, ReportFile, ReportHTMLFile}, data...)
 	sort.Strings(rendered)
 	tests := []struct {
 		stage  string
@@ -331,7 +331,7 @@ func TestDirLayout(t *testing.T) {
 		// Every run finished: still nothing drawn.
 		{"after every run", func() error { return WriteData(dir, runs, testMeta()) },
 			data, 4 * len(runs), 0},
-		// The command ends: report.md at the top, six charts of two files each.
+		// The command ends: report.md and report.html at the top, six charts of two files each.
 		{"after RenderRuns", func() error { return RenderRuns(dir, runs, testMeta()) },
 			rendered, 4 * len(runs), 2 * 6},
 	}

@@ -18,7 +18,8 @@
 //	summary.json, summary.csv   every run's Summary (WriteJSON, WriteCSV)
 //	bench.txt                   Go benchmark format (WriteBench)
 //	verdicts.json               the verdict runs, when faults ran (VerdictRuns)
-//	meta.json                   Meta: title, command, date, host
+//	aggregate.json              one Cell per cell across its trials, when trials ran (Aggregate)
+//	meta.json                   Meta: title, command, date, host, build, servers, load
 //	hlog/<id>.<phase>.hlog      interval logs per run and phase (WriteHlog)
 //	charts/<chart>.png, .svg    charts (BuildCharts)
 //
@@ -27,6 +28,14 @@
 // sweep charts, any scenario with a fault for the verdicts (see
 // BuildCharts). Every strategy keeps one colour in every chart
 // (strategies.Color).
+//
+// Trials: a run's Summary.Trial tells the trials of one cell apart; the
+// cell's figures are medians over its trials with benchstat's intervals
+// (EstimateOf, via golang.org/x/perf/benchmath), its safety k of N trials
+// with the Wilson interval (Wilson), and CompareRuns sets two directories
+// side by side with the Mann–Whitney U test (Compare). A percentile with
+// fewer than MinTailSamples samples beyond it is never written as a
+// number (Latency.Has).
 //
 // Caveats: hdrhistogram-go histograms are not goroutine-safe (see
 // Recorder), and each takes about 150 kB, so LoadDir of a long run holds

@@ -9,7 +9,9 @@ import (
 // WriteJSON writes ss as an indented JSON array: the format of summary.json
 // and verdicts.json. Missing errors and latency objects are
 // written as {} and every phase is present, so scripts need no nil checks;
-// unsafe and availability are derived from the counters as Finish does.
+// a percentile with fewer than MinTailSamples samples beyond it is null
+// (Latency.MarshalJSON); unsafe and availability are derived from the
+// counters as Finish does.
 func WriteJSON(w io.Writer, ss []Summary) error {
 	out := make([]Summary, len(ss))
 	for i, s := range ss {
@@ -32,9 +34,12 @@ func ReadJSON(r io.Reader) ([]Summary, error) {
 	return ss, nil
 }
 
-// normalized returns s with non-nil Errors, a Latency entry per phase, and
-// Unsafe and Availability derived from the counters (Finish), so a file
-// never contradicts itself. The maps of s are copied, never modified.
+// normalized returns s with non-nil Errors, a Latency entry per phase with
+// only the statistics it reports (Latency.Has; the others zero, as the file
+// has them null), trial 1 when none was set, and Unsafe and Availability
+// derived from the counters (Finish), so a file never contradicts itself
+// and a summary read back equals the one written. The maps of s are
+// copied, never modified.
 func normalized(s Summary) Summary {
 	errs := make(map[string]int64, len(s.Errors))
 	for k, v := range s.Errors {
@@ -48,7 +53,20 @@ func normalized(s Summary) Summary {
 	for k, v := range s.Latency {
 		lat[k] = v
 	}
+	for k, v := range lat {
+		lat[k] = v.honest()
+	}
 	s.Latency = lat
+	if s.LatencyByOutcome != nil {
+		out := make(map[string]Latency, len(s.LatencyByOutcome))
+		for k, v := range s.LatencyByOutcome {
+			out[k] = v.honest()
+		}
+		s.LatencyByOutcome = out
+	}
+	if s.Trial == 0 {
+		s.Trial = 1
+	}
 	s.Finish()
 	return s
 }

@@ -50,7 +50,14 @@ func WriteReport(w io.Writer, ss []Summary, meta Meta, cs ChartSet, l Layout) er
 	b.WriteString("Throughput achieved, and the time each delivery spent taking the lock (from its first attempt, " +
 		"retries and backoff included). Total latency, in the charts, runs from each payment's intended start, " +
 		"so stalls of the load generator are not hidden.\n\n")
-	if err := resultsMarkdown(&b, rows); err != nil {
+	if MaxTrials(rows) > 1 {
+		if err := trialsMarkdown(&b, rows); err != nil {
+			return err
+		}
+	} else if err := resultsMarkdown(&b, rows); err != nil {
+		return err
+	}
+	if err := outcomeMarkdown(&b, rows); err != nil {
 		return err
 	}
 	if len(rows) < len(ss) {
@@ -62,6 +69,9 @@ func WriteReport(w io.Writer, ss []Summary, meta Meta, cs ChartSet, l Layout) er
 			break
 		}
 	}
+
+	b.WriteString("\n## How to read the figures\n\n")
+	b.WriteString(statisticsNote(ss))
 
 	b.WriteString("\n## Charts\n")
 	for _, ch := range cs.Charts {
@@ -79,6 +89,9 @@ func WriteReport(w io.Writer, ss []Summary, meta Meta, cs ChartSet, l Layout) er
 	b.WriteString("- `summary.json`, `summary.csv`: every run's counters and latencies (times in ns).\n")
 	if len(VerdictRuns(ss)) > 0 {
 		b.WriteString("- `verdicts.json`: the runs behind the verdict table.\n")
+	}
+	if MaxTrials(ss) > 1 {
+		b.WriteString("- `aggregate.json`: one object per cell across its trials: unsafe trials with the Wilson interval, medians with their intervals.\n")
 	}
 	if l.Hlog != "" {
 		fmt.Fprintf(&b, "- `%s/`: HdrHistogram interval logs per run and phase, for HistogramLogAnalyzer.\n", l.Hlog)
@@ -107,6 +120,22 @@ func writeHeader(b *strings.Builder, meta Meta) {
 	if h := hostLine(meta.Host); h != "" {
 		lines = append(lines, "- **Host:** "+h)
 	}
+	if l := loadLine(meta); l != "" {
+		lines = append(lines, "- **Load average (1/5/15 min):** "+l)
+	}
+	if v := meta.Build.String(); v != "" {
+		lines = append(lines, "- **lockbench:** "+v)
+	}
+	if len(meta.Servers) > 0 {
+		var parts []string
+		for _, k := range sortedKeysOf(meta.Servers) {
+			parts = append(parts, k+" "+meta.Servers[k])
+		}
+		lines = append(lines, "- **Servers:** "+strings.Join(parts, ", "))
+	}
+	if meta.Trials > 1 {
+		lines = append(lines, fmt.Sprintf("- **Trials:** %d per cell, seeds %d…%d", meta.Trials, meta.Seed, meta.Seed+int64(meta.Trials)-1))
+	}
 	for _, n := range meta.Notes {
 		lines = append(lines, "- "+n)
 	}
@@ -128,6 +157,9 @@ func hostLine(h Host) string {
 	}
 	if h.CPU != "" {
 		parts = append(parts, h.CPU)
+	}
+	if h.Kernel != "" {
+		parts = append(parts, "kernel "+h.Kernel)
 	}
 	if h.GoVersion != "" {
 		parts = append(parts, h.GoVersion)
@@ -204,4 +236,41 @@ func rateRange(g []Summary) string {
 		return f(lo)
 	}
 	return f(lo) + "–" + f(hi)
+}
+
+// loadLine is the load averages before and after: "0.52 0.61 0.70 before,
+// 1.90 1.20 0.85 after".
+func loadLine(meta Meta) string {
+	f := func(l *LoadAvg, when string) string {
+		return fmt.Sprintf("%.2f %.2f %.2f %s", l[0], l[1], l[2], when)
+	}
+	var parts []string
+	if meta.LoadBefore != nil {
+		parts = append(parts, f(meta.LoadBefore, "before"))
+	}
+	if meta.LoadAfter != nil {
+		parts = append(parts, f(meta.LoadAfter, "after"))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// statisticsNote says how the report's figures were made: trials and
+// their intervals, and which percentiles are left out.
+func statisticsNote(ss []Summary) string {
+	var b strings.Builder
+	if n := MaxTrials(ss); n > 1 {
+		fmt.Fprintf(&b, "Each cell ran %d trials with seeds seed, seed+1, … and fresh state. A figure is the median over the trials "+
+			"and, from %d trials up, its 95%% confidence interval from order statistics (benchstat's method, "+
+			"golang.org/x/perf/benchmath); with fewer trials, the range of the trials, which is no confidence interval. "+
+			"Safety is the number of unsafe trials out of N, with the 95%% Wilson score interval of the rate. "+
+			"The charts draw the same intervals as error bars.\n\n", n, MinTrialsForCI)
+	} else {
+		b.WriteString("Every cell ran once: the figures are one trial each, without their spread. " +
+			"Run with `--trials 6` or more for 95% confidence intervals (`aggregate.json`), and compare two run " +
+			"directories with `lockbench compare OLD NEW`.\n\n")
+	}
+	fmt.Fprintf(&b, "A percentile is reported only when at least %d samples lie beyond it (p99 needs %d samples, p99.9 %d); "+
+		"otherwise it is %s here, null in the JSON files and an empty cell in `summary.csv`.\n",
+		MinTailSamples, MinCount(StatP99), MinCount(StatP999), Dash)
+	return b.String()
 }

@@ -33,8 +33,8 @@ func isSweep(s *Summary) bool {
 
 // spectrumRuns picks the runs whose whole-run histograms the latency
 // spectrum shows: the fault-free runs of scenario "base" or, when there are
-// none, of the first fault-free scenario that is not a sweep. One run per
-// series (the first).
+// none, of the first fault-free scenario that is not a sweep. One cell per
+// series (the first), with all its trials.
 func spectrumRuns(runs []Run) []Run {
 	var cands []Run
 	for _, r := range runs {
@@ -52,14 +52,17 @@ func spectrumRuns(runs []Run) []Run {
 			break
 		}
 	}
-	seen := map[seriesKey]bool{}
+	cell := map[seriesKey]cellKey{}
 	var out []Run
 	for _, r := range cands {
-		k := keyOf(&r.Summary)
-		if r.Summary.Scenario != scenario || seen[k] {
+		if r.Summary.Scenario != scenario {
 			continue
 		}
-		seen[k] = true
+		k, ck := keyOf(&r.Summary), cellKeyOf(&r.Summary)
+		if first, ok := cell[k]; ok && first != ck {
+			continue
+		}
+		cell[k] = ck
 		out = append(out, r)
 	}
 	return out

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -17,8 +18,12 @@ type Summary struct {
 	// from others of the same strategy, scenario and fault
 	// ("instances=1"); "" when none.
 	Variant string `json:"variant"`
-	Fencing bool   `json:"fencing"`
-	Unsafe  bool   `json:"unsafe"`
+	// Trial is which of the cell's trials this run is, 1…N (--trials N
+	// runs each cell N times with seeds seed, seed+1, …); files written
+	// before trials existed read as 0, which means 1.
+	Trial   int  `json:"trial"`
+	Fencing bool `json:"fencing"`
+	Unsafe  bool `json:"unsafe"`
 
 	Payments    int64 `json:"payments"`
 	Deliveries  int64 `json:"deliveries"`
@@ -36,7 +41,12 @@ type Summary struct {
 	OverlapMaxNs  int64 `json:"overlap_max_ns"`
 	StaleRejected int64 `json:"stale_rejected"`
 	StaleAccepted int64 `json:"stale_accepted"`
-	NotAcquired   int64 `json:"not_acquired"`
+	// TokenReused counts writes whose token was no newer than the last
+	// applied write's to the key (a token handed out twice, as a fencing
+	// counter does after a failover lost its increments): refused by
+	// --fencing strict, applied otherwise.
+	TokenReused int64 `json:"token_reused"`
+	NotAcquired int64 `json:"not_acquired"`
 
 	// Availability is Processed ÷ Payments (1 when no payment was offered).
 	Availability float64 `json:"availability"`
@@ -70,7 +80,8 @@ type Summary struct {
 	// at worst (max over payments of actual start − intended start); 0 in a
 	// closed loop.
 	BehindNs int64 `json:"behind_ns"`
-	// Params are the scenario's knobs, so a chart can plot against them.
+	// Params are the whole scenario, so a chart can plot against its
+	// knobs and `lockbench run --from DIR --row N` can run the row again.
 	Params Params `json:"params"`
 	// FaultWindow is when the fault was active, relative to the start of the
 	// measured run; nil when no fault ran.
@@ -83,7 +94,9 @@ type Summary struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// Params are the scenario knobs of a run (loadgen.Scenario), in file units.
+// Params are the whole scenario of a run (loadgen.Scenario) and its fault,
+// in file units: enough to run it again. The fields after Seed were added
+// with trials; a file written before them reads them as zero.
 type Params struct {
 	Instances      int     `json:"instances"`
 	Workers        int     `json:"workers"`
@@ -96,7 +109,25 @@ type Params struct {
 	TTLNs          int64   `json:"ttl_ns"`
 	Store          string  `json:"store"`
 	InstanceMode   string  `json:"instance_mode"`
-	Seed           int64   `json:"seed"`
+	// Seed is this trial's seed: the command's --seed plus Trial − 1.
+	Seed int64 `json:"seed"`
+
+	Payments         int     `json:"payments"`
+	DurationNs       int64   `json:"duration_ns"`
+	WarmupNs         int64   `json:"warmup_ns"`
+	Funding          float64 `json:"funding,omitempty"`
+	AcquireTimeoutNs int64   `json:"acquire_timeout_ns,omitempty"`
+	Retry            string  `json:"retry,omitempty"`
+	// Fencing is what the scenario asked of the store (--fencing); the
+	// summary's own Fencing is whether the store checked this strategy's
+	// tokens, false for a strategy without any.
+	Fencing bool `json:"fencing"`
+	// IntervalNs is the length of the run's latency intervals (its
+	// interval logs' resolution); 0 in files written before it was
+	// recorded, which used 1 s.
+	IntervalNs int64 `json:"interval_ns,omitempty"`
+	// Fault is the whole --fault value the run had ("kill-node:down=1500ms").
+	Fault string `json:"fault,omitempty"`
 }
 
 // Contenders is how many workers compete for one lock key on average: every
@@ -155,8 +186,10 @@ func (s *Summary) Finish() {
 }
 
 // ID is a file-name-safe identifier of the run: strategy, scenario, fault,
-// variant when there is one, and fencing, e.g. "etcd.base.pause.fenced" or
-// "mutex.verdicts.none.instances=1.unfenced".
+// variant when there is one, fencing, and the trial from the second on,
+// e.g. "etcd.base.pause.fenced", "mutex.verdicts.none.instances=1.unfenced"
+// or "setnx.verdicts.pause.unfenced.trial3". The first trial has no
+// suffix, so directories written before trials keep their file names.
 func (s *Summary) ID() string {
 	fence := "unfenced"
 	if s.Fencing {
@@ -167,6 +200,9 @@ func (s *Summary) ID() string {
 		parts = append(parts, s.Variant)
 	}
 	parts = append(parts, fence)
+	if s.Trial > 1 {
+		parts = append(parts, "trial"+strconv.Itoa(s.Trial))
+	}
 	for i, p := range parts {
 		parts[i] = sanitize(p)
 	}

@@ -67,14 +67,10 @@ func contextColumns(ss []Summary) []column {
 	return cols
 }
 
-func latencyCol(name, short, phase string, pick func(Latency) int64) column {
-	return column{name, true, func(s *Summary) string {
-		l, ok := s.Latency[phase]
-		if !ok || l.Count == 0 {
-			return "-"
-		}
-		return FormatDuration(pick(l))
-	}, short}
+// latencyCol is the column of one statistic of one phase: "—" when the
+// run does not report it (Latency.Has).
+func latencyCol(name, short, phase, stat string) column {
+	return column{name, true, func(s *Summary) string { return fmtStat(s.Latency[phase], stat) }, short}
 }
 
 func countCol(name, short string, pick func(s *Summary) int64) column {
@@ -83,9 +79,9 @@ func countCol(name, short string, pick func(s *Summary) int64) column {
 
 var (
 	colPaymentsPerSec = column{name: "payments/s", right: true, cell: func(s *Summary) string { return fmtRate(s.PaymentsPerSec) }}
-	colAcquireP50     = latencyCol("acquire p50", "acq p50", "acquire", func(l Latency) int64 { return l.P50 })
-	colAcquireP99     = latencyCol("acquire p99", "acq p99", "acquire", func(l Latency) int64 { return l.P99 })
-	colAcquireP999    = latencyCol("acquire p99.9", "acq p99.9", "acquire", func(l Latency) int64 { return l.P999 })
+	colAcquireP50     = latencyCol("acquire p50", "acq p50", "acquire", StatP50)
+	colAcquireP99     = latencyCol("acquire p99", "acq p99", "acquire", StatP99)
+	colAcquireP999    = latencyCol("acquire p99.9", "acq p99.9", "acquire", StatP999)
 	colDuplicates     = countCol("duplicates", "", func(s *Summary) int64 { return s.Duplicates })
 	colLost           = countCol("lost", "", func(s *Summary) int64 { return s.Lost })
 	colOverdrafts     = countCol("overdrafts", "", func(s *Summary) int64 { return s.Overdrafts })
@@ -102,11 +98,21 @@ var (
 // overdrafts, overlaps, stale writes rejected and accepted, unprocessed
 // payments, errors by class and the verdict, in human units. Columns for
 // scenario, fault, offered rate and contenders are added when the rows
-// need them to be told apart.
+// need them to be told apart. A percentile with fewer than MinTailSamples
+// samples beyond it is "—". When a cell ran more than one trial, the table
+// has one row per cell instead (TrialsTable).
 func Table(w io.Writer, ss []Summary) error {
+	if MaxTrials(ss) > 1 {
+		return TrialsTable(w, ss)
+	}
 	cols := append(contextColumns(ss), colPaymentsPerSec, colAcquireP50, colAcquireP99, colAcquireP999,
 		colDuplicates, colLost, colOverdrafts, colOverlaps, colStaleRejected, colStaleAccepted,
 		colUnprocessed, colErrors, colVerdict)
+	return plainTable(w, cols, ss)
+}
+
+// plainTable writes the rows ss in cols, aligned with spaces.
+func plainTable(w io.Writer, cols []column, ss []Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	names := make([]string, len(cols))
 	for i, c := range cols {
@@ -127,11 +133,32 @@ func Table(w io.Writer, ss []Summary) error {
 }
 
 // resultsMarkdown writes the short per-strategy results table of
-// report.md.
+// report.md. The acquire p99 and p99.9 columns are there only when some
+// row reports them, so the report prints no percentile its runs were too
+// short for.
 func resultsMarkdown(w io.Writer, ss []Summary) error {
-	cols := append(contextColumns(ss), colPaymentsPerSec, colAcquireP50, colAcquireP99, colAcquireP999,
-		colDuplicates, colOverdrafts, colUnprocessed, colErrors)
+	cols := contextColumns(ss)
+	cols = append(cols, colPaymentsPerSec, colAcquireP50)
+	for _, c := range []struct {
+		col  column
+		stat string
+	}{{colAcquireP99, StatP99}, {colAcquireP999, StatP999}} {
+		if anyHas(ss, "acquire", c.stat) {
+			cols = append(cols, c.col)
+		}
+	}
+	cols = append(cols, colDuplicates, colOverdrafts, colUnprocessed, colErrors)
 	return markdownOf(w, cols, ss)
+}
+
+// anyHas reports whether any of ss reports stat of phase.
+func anyHas(ss []Summary, phase, stat string) bool {
+	for i := range ss {
+		if ss[i].Latency[phase].Has(stat) {
+			return true
+		}
+	}
+	return false
 }
 
 func markdownOf(w io.Writer, cols []column, ss []Summary) error {

@@ -178,11 +178,13 @@ func ExampleTable() {
 	for i := range ss {
 		ss[i].Finish()
 	}
+	// 2,000 acquires: 20 lie beyond p99, 2 beyond p99.9, too few to
+	// report it (MinTailSamples); nolock recorded none.
 	Table(os.Stdout, ss)
 	// Output:
 	// strategy  payments/s  acq p50  acq p99  acq p99.9  duplicates  lost  overdrafts  overlaps  stale rej  stale acc  unprocessed  errors     verdict
-	// setnx     960         250µs    1.20ms   4.50ms     0           0     0           0         0          0          0            0          SAFE
-	// nolock    980         -        -        -          412         0     3           0         0          0          0            timeout=2  UNSAFE
+	// setnx     960         250µs    1.20ms   —          0           0     0           0         0          0          0            0          SAFE
+	// nolock    980         —        —        —          412         0     3           0         0          0          0            timeout=2  UNSAFE
 }
 
 func ExampleVerdictTable() {

@@ -12,15 +12,28 @@ const (
 	EnvEtcdEndpoints = "LOCKBENCH_ETCD_ENDPOINTS" // comma-separated URLs
 	EnvPostgresDSN   = "LOCKBENCH_PG_DSN"         // pgx connection string
 	EnvZKServers     = "LOCKBENCH_ZK_SERVERS"     // comma-separated host:port
+	// EnvRedisSentinels names the Sentinels of a replicated Redis
+	// (comma-separated host:port): single-node Redis strategies then find
+	// the primary through them.
+	EnvRedisSentinels = "LOCKBENCH_REDIS_SENTINELS"
+	// EnvRedisMaster is the name those Sentinels know the primary by
+	// (default strategies.DefaultRedisMaster).
+	EnvRedisMaster = "LOCKBENCH_REDIS_MASTER"
 )
 
 // Endpoints says where the servers are.
 type Endpoints struct {
 	RedisAddrs    []string
 	RedisPassword string
-	EtcdEndpoints []string
-	PostgresDSN   string
-	ZKServers     []string
+	// RedisSentinels and RedisMaster name a replicated Redis (one primary
+	// behind Sentinels), used by the single-node Redis strategies instead
+	// of RedisAddrs[0]; RedisAddrs, if any, remain independent masters for
+	// multi-node strategies (redlock).
+	RedisSentinels []string
+	RedisMaster    string
+	EtcdEndpoints  []string
+	PostgresDSN    string
+	ZKServers      []string
 }
 
 // Needs says which servers a run needs.
@@ -40,6 +53,11 @@ type Options struct {
 	// RedisAOF turns on appendonly persistence (off by default: a restarted
 	// node comes back empty).
 	RedisAOF bool
+	// RedisTopology is how the Redis nodes are laid out: independent
+	// masters (TopologyMasters, the default: as many as Needs.Redis), or
+	// TopologySentinel: one primary, SentinelReplicas replicas and
+	// SentinelCount Sentinels, whatever Needs.Redis.
+	RedisTopology Topology
 	// Faketime starts every Redis node under libfaketime so that
 	// (*Redis).SetClockOffset can move its clock while it runs.
 	Faketime bool
@@ -52,7 +70,12 @@ type Options struct {
 // ports, one temporary directory, all stopped by Stop (and killed with the
 // parent process via Pdeathsig if lockbench dies).
 type Cluster struct {
-	Redis     []*Redis
+	// Redis are the Redis nodes: the independent masters, or with the
+	// sentinel topology the replicated group's nodes, the first primary
+	// first.
+	Redis []*Redis
+	// Sentinels watch the group with the sentinel topology; nil otherwise.
+	Sentinels []*Sentinel
 	Etcd      []*EtcdMember
 	Postgres  *Postgres
 	ZooKeeper []*ZKMember
@@ -65,6 +88,14 @@ type Redis struct {
 	// Addr is 127.0.0.1:port; it stays the same across Kill/Start.
 	Addr string
 	redisState
+}
+
+// Sentinel is one locally started Redis Sentinel (redis-server
+// --sentinel) of the sentinel topology.
+type Sentinel struct {
+	// Addr is 127.0.0.1:port; it stays the same across Kill/Start.
+	Addr string
+	sentinelState
 }
 
 // EtcdMember is one locally started etcd member.
@@ -98,6 +129,7 @@ var (
 	_ Node     = (*EtcdMember)(nil)
 	_ Node     = (*Postgres)(nil)
 	_ Node     = (*ZKMember)(nil)
+	_ Node     = (*Sentinel)(nil)
 	_ Clock    = (*Redis)(nil)
 	_ Volatile = (*Redis)(nil)
 )

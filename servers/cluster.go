@@ -101,6 +101,10 @@ func Ensure(ctx context.Context, needs Needs, existing Endpoints, opts Options) 
 	var start Needs
 	if n := len(existing.RedisAddrs); needs.Redis > 0 {
 		switch {
+		case opts.RedisTopology == TopologySentinel:
+			if len(existing.RedisSentinels) == 0 {
+				start.Redis = needs.Redis // the replicated group, whatever the count
+			}
 		case n == 0:
 			start.Redis = needs.Redis
 		case n < needs.Redis:
@@ -119,7 +123,10 @@ func Ensure(ctx context.Context, needs Needs, existing Endpoints, opts Options) 
 		return existing, nil, err
 	}
 	ep, got := existing, c.Endpoints()
-	if start.Redis > 0 {
+	switch {
+	case start.Redis > 0 && opts.RedisTopology == TopologySentinel:
+		ep.RedisSentinels, ep.RedisMaster, ep.RedisPassword = got.RedisSentinels, got.RedisMaster, got.RedisPassword
+	case start.Redis > 0:
 		ep.RedisAddrs, ep.RedisPassword = got.RedisAddrs, got.RedisPassword
 	}
 	if start.Etcd {
@@ -141,8 +148,12 @@ func (c *Cluster) Endpoints() Endpoints {
 	if c == nil {
 		return ep
 	}
-	for _, r := range c.Redis {
-		ep.RedisAddrs = append(ep.RedisAddrs, r.Addr)
+	// A replicated group is reached through its Sentinels; its nodes are
+	// not independent masters.
+	if ep.RedisSentinels, ep.RedisMaster = c.sentinelEndpoints(); len(ep.RedisSentinels) == 0 {
+		for _, r := range c.Redis {
+			ep.RedisAddrs = append(ep.RedisAddrs, r.Addr)
+		}
 	}
 	for _, m := range c.Etcd {
 		ep.EtcdEndpoints = append(ep.EtcdEndpoints, m.ClientURL)
@@ -184,6 +195,9 @@ func (c *Cluster) servers() []*server {
 	var all []*server
 	for _, r := range c.Redis {
 		all = append(all, &r.server)
+	}
+	for _, s := range c.Sentinels {
+		all = append(all, &s.server)
 	}
 	for _, m := range c.Etcd {
 		all = append(all, &m.server)

@@ -6,16 +6,19 @@ import (
 )
 
 // EndpointsFromEnv reads existing servers' endpoints from EnvRedisAddrs,
-// EnvRedisPassword, EnvEtcdEndpoints, EnvPostgresDSN and EnvZKServers.
+// EnvRedisPassword, EnvRedisSentinels, EnvRedisMaster, EnvEtcdEndpoints,
+// EnvPostgresDSN and EnvZKServers.
 // Lists are comma-separated; blanks around items and empty items are
 // ignored.
 func EndpointsFromEnv() Endpoints {
 	return Endpoints{
-		RedisAddrs:    splitList(os.Getenv(EnvRedisAddrs)),
-		RedisPassword: os.Getenv(EnvRedisPassword),
-		EtcdEndpoints: splitList(os.Getenv(EnvEtcdEndpoints)),
-		PostgresDSN:   strings.TrimSpace(os.Getenv(EnvPostgresDSN)),
-		ZKServers:     splitList(os.Getenv(EnvZKServers)),
+		RedisAddrs:     splitList(os.Getenv(EnvRedisAddrs)),
+		RedisPassword:  os.Getenv(EnvRedisPassword),
+		RedisSentinels: splitList(os.Getenv(EnvRedisSentinels)),
+		RedisMaster:    strings.TrimSpace(os.Getenv(EnvRedisMaster)),
+		EtcdEndpoints:  splitList(os.Getenv(EnvEtcdEndpoints)),
+		PostgresDSN:    strings.TrimSpace(os.Getenv(EnvPostgresDSN)),
+		ZKServers:      splitList(os.Getenv(EnvZKServers)),
 	}
 }
 
@@ -30,6 +33,12 @@ func (e Endpoints) Env() []string {
 	}
 	if e.RedisPassword != "" {
 		lines = append(lines, EnvRedisPassword+"="+e.RedisPassword)
+	}
+	if len(e.RedisSentinels) > 0 {
+		lines = append(lines, EnvRedisSentinels+"="+strings.Join(e.RedisSentinels, ","))
+	}
+	if e.RedisMaster != "" {
+		lines = append(lines, EnvRedisMaster+"="+e.RedisMaster)
 	}
 	if len(e.EtcdEndpoints) > 0 {
 		lines = append(lines, EnvEtcdEndpoints+"="+strings.Join(e.EtcdEndpoints, ","))

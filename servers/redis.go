@@ -31,34 +31,23 @@ type redisState struct {
 	port     int
 	dir      string
 	faketime bool
+	// group is the replicated Redis the node belongs to (the sentinel
+	// topology); nil for an independent master.
+	group *sentinelGroup
 }
 
+// startRedis starts the cluster's Redis: n independent masters, or with
+// Options.RedisTopology sentinel the replicated group (whatever n).
 func (c *Cluster) startRedis(ctx context.Context, n int, bins binaries) error {
+	if c.opts.RedisTopology == TopologySentinel {
+		return c.startSentinelGroup(ctx, bins)
+	}
 	for i := range n {
-		name := fmt.Sprintf("redis-%d", i)
-		r := &Redis{}
-		r.dir = filepath.Join(c.dir, name)
-		if err := os.Mkdir(r.dir, 0o755); err != nil {
-			return fmt.Errorf("servers: %w", err)
-		}
-		r.faketime = c.opts.Faketime
-		if r.faketime {
-			if err := atomicfile.WriteFile(r.tsPath(), []byte("+0s\n")); err != nil {
-				return fmt.Errorf("servers: %s: %w", name, err)
-			}
-		}
-		r.server = server{
-			name:    name,
-			logPath: filepath.Join(r.dir, "server.log"),
-			stopSig: syscall.SIGTERM,
-			timeout: redisReadyTimeout,
-			build:   func() (*exec.Cmd, error) { return r.command(bins, c.opts.RedisAOF), nil },
-			ready:   func(ctx context.Context) error { return pingRedis(ctx, r.Addr) },
-			desc:    func() string { return name + " (" + r.Addr + ")" },
-			cl:      &c.state,
+		r, err := c.newRedis(fmt.Sprintf("redis-%d", i), bins, nil)
+		if err != nil {
+			return err
 		}
 		c.Redis = append(c.Redis, r)
-		var err error
 		for range startAttempts {
 			ports, perr := freePorts(1)
 			if perr != nil {
@@ -74,6 +63,34 @@ func (c *Cluster) startRedis(ctx context.Context, n int, bins binaries) error {
 		}
 	}
 	return nil
+}
+
+// newRedis prepares a node's directory and server (not started, no port
+// yet); group is the replicated Redis it belongs to, if any.
+func (c *Cluster) newRedis(name string, bins binaries, group *sentinelGroup) (*Redis, error) {
+	r := &Redis{}
+	r.dir = filepath.Join(c.dir, name)
+	if err := os.Mkdir(r.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	r.group = group
+	r.faketime = c.opts.Faketime
+	if r.faketime {
+		if err := atomicfile.WriteFile(r.tsPath(), []byte("+0s\n")); err != nil {
+			return nil, fmt.Errorf("servers: %s: %w", name, err)
+		}
+	}
+	r.server = server{
+		name:    name,
+		logPath: filepath.Join(r.dir, "server.log"),
+		stopSig: syscall.SIGTERM,
+		timeout: redisReadyTimeout,
+		build:   func() (*exec.Cmd, error) { return r.command(bins, c.opts.RedisAOF), nil },
+		ready:   func(ctx context.Context) error { return pingRedis(ctx, r.Addr) },
+		desc:    func() string { return name + " (" + r.Addr + ")" },
+		cl:      &c.state,
+	}
+	return r, nil
 }
 
 func (r *Redis) tsPath() string { return filepath.Join(r.dir, faketimeFile) }
@@ -92,6 +109,9 @@ func (r *Redis) command(bins binaries, aof bool) *exec.Cmd {
 		"--daemonize", "no",
 		"--maxclients", strconv.Itoa(redisMaxClients),
 	)
+	if r.group != nil {
+		cmd.Args = append(cmd.Args, r.group.replicationArgs(r)...)
+	}
 	cmd.Dir = r.dir
 	if r.faketime {
 		// libc's debugging malloc must come first: with libfaketime alone,
@@ -145,9 +165,11 @@ func pingRedis(ctx context.Context, addr string) error {
 func (r *Redis) Kill() error { return r.kill() }
 
 // Start starts the node again, on the same port and directory, and waits
-// until it answers PING. Without Options.RedisAOF it comes back empty.
-// Starting a running node does nothing; after Cluster.Stop it returns
-// ErrStopped.
+// until it answers PING. Without Options.RedisAOF it comes back empty. A
+// node of the sentinel topology comes back as a replica of the primary the
+// Sentinels name, or as the primary when they still name it (empty then:
+// its replicas resynchronise from it and forget their data too). Starting a
+// running node does nothing; after Cluster.Stop it returns ErrStopped.
 func (r *Redis) Start(ctx context.Context) error { return r.start(ctx) }
 
 // Volatile reports whether the node comes back empty after Kill and Start:

@@ -46,6 +46,9 @@ type Target struct {
 	// noun, flag and env name the backend for people and are set for a
 	// target with a backend.
 	noun, flag, env string
+	// group is the replicated Redis lockbench started behind the target's
+	// Sentinels; nil otherwise.
+	group *sentinelGroup
 }
 
 // TargetFor answers need from the endpoints ep (which include those of c
@@ -62,6 +65,16 @@ func TargetFor(need strategies.Need, ep Endpoints, c *Cluster) (Target, error) {
 		return t, err
 	}
 	t.noun, t.flag, t.env = b.noun, b.flag, b.env
+	if need.Backend == strategies.BackendRedis && len(ep.RedisSentinels) > 0 {
+		// A replicated Redis serves single-node locks; multi-node ones
+		// need independent masters, given beside it or not at all.
+		if need.Nodes <= 1 {
+			return replicatedTarget(need, ep, c), nil
+		}
+		if len(ep.RedisAddrs) == 0 {
+			return t, fmt.Errorf("%w: this strategy needs %d (give them with %s or %s)", ErrNeedsMasters, need.Nodes, b.flag, b.env)
+		}
+	}
 	eps := b.endpoints(ep)
 	switch {
 	case len(eps) == 0:
@@ -118,6 +131,12 @@ func (t Target) Node(i int) (Node, error) {
 	if !t.Local() {
 		return nil, fmt.Errorf("%w: the %ss were given (%s); unset that to let lockbench start its own", ErrNotLocal, t.noun, t.Given())
 	}
+	if t.group != nil {
+		// Node 0 is the primary, wherever the last failover put it.
+		if m := t.byRole(); len(m) > i {
+			return m[i].Node, nil
+		}
+	}
 	return t.Nodes[i], nil
 }
 
@@ -125,6 +144,11 @@ func (t Target) Node(i int) (Node, error) {
 func (t Target) Addr(i int) (string, error) {
 	if err := t.checkIndex(i); err != nil {
 		return "", err
+	}
+	if t.group != nil {
+		if m := t.byRole(); len(m) > i {
+			return m[i].Addr, nil
+		}
 	}
 	b := backends[t.Need.Backend]
 	return b.hostPort(b.fromConfig(t.Config)[i])
@@ -136,6 +160,9 @@ func (t Target) Addr(i int) (string, error) {
 func (t Target) Reroute(c strategies.Config, i int, addr string) (strategies.Config, error) {
 	if err := t.checkIndex(i); err != nil {
 		return c, err
+	}
+	if t.Replicated() {
+		return c, ErrReplicated
 	}
 	b := backends[t.Need.Backend]
 	eps := append([]string(nil), b.fromConfig(c)...)
@@ -189,10 +216,12 @@ func (n *Needs) Merge(o Needs) {
 // Config returns the endpoints as a lock config (TTL and Owner unset).
 func (e Endpoints) Config() strategies.Config {
 	return strategies.Config{
-		RedisAddrs:    e.RedisAddrs,
-		RedisPassword: e.RedisPassword,
-		EtcdEndpoints: e.EtcdEndpoints,
-		PostgresDSN:   e.PostgresDSN,
-		ZKServers:     e.ZKServers,
+		RedisAddrs:     e.RedisAddrs,
+		RedisPassword:  e.RedisPassword,
+		RedisSentinels: e.RedisSentinels,
+		RedisMaster:    e.RedisMaster,
+		EtcdEndpoints:  e.EtcdEndpoints,
+		PostgresDSN:    e.PostgresDSN,
+		ZKServers:      e.ZKServers,
 	}
 }

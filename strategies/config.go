@@ -2,8 +2,17 @@ package strategies
 
 import "time"
 
-// DefaultTTL is the lock TTL used when Config.TTL is zero: 2 seconds.
-const DefaultTTL = 2 * time.Second
+// Config defaults.
+const (
+	// DefaultTTL is the lock TTL used when Config.TTL is zero: 2 seconds.
+	DefaultTTL = 2 * time.Second
+	// DefaultRedisMaster is the name Sentinels know the primary by when
+	// Config.RedisMaster is empty: "lockbench".
+	DefaultRedisMaster = "lockbench"
+	// RedisWaitDivisor sets WAIT's timeout when Config.RedisWaitTimeout is
+	// zero: the TTL divided by 10.
+	RedisWaitDivisor = 10
+)
 
 // Config is what a strategy is built from. Each strategy reads the fields it
 // needs and ignores the rest.
@@ -19,6 +28,23 @@ type Config struct {
 	RedisAddrs []string
 	// RedisPassword is the AUTH password for every Redis node, if any.
 	RedisPassword string
+	// RedisSentinels are host:port addresses of the Sentinels that watch a
+	// replicated Redis (one primary and its replicas). When set, single-node
+	// strategies find the primary through them, as a production client
+	// does (go-redis' failover client), and follow it after a failover;
+	// RedisAddrs then only name the group's nodes for faults.
+	RedisSentinels []string
+	// RedisMaster is the name the Sentinels know the primary by; the
+	// default is DefaultRedisMaster.
+	RedisMaster string
+	// RedisWait, when above 0, makes single-node Redis strategies call WAIT
+	// RedisWait after taking a lock, on the connection that took it (as
+	// Redisson does): fewer acknowledging replicas count as not acquired.
+	// Renewals and releases do not wait. It needs replicas (RedisSentinels).
+	RedisWait int
+	// RedisWaitTimeout is WAIT's timeout; the default is the TTL divided by
+	// RedisWaitDivisor.
+	RedisWaitTimeout time.Duration
 	// EtcdEndpoints are etcd client URLs.
 	EtcdEndpoints []string
 	// PostgresDSN is a pgx connection string.
@@ -41,6 +67,12 @@ func (c Config) WithDefaults() Config {
 	c.TTL = c.ttl()
 	if c.Owner == "" {
 		c.Owner = "lockbench"
+	}
+	if c.RedisMaster == "" && len(c.RedisSentinels) > 0 {
+		c.RedisMaster = DefaultRedisMaster
+	}
+	if c.RedisWait > 0 && c.RedisWaitTimeout <= 0 {
+		c.RedisWaitTimeout = max(c.TTL/RedisWaitDivisor, time.Millisecond)
 	}
 	return c
 }

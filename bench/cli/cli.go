@@ -18,9 +18,17 @@ var ErrUnsafe = errors.New("lockbench: unsafe run with --fail-on-unsafe")
 // ErrUsage marks bad command-line input; the command exits 2.
 var ErrUsage = errors.New("usage")
 
-// usageErr wraps a message as a usage error.
+// ErrInterrupted is what Run returns for a command cut short by Ctrl-C
+// (SIGINT) or SIGTERM, wrapping the command's own error if it had one; the
+// command exits 130. The command keeps its partial results and has said
+// where (one line on stderr), so that a script can tell a partial result
+// from a finished one.
+var ErrInterrupted = errors.New("interrupted")
+
+// usageErr wraps a message as a usage error, on one line whatever the
+// values it quotes hold.
 func usageErr(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrUsage}, args...)...)
+	return fmt.Errorf("%w: %s", ErrUsage, oneLine(fmt.Sprintf(format, args...)))
 }
 
 type command struct {
@@ -37,25 +45,95 @@ func commands() []command {
 		{"matrix", "[--quick]", "the published matrix: strategies × contention × faults", runMatrix},
 		{"report", "DIR", "re-render charts and report.md from a run directory", runReport},
 		{"plan", "[flags]", "capacity planning from a rate sweep", runPlan},
+		{"compare", "OLD NEW", "two run directories side by side, with significance", runCompareDirs},
 		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runCompare},
 	}
 }
 
-// Run runs the lockbench command with args (without the program name).
+// checks are the commands' parse steps: each parses and checks a
+// command's arguments as the command does, reading the files they name,
+// and starts nothing (no server, no run directory, no load). check and the
+// fuzz target drive them; TestEveryCommandIsChecked keeps them complete.
+var checks = map[string]func(args []string) error{
+	"strategies": func(args []string) error {
+		return runStrategies(context.Background(), args, io.Discard, io.Discard)
+	},
+	"up":       checkOf(parseUp),
+	"run":      checkOf(parseRun),
+	"verdicts": checkOf(parseVerdicts),
+	"matrix":   checkOf(parseMatrix),
+	"report":   checkOf(parseReport),
+	"plan":     checkOf(parsePlan),
+	// compare only reads the two directories it compares.
+	"compare": func(args []string) error {
+		return runCompareDirs(context.Background(), args, io.Discard, io.Discard)
+	},
+	"compare-redis": checkOf(parseCompare),
+}
+
+// checkOf is the check of a command whose parse step is parse.
+func checkOf[T any](parse func(args []string, stdout, stderr io.Writer) (T, error)) func([]string) error {
+	return func(args []string) error {
+		_, err := parse(args, io.Discard, io.Discard)
+		return err
+	}
+}
+
+// Run runs the lockbench command with args (without the program name). A
+// command that ctx cancelled returns ErrInterrupted.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := lookup(args, stdout)
+	if c == nil {
+		return err
+	}
+	err = c.run(ctx, args[1:], stdout, stderr)
+	if ctx.Err() == nil || errors.Is(err, flag.ErrHelp) || isUsage(err) {
+		return err
+	}
+	if err == nil {
+		return ErrInterrupted
+	}
+	return fmt.Errorf("%w: %w", ErrInterrupted, err)
+}
+
+// check is Run's parse step alone: it returns what Run would return for
+// bad input (a usage error, or nil for input that is good) and starts
+// nothing.
+func check(args []string) error {
+	c, err := lookup(args, io.Discard)
+	if c == nil {
+		return err
+	}
+	chk, ok := checks[c.name]
+	if !ok {
+		return fmt.Errorf("cli: command %s has no check", c.name)
+	}
+	return chk(args[1:])
+}
+
+// lookup finds the command args[0] names. For help (no command, help, -h)
+// it prints the help to stdout and returns a nil command, with a usage
+// error when the command is missing.
+func lookup(args []string, stdout io.Writer) (*command, error) {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		printHelp(stdout)
 		if len(args) == 0 {
-			return usageErr("missing command")
+			return nil, usageErr("missing command")
 		}
-		return nil
+		return nil, nil
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
+			return &c, nil
 		}
 	}
-	return usageErr("unknown command %q; want one of %s", args[0], strings.Join(names(), ", "))
+	return nil, usageErr("unknown command %q; want one of %s", args[0], strings.Join(names(), ", "))
+}
+
+// isUsage reports whether err is bad input (exit 2).
+func isUsage(err error) bool {
+	var ue *usage.Error
+	return errors.Is(err, ErrUsage) || errors.As(err, &ue)
 }
 
 func names() []string {
@@ -75,20 +153,42 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "\n`lockbench COMMAND -h` lists a command's flags.")
 }
 
-// ExitCode prints err (one line) and maps it to its exit code (package doc).
+// ExitCode prints err on one line (even when a driver's error spans
+// several) and maps it to its exit code: 0 done (and -h), 2 bad usage, 3
+// unsafe with --fail-on-unsafe, 4 a regression with --fail-on-regression,
+// 130 interrupted (whatever else the command returned: its results are
+// partial), 1 anything else. An interruption with no error of its own
+// prints nothing: the command has said where its partial results are.
 func ExitCode(err error, stderr io.Writer) int {
-	var ue *usage.Error
+	say := func(err error) { fmt.Fprintln(stderr, "lockbench:", oneLine(err.Error())) }
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
-	case errors.Is(err, ErrUnsafe):
-		fmt.Fprintln(stderr, "lockbench:", err)
-		return 3
-	case errors.Is(err, ErrUsage), errors.As(err, &ue):
-		fmt.Fprintln(stderr, "lockbench:", strings.TrimPrefix(err.Error(), "usage: "))
+	case errors.Is(err, ErrInterrupted):
+		if err != ErrInterrupted {
+			say(err)
+		}
+		return 130
+	case isUsage(err):
+		fmt.Fprintln(stderr, "lockbench:", oneLine(strings.TrimPrefix(err.Error(), "usage: ")))
 		return 2
+	case errors.Is(err, ErrUnsafe):
+		say(err)
+		return 3
+	case errors.Is(err, ErrRegression):
+		say(err)
+		return 4
 	}
-	// One line, even when a driver's error spans several.
-	fmt.Fprintln(stderr, "lockbench:", strings.Join(strings.Fields(err.Error()), " "))
+	say(err)
 	return 1
+}
+
+// sayInterrupted is the line an interrupted command ends with on stderr:
+// where its partial results are, or that none were kept.
+func sayInterrupted(stderr io.Writer, d *runDir) {
+	if len(d.runs) == 0 {
+		fmt.Fprintln(stderr, "interrupted before a run finished: no results kept")
+		return
+	}
+	fmt.Fprintf(stderr, "interrupted: partial results in %s\n", d.dir)
 }

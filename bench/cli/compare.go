@@ -25,6 +25,42 @@ import (
 	"github.com/lockbench/lockbench/strategies/redisutil"
 )
 
+// Ranges of compare-redis's flags.
+const (
+	maxCompareClients  = 1000
+	minCompareRequests = 1000
+	maxCompareRequests = 10_000_000
+	maxCompareRounds   = 100
+)
+
+// compareOptions are the parsed and checked flags of compare-redis.
+type compareOptions struct {
+	mf                 metricsFlag
+	clients, n, rounds int
+}
+
+// parseCompare parses and checks the flags of compare-redis.
+func parseCompare(args []string, stdout, stderr io.Writer) (compareOptions, error) {
+	var o compareOptions
+	fs := newFlagSet("compare-redis", stderr)
+	o.mf.register(fs)
+	fs.IntVar(&o.clients, "clients", 50, fmt.Sprintf("concurrent clients (redis-benchmark -c, lockbench workers), 1..%d", maxCompareClients))
+	fs.IntVar(&o.n, "requests", 50000, fmt.Sprintf("requests per redis-benchmark test, and lock cycles for lockbench, per round, %d..%d", minCompareRequests, maxCompareRequests))
+	fs.IntVar(&o.rounds, "rounds", 7, fmt.Sprintf("rounds of the three measurements, interleaved, after one warm-up round, 1..%d", maxCompareRounds))
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return o, err
+	}
+	switch {
+	case o.clients < 1 || o.clients > maxCompareClients:
+		return o, usageErr("--clients: want 1..%d, got %d", maxCompareClients, o.clients)
+	case o.n < minCompareRequests || o.n > maxCompareRequests:
+		return o, usageErr("--requests: want %d..%d, got %d", minCompareRequests, maxCompareRequests, o.n)
+	case o.rounds < 1 || o.rounds > maxCompareRounds:
+		return o, usageErr("--rounds: want 1..%d, got %d", maxCompareRounds, o.rounds)
+	}
+	return o, nil
+}
+
 // runCompare is `lockbench compare-redis` (`make compare-redis`): the
 // harness must not be what is measured, so run redis-benchmark with the same
 // two commands a setnx lock cycle sends (SET … NX PX and the release
@@ -39,22 +75,11 @@ import (
 // minute apart would measure the drift. The medians of the rounds' ratios
 // are the result.
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("compare-redis", stderr)
-	clients := fs.Int("clients", 50, "concurrent clients (redis-benchmark -c, lockbench workers)")
-	n := fs.Int("requests", 50000, "requests per redis-benchmark test, and lock cycles for lockbench, per round")
-	rounds := fs.Int("rounds", 7, "rounds of the three measurements, interleaved, after one warm-up round")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	o, err := parseCompare(args, stdout, stderr)
+	if err != nil {
 		return err
 	}
-	if *clients < 1 || *clients > 1000 {
-		return usageErr("--clients: want 1..1000, got %d", *clients)
-	}
-	if *n < 1000 {
-		return usageErr("--requests: want ≥ 1000, got %d", *n)
-	}
-	if *rounds < 1 || *rounds > 100 {
-		return usageErr("--rounds: want 1..100, got %d", *rounds)
-	}
+	mf := o.mf
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {
 		return fmt.Errorf("redis-benchmark not found: install redis-tools (Debian: apt-get install redis-tools)")
@@ -77,7 +102,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	sha := redisutil.ReleaseScript.Hash()
 	bench := func(cmd ...string) (float64, error) {
-		a := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(*clients), "-n", strconv.Itoa(*n), "-r", "1000000", "--csv"}, cmd...)
+		a := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(o.clients), "-n", strconv.Itoa(o.n), "-r", "1000000", "--csv"}, cmd...)
 		out, err := exec.CommandContext(ctx, bin, a...).Output()
 		if err != nil {
 			return 0, fmt.Errorf("redis-benchmark: %w", err)
@@ -87,15 +112,18 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 	sc := loadgen.DefaultScenario()
 	sc.Name = "compare-redis"
-	sc.Instances, sc.Workers, sc.Deliveries = 1, *clients, 1
-	sc.Payments = *n
+	sc.Instances, sc.Workers, sc.Deliveries = 1, o.clients, 1
+	sc.Payments = o.n
 	sc.Accounts = 1_000_000 // no contention: every acquire succeeds at once
 	sc.Hold, _ = loadgen.ParseHold("0s")
 	sc.Warmup = 0
 	sess := &session{ep: cluster.Endpoints(), stderr: stderr, stores: map[string]store.Store{}}
 	defer sess.Close()
+	if err := sess.serveMetrics(mf); err != nil {
+		return err
+	}
 
-	fmt.Fprintf(stdout, "lock cycles/s: SET NX PX then EVALSHA of the release script, %d clients, %d cycles a measurement, local Redis\n", *clients, *n)
+	fmt.Fprintf(stdout, "lock cycles/s: SET NX PX then EVALSHA of the release script, %d clients, %d cycles a measurement, local Redis\n", o.clients, o.n)
 	fmt.Fprintf(stdout, "redis-benchmark's cycle rate is 1 / (1/SET rate + 1/EVALSHA rate); lockbench is `run --strategy setnx --hold 0`\n\n")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "round\tredis-benchmark\tgo-redis alone\tlockbench setnx\tlockbench/redis-benchmark\tlockbench/go-redis\tgo-redis/redis-benchmark\t")
@@ -109,7 +137,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		if alone, err = goRedisCycles(ctx, addr, *clients, *n); err != nil {
+		if alone, err = goRedisCycles(ctx, addr, o.clients, o.n); err != nil {
 			return 0, 0, 0, err
 		}
 		run, err := sess.run(ctx, "setnx", sc, faults.Spec{})
@@ -121,7 +149,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var ours, theirs, plain []float64
 	// Round 0 warms up all three (connections, the Go heap, Redis's
 	// dictionaries) and is shown but not counted.
-	for r := range *rounds + 1 {
+	for r := range o.rounds + 1 {
 		cycle, alone, lb, err := round()
 		if ctx.Err() != nil {
 			break // interrupted: report the rounds done
@@ -136,7 +164,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			theirs, plain, ours = append(theirs, cycle), append(plain, alone), append(ours, lb)
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t\n", name, cycle, alone, lb, lb/cycle, lb/alone, alone/cycle)
-		fmt.Fprintf(stderr, "compare-redis: round %d of %d done (lockbench/redis-benchmark %.2f)\n", r, *rounds, lb/cycle)
+		fmt.Fprintf(stderr, "compare-redis: round %d of %d done (lockbench/redis-benchmark %.2f)\n", r, o.rounds, lb/cycle)
 	}
 	if len(ours) == 0 {
 		tw.Flush()
@@ -159,7 +187,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "ratio lockbench / go-redis alone:  %.2f (the harness's own cost)\n", median(ratio(ours, plain)))
 	fmt.Fprintf(stdout, "ratio go-redis / redis-benchmark:  %.2f (the Go client's cost against redis-benchmark's C)\n", median(ratio(plain, theirs)))
 	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "interrupted: %d of %d rounds done\n", len(ours), *rounds)
+		fmt.Fprintf(stderr, "interrupted: %d of %d rounds done\n", len(ours), o.rounds)
 	}
 	return nil
 }

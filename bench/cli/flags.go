@@ -6,11 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gopkg.in/yaml.v3"
 
 	"github.com/lockbench/lockbench/loadgen"
@@ -39,49 +43,48 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 	d := loadgen.DefaultScenario()
 	set := func(f func(*loadgen.Scenario)) { sf.setters = append(sf.setters, f) }
-	intF := func(name string, def int, help string, min int, apply func(*loadgen.Scenario, int)) {
+	// The flags parse; Scenario.Validate checks the ranges their help
+	// states, for flags and --scenario files alike.
+	intF := func(name string, def int, help string, apply func(*loadgen.Scenario, int)) {
 		fs.Func(name, fmt.Sprintf("%s (default %d)", help, def), func(v string) error {
 			n, err := strconv.Atoi(v)
-			if err != nil || n < min {
-				return fmt.Errorf("want an integer ≥ %d", min)
+			if err != nil {
+				return errors.New("want an integer")
 			}
 			set(func(s *loadgen.Scenario) { apply(s, n) })
 			return nil
 		})
 	}
-	durF := func(name string, def time.Duration, help string, positive bool, apply func(*loadgen.Scenario, time.Duration)) {
+	durF := func(name string, def time.Duration, help string, apply func(*loadgen.Scenario, time.Duration)) {
 		fs.Func(name, fmt.Sprintf("%s (default %s)", help, def), func(v string) error {
 			x, err := time.ParseDuration(v)
-			if err != nil || x < 0 || (positive && x == 0) {
-				if positive {
-					return errors.New("want a duration > 0 such as 500ms or 2s")
-				}
-				return errors.New("want a duration ≥ 0 such as 500ms or 30s")
+			if err != nil {
+				return errors.New("want a duration such as 500ms or 2s")
 			}
 			set(func(s *loadgen.Scenario) { apply(s, x) })
 			return nil
 		})
 	}
 	fs.StringVar(&sf.file, "scenario", "", "YAML scenario file (keys are the flag names with _ for -); flags override it")
-	fs.Func("name", "scenario name recorded in the results (default base)", func(v string) error {
+	fs.Func("name", fmt.Sprintf("scenario name recorded in the results, at most %d printable characters (default base)", loadgen.MaxNameLen), func(v string) error {
 		set(func(s *loadgen.Scenario) { s.Name = v })
 		return nil
 	})
-	intF("instances", d.Instances, "app instances, each with its own strategy object", 1, func(s *loadgen.Scenario, n int) { s.Instances = n })
-	intF("workers", d.Workers, "concurrent workers per instance", 1, func(s *loadgen.Scenario, n int) { s.Workers = n })
-	intF("payments", d.Payments, "payments to offer (0 with --duration: until the duration ends)", 0, func(s *loadgen.Scenario, n int) { s.Payments = n })
-	durF("duration", 0, "run for this long instead of a payment count", false, func(s *loadgen.Scenario, x time.Duration) { s.Duration = x; s.Payments = 0 })
-	durF("warmup", 0, "unrecorded warmup before measuring", false, func(s *loadgen.Scenario, x time.Duration) { s.Warmup = x })
-	fs.Func("rate", "open-loop payments per second; 0 = closed loop (default 0)", func(v string) error {
+	intF("instances", d.Instances, fmt.Sprintf("app instances, each with its own strategy object, 1..%d", loadgen.MaxInstances), func(s *loadgen.Scenario, n int) { s.Instances = n })
+	intF("workers", d.Workers, fmt.Sprintf("concurrent workers per instance, 1..%d (and instances × workers ≤ %d)", loadgen.MaxWorkers, loadgen.MaxTotalWorkers), func(s *loadgen.Scenario, n int) { s.Workers = n })
+	intF("payments", d.Payments, fmt.Sprintf("payments to offer, 0..%d (0 with --duration: until the duration ends, or %d payments without --rate)", loadgen.PaymentLimit, loadgen.MaxPayments), func(s *loadgen.Scenario, n int) { s.Payments = n })
+	durF("duration", 0, fmt.Sprintf("run for this long instead of a payment count, 0s..%s", loadgen.MaxDuration), func(s *loadgen.Scenario, x time.Duration) { s.Duration = x; s.Payments = 0 })
+	durF("warmup", 0, fmt.Sprintf("unrecorded warmup before measuring, 0s..%s", loadgen.MaxWarmup), func(s *loadgen.Scenario, x time.Duration) { s.Warmup = x })
+	fs.Func("rate", fmt.Sprintf("open-loop payments per second, 0..%d; 0 = closed loop (default 0)", loadgen.MaxRate), func(v string) error {
 		r, err := strconv.ParseFloat(v, 64)
-		if err != nil || r < 0 {
-			return errors.New("want payments per second ≥ 0 (0 = closed loop)")
+		if err != nil {
+			return errors.New("want payments per second (0 = closed loop)")
 		}
 		set(func(s *loadgen.Scenario) { s.Rate = r })
 		return nil
 	})
-	intF("deliveries", d.Deliveries, "deliveries of each payment: to distinct instances, then to distinct workers of one (at most instances × workers)", 1, func(s *loadgen.Scenario, n int) { s.Deliveries = n })
-	fs.Func("seed", "seed of the payment stream (default 1)", func(v string) error {
+	intF("deliveries", d.Deliveries, "deliveries of each payment: to distinct instances, then to distinct workers of one, 1..instances × workers", func(s *loadgen.Scenario, n int) { s.Deliveries = n })
+	fs.Func("seed", "seed of the payment stream, any 64-bit integer (default 1)", func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return errors.New("want an integer")
@@ -96,8 +99,8 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		set(func(s *loadgen.Scenario) { s.LockKey = v })
 		return nil
 	})
-	intF("accounts", d.Accounts, "number of accounts", 1, func(s *loadgen.Scenario, n int) { s.Accounts = n })
-	fs.Func("account-dist", "account choice: uniform, zipf:S or hot:F (default uniform)", func(v string) error {
+	intF("accounts", d.Accounts, fmt.Sprintf("number of accounts, 1..%d, as memory allows", loadgen.MaxAccounts), func(s *loadgen.Scenario, n int) { s.Accounts = n })
+	fs.Func("account-dist", fmt.Sprintf("account choice: uniform, zipf:S (1 < S ≤ %d) or hot:F (0 < F ≤ 1) (default uniform)", loadgen.MaxZipfS), func(v string) error {
 		ad, err := loadgen.ParseAccountDist(v)
 		if err != nil {
 			return err
@@ -105,15 +108,15 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		set(func(s *loadgen.Scenario) { s.AccountDist = ad })
 		return nil
 	})
-	fs.Func("funding", fmt.Sprintf("share of its payments' total each account starts with (default %g)", d.Funding), func(v string) error {
+	fs.Func("funding", fmt.Sprintf("share of its payments' total each account starts with, in (0, %d] (default %g)", loadgen.MaxFunding, d.Funding), func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f <= 0 {
-			return errors.New("want a number > 0")
+		if err != nil {
+			return errors.New("want a number")
 		}
 		set(func(s *loadgen.Scenario) { s.Funding = f })
 		return nil
 	})
-	fs.Func("hold", "work inside the lock: a duration, uniform:MIN-MAX or exp:MEAN (default 1ms)", func(v string) error {
+	fs.Func("hold", fmt.Sprintf("work inside the lock: a duration, uniform:MIN-MAX or exp:MEAN, at most %s (default 1ms)", loadgen.MaxHold), func(v string) error {
 		h, err := loadgen.ParseHold(v)
 		if err != nil {
 			return err
@@ -121,9 +124,9 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		set(func(s *loadgen.Scenario) { s.Hold = h })
 		return nil
 	})
-	durF("ttl", d.TTL, "lock TTL", true, func(s *loadgen.Scenario, x time.Duration) { s.TTL = x })
-	durF("acquire-timeout", d.AcquireTimeout, "give up on the lock after this long", true, func(s *loadgen.Scenario, x time.Duration) { s.AcquireTimeout = x })
-	fs.Func("retry", "retry policy: none, backoff or backoff:BASE-CAP (default backoff = 1ms..50ms, jittered)", func(v string) error {
+	durF("ttl", d.TTL, fmt.Sprintf("lock TTL, %s..%s", loadgen.MinTTL, loadgen.MaxTTL), func(s *loadgen.Scenario, x time.Duration) { s.TTL = x })
+	durF("acquire-timeout", d.AcquireTimeout, fmt.Sprintf("give up on the lock after this long, %s..%s", loadgen.MinAcquireTimeout, loadgen.MaxAcquireTimeout), func(s *loadgen.Scenario, x time.Duration) { s.AcquireTimeout = x })
+	fs.Func("retry", fmt.Sprintf("retry policy: none, backoff or backoff:BASE-CAP with %s ≤ BASE ≤ CAP ≤ %s (default backoff = 1ms..50ms, jittered)", loadgen.MinBackoff, loadgen.MaxBackoff), func(v string) error {
 		r, err := loadgen.ParseRetry(v)
 		if err != nil {
 			return err
@@ -146,10 +149,10 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		set(func(s *loadgen.Scenario) { s.Fencing = v == "on" })
 		return nil
 	})
-	fs.Func("interval", fmt.Sprintf("length of the latency intervals, at least %s (default %s; %s for a run with a fault)", loadgen.MinInterval, loadgen.IntervalLength, faultInterval), func(v string) error {
+	fs.Func("interval", fmt.Sprintf("length of the latency intervals, %s..%s (default %s; %s for a run with a fault)", loadgen.MinInterval, loadgen.MaxInterval, loadgen.IntervalLength, faultInterval), func(v string) error {
 		x, err := time.ParseDuration(v)
-		if err != nil || x < loadgen.MinInterval {
-			return fmt.Errorf("want a duration ≥ %s such as 250ms", loadgen.MinInterval)
+		if err != nil || x < loadgen.MinInterval || x > loadgen.MaxInterval {
+			return fmt.Errorf("want a duration in %s..%s such as 250ms", loadgen.MinInterval, loadgen.MaxInterval)
 		}
 		sf.intervalSet = true
 		set(func(s *loadgen.Scenario) { s.Interval = x })
@@ -172,9 +175,9 @@ func (sf *scenarioFlags) scenario() (loadgen.Scenario, error) {
 // scenarioOn builds the scenario on s: the file, then the flags.
 func (sf *scenarioFlags) scenarioOn(s loadgen.Scenario) (loadgen.Scenario, error) {
 	if sf.file != "" {
-		b, err := os.ReadFile(sf.file)
+		b, err := readInput("scenario", sf.file)
 		if err != nil {
-			return s, usageErr("--scenario: cannot read %s: %v", sf.file, errors.Unwrap(err))
+			return s, err
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		dec.KnownFields(true)
@@ -210,6 +213,35 @@ func (sf *scenarioFlags) storeFor(names []string, sc *loadgen.Scenario) error {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// maxInputFile bounds an input file a flag names (--scenario): 1 MiB, far
+// more than any scenario; a larger file, or /dev/zero, is a mistake.
+const maxInputFile = 1 << 20
+
+// readInput reads the regular file path that --flag names, at most
+// maxInputFile bytes of it; anything else (a directory, a device, a pipe
+// that might never end) is a usage error.
+func readInput(flag, path string) ([]byte, error) {
+	// Stat before Open: opening a FIFO would wait for a writer.
+	if st, err := os.Stat(path); err != nil {
+		return nil, usageErr("--%s: cannot read %q: %v", flag, path, errors.Unwrap(err))
+	} else if !st.Mode().IsRegular() {
+		return nil, usageErr("--%s: %q is not a regular file", flag, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErr("--%s: cannot read %q: %v", flag, path, errors.Unwrap(err))
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxInputFile+1))
+	switch {
+	case err != nil:
+		return nil, usageErr("--%s: cannot read %q: %s", flag, path, oneLine(err.Error()))
+	case len(b) > maxInputFile:
+		return nil, usageErr("--%s: %q is larger than %d bytes", flag, path, maxInputFile)
+	}
+	return b, nil
+}
+
 // endpointFlags are the servers to use; empty means the environment, then
 // servers lockbench starts itself.
 type endpointFlags struct {
@@ -221,12 +253,12 @@ type endpointFlags struct {
 }
 
 func (ef *endpointFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&ef.redis, "redis-addrs", "", "existing Redis masters, comma-separated host:port (env "+servers.EnvRedisAddrs+")")
-	fs.StringVar(&ef.etcd, "etcd-endpoints", "", "existing etcd endpoints, comma-separated URLs (env "+servers.EnvEtcdEndpoints+")")
+	fs.StringVar(&ef.redis, "redis-addrs", "", "existing Redis masters, comma-separated host:port, port 1..65535 (env "+servers.EnvRedisAddrs+")")
+	fs.StringVar(&ef.etcd, "etcd-endpoints", "", "existing etcd endpoints, comma-separated http(s)://host:port URLs or host:port (env "+servers.EnvEtcdEndpoints+")")
 	fs.StringVar(&ef.pg, "pg-dsn", "", "existing Postgres DSN (env "+servers.EnvPostgresDSN+")")
 	fs.IntVar(&ef.etcdMembers, "etcd-members", 1, "members of a locally started etcd cluster: 1 or 3")
 	fs.BoolVar(&ef.redisAOF, "redis-aof", false, "locally started Redis nodes persist with appendonly")
-	fs.StringVar(&ef.zk, "zk-servers", "", "existing ZooKeeper servers, comma-separated host:port (env "+servers.EnvZKServers+")")
+	fs.StringVar(&ef.zk, "zk-servers", "", "existing ZooKeeper servers, comma-separated host:port, port 1..65535 (env "+servers.EnvZKServers+")")
 	fs.IntVar(&ef.zkMembers, "zk-members", 1, "members of a locally started ZooKeeper ensemble: 1 or 3")
 }
 
@@ -238,44 +270,88 @@ func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
 		return servers.Endpoints{}, usageErr("--zk-members: want 1 or 3, got %d", ef.zkMembers)
 	}
 	e := servers.EndpointsFromEnv()
+	var err error
 	if ef.redis != "" {
-		e.RedisAddrs = splitList(ef.redis)
+		if e.RedisAddrs, err = parseList("redis-addrs", ef.redis, "host:port", checkHostPort); err != nil {
+			return e, err
+		}
 	}
 	if ef.etcd != "" {
-		e.EtcdEndpoints = splitList(ef.etcd)
+		if e.EtcdEndpoints, err = parseList("etcd-endpoints", ef.etcd, "http(s)://host:port or host:port", checkEtcdEndpoint); err != nil {
+			return e, err
+		}
 	}
 	if ef.pg != "" {
+		if _, err := pgconn.ParseConfig(ef.pg); err != nil {
+			return e, usageErr("--pg-dsn: not a Postgres connection string: %s", oneLine(servers.Redact(err.Error())))
+		}
 		e.PostgresDSN = ef.pg
 	}
 	if ef.zk != "" {
-		e.ZKServers = splitList(ef.zk)
+		if e.ZKServers, err = parseList("zk-servers", ef.zk, "host:port", checkHostPort); err != nil {
+			return e, err
+		}
 	}
 	return e, nil
 }
 
-func splitList(s string) []string {
+// parseList splits the comma-separated value of --flag (blanks around
+// items are dropped) and checks each item. An empty item is refused: a
+// stray comma is a typing mistake, not a request for a shorter list; so is
+// an item given twice.
+func parseList(flag, v, want string, check func(string) error) ([]string, error) {
 	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, usageErr("--%s: empty item in %q; want a comma-separated list of %s", flag, v, want)
 		}
-	}
-	return out
-}
-
-// parseStrategies checks a --strategy list against the registry.
-func parseStrategies(v string) ([]string, error) {
-	if v == "" || v == "all" {
-		return strategies.Names(), nil
-	}
-	var out []string
-	for _, n := range splitList(v) {
-		if _, ok := strategies.Lookup(n); !ok {
-			return nil, usageErr("--strategy: unknown strategy %q; want a comma-separated list of %s, or all", n, strings.Join(strategies.Names(), ", "))
+		if slices.Contains(out, item) {
+			return nil, usageErr("--%s: %q is given twice", flag, item)
 		}
-		out = append(out, n)
+		if err := check(item); err != nil {
+			return nil, usageErr("--%s: %v; want a comma-separated list of %s", flag, err, want)
+		}
+		out = append(out, item)
 	}
 	return out, nil
+}
+
+// checkHostPort accepts host:port with a port in 1..65535 (an empty host
+// is the local machine).
+func checkHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(host, " \t/") {
+		return fmt.Errorf("bad address %q", s)
+	}
+	return nil
+}
+
+// checkEtcdEndpoint accepts what the etcd client dials: an http or https
+// URL with a host, or host:port.
+func checkEtcdEndpoint(s string) error {
+	if !strings.Contains(s, "://") {
+		return checkHostPort(s)
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("bad endpoint %q", s)
+	}
+	return nil
+}
+
+// parseStrategies checks a --strategy list against the registry: all, or
+// names from it.
+func parseStrategies(v string) ([]string, error) {
+	if v == "all" {
+		return strategies.Names(), nil
+	}
+	return parseList("strategy", v, strings.Join(strategies.Names(), ", ")+", or all", func(n string) error {
+		if _, ok := strategies.Lookup(n); !ok {
+			return fmt.Errorf("unknown strategy %q", n)
+		}
+		return nil
+	})
 }
 
 // storeNeed is what the Postgres store needs.

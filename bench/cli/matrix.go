@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/bench/faults"
@@ -33,6 +35,17 @@ type matrixPlan struct {
 	stepWarmup   time.Duration
 }
 
+// The quick matrix's representative subset, unless --strategy or --fault
+// name others: the controls, the single-node Redis locks with and without
+// a token, Redlock, etcd, a Postgres lock and the lock-free transaction,
+// under the faults that break them by design. It keeps `make bench` under
+// five minutes on two cores; the full matrix runs every strategy and
+// fault.
+var (
+	quickStrategies = []string{"nolock", "mutex", "setnx", "fencing", "redlock", "etcd", "pg-onconflict", "pg-unique"}
+	quickFaults     = []string{"none", "pause", "kill-node", "restart-node", "clock-jump"}
+)
+
 var (
 	quickMatrix = matrixPlan{
 		basePayments: 800, accounts: []int{24, 6, 1}, contentionPays: 300,
@@ -53,43 +66,98 @@ var (
 // a payment given up, or achieved under 95% of offered.
 const matrixSLOP99 = 250 * time.Millisecond
 
-// runMatrix is `lockbench matrix`: every strategy through the base scenario,
-// a contention sweep, an open-loop rate sweep and the verdict faults, into
-// one run directory with every chart.
-func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+// matrixOptions are the parsed and checked input of `lockbench matrix`.
+type matrixOptions struct {
+	ef     endpointFlags
+	mf     metricsFlag
+	names  []string
+	cases  []verdictCase
+	size   matrixPlan
+	notes  []string
+	out    string
+	dryRun bool
+	trials int
+	seed   int64
+}
+
+// parseMatrix parses and checks the input of `lockbench matrix` and builds
+// its cells, starting nothing.
+func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err error) {
 	fs := newFlagSet("matrix", stderr)
 	var ef endpointFlags
 	ef.register(fs)
+	var mf metricsFlag
+	mf.register(fs)
 	quick := fs.Bool("quick", false, "the quick matrix (under 5 minutes on 2 cores)")
 	strategyList := fs.String("strategy", "all", "comma-separated strategies, or all")
 	faultList := fs.String("fault", "all", "comma-separated faults for the verdict part, none to skip it")
 	out := fs.String("out", "", "run directory (default out/matrix-DATE-TIME)")
+	trials := trialsFlag(fs)
+	seed := seedFlag(fs)
+	dryRun := fs.Bool("dry-run", false, "print the runs the matrix would make, with an estimated time, and run nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
-		return err
+		return o, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var notes []string
+	if *quick && !given["strategy"] {
+		*strategyList = strings.Join(quickStrategies, ",")
+		notes = append(notes, "Quick matrix: a representative subset of the strategies ("+*strategyList+"); `lockbench matrix` runs them all.")
+	}
+	if *quick && !given["fault"] {
+		*faultList = strings.Join(quickFaults, ",")
+		notes = append(notes, "Quick matrix: the faults "+*faultList+"; `lockbench matrix` runs every fault.")
+	}
+	if *trials == 1 {
+		notes = append(notes, "One trial per cell: the figures have no error bars; `--trials 6` gives 95% confidence intervals.")
 	}
 	names, err := parseStrategies(*strategyList)
 	if err != nil {
-		return err
+		return o, err
 	}
 	var faultNames []string
 	if *faultList != "none" {
 		if faultNames, err = parseFaults(*faultList); err != nil {
-			return err
+			return o, err
 		}
 	}
 	cases, err := verdictCases(names, faultNames)
 	if err != nil {
-		return err
+		return o, err
+	}
+	for i := range cases {
+		cases[i].sc.Seed = *seed
 	}
 	size := fullMatrix
 	if *quick {
 		size = quickMatrix
 	}
-	dir, err := newRunDir(*out, "matrix", args)
+	if _, err := ef.endpoints(); err != nil {
+		return o, err
+	}
+	return matrixOptions{ef: ef, mf: mf, names: names, cases: cases, size: size, notes: notes, out: *out,
+		dryRun: *dryRun, trials: *trials, seed: *seed}, nil
+}
+
+// runMatrix is `lockbench matrix`: every strategy through the base scenario,
+// a contention sweep, an open-loop rate sweep and the verdict faults, into
+// one run directory with every chart.
+func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	o, err := parseMatrix(args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	names, cases, size, notes := o.names, o.cases, o.size, o.notes
+	if o.dryRun {
+		return printMatrix(stdout, size, names, cases, o.trials, o.seed)
+	}
+	dir, err := newRunDir(o.out, "matrix", args)
 	if err != nil {
 		return err
 	}
 	defer dir.closeAtExit(&err)
+	dir.meta.Notes = append(dir.meta.Notes, notes...)
 	need := needs(names, loadgen.DefaultScenario())
 	var opts servers.Options
 	for _, c := range cases {
@@ -97,26 +165,155 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		need.Merge(needs([]string{c.strategy}, c.sc))
 	}
 	began := time.Now()
-	sess, err := openSession(ctx, ef, need, opts, stderr)
+	sess, err := openSession(ctx, o.ef, need, opts, stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	step := func(what string, name string, sc loadgen.Scenario) (results.Run, error) {
-		t0 := time.Now()
-		r, err := sess.run(ctx, name, sc, faults.Spec{})
-		if err != nil {
-			return r, err
+	if err := sess.serveMetrics(o.mf); err != nil {
+		return err
+	}
+	dir.describe(ctx, sess, o.trials, o.seed)
+	// step runs every trial of one fault-free cell, one after another
+	// (a sweep decides on a rate's trials before the next rate).
+	// step runs one cell and says so on stderr: what part of the matrix,
+	// the strategy and, where the rows of a part differ in a parameter
+	// (varies, "accounts=24"), which.
+	step := func(what, name, varies string, sc loadgen.Scenario) ([]results.Run, error) {
+		sc.Seed = o.seed
+		var runs []results.Run
+		for trial := 1; trial <= o.trials; trial++ {
+			t0 := time.Now()
+			r, err := runTrial(ctx, sess, name, sc, faults.Spec{}, trial)
+			if err != nil {
+				return runs, err
+			}
+			label := what
+			if o.trials > 1 {
+				label += fmt.Sprintf(" #%d", trial)
+			}
+			p99 := results.Dash
+			if v, ok := r.Summary.Latency["total"].Value(results.StatP99); ok {
+				p99 = results.FormatDuration(v)
+			}
+			fmt.Fprintf(stderr, "%-10s %-25s %8.0f pay/s  total p99 %-9s %s  (%s)\n", label, strings.TrimSpace(name+" "+varies), r.Summary.PaymentsPerSec,
+				p99, r.Summary.Verdict(), time.Since(t0).Round(100*time.Millisecond))
+			runs = append(runs, r)
+			if err := dir.add(r); err != nil || ctx.Err() != nil {
+				return runs, firstErr(err, ctx.Err())
+			}
 		}
-		fmt.Fprintf(stderr, "%-10s %-14s %8.0f pay/s  total p99 %-9s %s  (%s)\n", what, name, r.Summary.PaymentsPerSec,
-			time.Duration(r.Summary.Latency["total"].P99).Round(time.Microsecond), r.Summary.Verdict(), time.Since(t0).Round(100*time.Millisecond))
-		return r, dir.add(r)
+		return runs, nil
 	}
 
 	// Transactional strategies (pg-unique) run on the Postgres store only:
 	// they leave the memory-store scenarios to the locks and get one of
 	// their own, below, where every strategy runs on the Postgres store.
-	var locks, onPostgres []string
+	locks, onPostgres := splitLocks(names)
+	// 1. The base scenario: the latency spectrum and the results table.
+	// 1b. The base scenario on the Postgres store, every strategy: what no
+	// lock costs against the locks, like for like.
+	for _, c := range size.baseCells(locks, onPostgres) {
+		if _, err := step(c.what, c.name, "", c.sc); err != nil || ctx.Err() != nil {
+			return firstErr(err, ctx.Err())
+		}
+	}
+	// 2. Contention: the same load on fewer and fewer accounts.
+	for _, name := range locks {
+		for _, accounts := range size.accounts {
+			if _, err := step("contention", name, fmt.Sprintf("accounts=%d", accounts), size.contentionScenario(accounts)); err != nil || ctx.Err() != nil {
+				return firstErr(err, ctx.Err())
+			}
+		}
+	}
+	// 3. The open-loop rate sweep, up to the first rate a strategy cannot
+	// sustain in most of its trials: the latency–throughput curve and its
+	// knee.
+	for _, name := range locks {
+		for _, rate := range size.rates {
+			runs, err := step(fmt.Sprintf("rate %g", rate), name, "", size.sweepScenario(rate))
+			if err != nil || ctx.Err() != nil {
+				return firstErr(err, ctx.Err())
+			}
+			held := 0
+			for i := range runs {
+				if plan.Sustainable(&runs[i].Summary, rate, matrixSLOP99) {
+					held++
+				}
+			}
+			if 2*held <= len(runs) {
+				break
+			}
+		}
+	}
+	// 4. The faults: the verdict table.
+	_, failed, err := runCases(ctx, sess, dir, cases, o.trials, stderr)
+	if err != nil {
+		return err
+	}
+	if err := dir.close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "matrix: %d runs in %s; report: %s/report.md (and report.html)\n", len(dir.runs), time.Since(began).Round(time.Second), dir.dir)
+	if ctx.Err() != nil {
+		sayInterrupted(stderr, dir)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("matrix: %d fault runs failed: %v", len(failed), failed)
+	}
+	return nil
+}
+
+// matrixCell is one fault-free cell of the matrix.
+type matrixCell struct {
+	what, name string
+	sc         loadgen.Scenario
+}
+
+// baseCells are the base scenario's cells: every lock on the memory
+// store, then, when a transactional strategy runs, every strategy on the
+// Postgres store.
+func (m matrixPlan) baseCells(locks, onPostgres []string) []matrixCell {
+	var out []matrixCell
+	for _, name := range locks {
+		sc := loadgen.DefaultScenario()
+		sc.Name = results.ScenarioBase
+		sc.Payments = m.basePayments
+		out = append(out, matrixCell{"base", name, sc})
+	}
+	for _, name := range onPostgres {
+		sc := loadgen.DefaultScenario()
+		sc.Name = ScenarioBasePostgres
+		sc.Store = "postgres"
+		sc.Payments = m.basePayments
+		out = append(out, matrixCell{"base-pg", name, sc})
+	}
+	return out
+}
+
+// contentionScenario is the contention sweep's point at accounts.
+func (m matrixPlan) contentionScenario(accounts int) loadgen.Scenario {
+	sc := loadgen.DefaultScenario()
+	sc.Name = results.ScenarioContention
+	sc.Accounts = accounts
+	sc.Payments = m.contentionPays
+	return sc
+}
+
+// sweepScenario is the rate sweep's step at rate, long enough for the p99
+// the latency–throughput chart plots (stepFor).
+func (m matrixPlan) sweepScenario(rate float64) loadgen.Scenario {
+	sc := loadgen.DefaultScenario()
+	sc.Name = results.ScenarioSweep
+	sc.Payments = 0
+	sc.Duration, sc.Warmup = m.stepDuration, m.stepWarmup
+	return stepFor(sc, rate)
+}
+
+// splitLocks are the strategies of the memory-store scenarios (the locks)
+// and, when a transactional strategy is among names, every strategy for
+// the Postgres-store one.
+func splitLocks(names []string) (locks, onPostgres []string) {
 	for _, name := range names {
 		if info, _ := strategies.Lookup(name); info.Transactional {
 			onPostgres = names
@@ -124,70 +321,52 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			locks = append(locks, name)
 		}
 	}
-	// 1. The base scenario: the latency spectrum and the results table.
-	for _, name := range locks {
-		sc := loadgen.DefaultScenario()
-		sc.Name = results.ScenarioBase
-		sc.Payments = size.basePayments
-		if _, err := step("base", name, sc); err != nil || ctx.Err() != nil {
-			return firstErr(err, ctx.Err())
+	return locks, onPostgres
+}
+
+// printMatrix is the matrix's --dry-run: what it would run, section by
+// section, with estimated times (the sweep's at most: it stops at the
+// first rate a strategy cannot sustain).
+func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase, trials int, seed int64) error {
+	locks, onPostgres := splitLocks(names)
+	var b strings.Builder
+	var total time.Duration
+	section := func(what string, runs int, d time.Duration) {
+		d *= time.Duration(trials)
+		total += d
+		fmt.Fprintf(&b, "%-46s %4d cells × %d trials  %9s\n", what, runs, trials, fmtEstimate(d))
+	}
+	var d time.Duration
+	base := m.baseCells(locks, onPostgres)
+	for _, c := range base {
+		d += estimate(c.sc)
+	}
+	section("base (closed loop)", len(base), d)
+	d = 0
+	for range locks {
+		for _, a := range m.accounts {
+			d += estimate(m.contentionScenario(a))
 		}
 	}
-	// 1b. The base scenario on the Postgres store, every strategy: what no
-	// lock costs against the locks, like for like.
-	for _, name := range onPostgres {
-		sc := loadgen.DefaultScenario()
-		sc.Name = ScenarioBasePostgres
-		sc.Store = "postgres"
-		sc.Payments = size.basePayments
-		if _, err := step("base-pg", name, sc); err != nil || ctx.Err() != nil {
-			return firstErr(err, ctx.Err())
+	section(fmt.Sprintf("contention (accounts %v)", m.accounts), len(locks)*len(m.accounts), d)
+	d = 0
+	for range locks {
+		for _, r := range m.rates {
+			d += estimate(m.sweepScenario(r))
 		}
 	}
-	// 2. Contention: the same load on fewer and fewer accounts.
-	for _, name := range locks {
-		for _, accounts := range size.accounts {
-			sc := loadgen.DefaultScenario()
-			sc.Name = results.ScenarioContention
-			sc.Accounts = accounts
-			sc.Payments = size.contentionPays
-			if _, err := step("contention", name, sc); err != nil || ctx.Err() != nil {
-				return firstErr(err, ctx.Err())
-			}
-		}
+	section(fmt.Sprintf("rate sweep (%v/s, at most)", m.rates), len(locks)*len(m.rates), d)
+	d = 0
+	for _, c := range cases {
+		d += estimate(c.sc)
 	}
-	// 3. The open-loop rate sweep, up to the first rate a strategy cannot
-	// sustain: the latency–throughput curve and its knee.
-	for _, name := range locks {
-		for _, rate := range size.rates {
-			sc := loadgen.DefaultScenario()
-			sc.Name = results.ScenarioSweep
-			sc.Rate = rate
-			sc.Payments = 0
-			sc.Duration, sc.Warmup = size.stepDuration, size.stepWarmup
-			r, err := step(fmt.Sprintf("rate %g", rate), name, sc)
-			if err != nil || ctx.Err() != nil {
-				return firstErr(err, ctx.Err())
-			}
-			if !plan.Sustainable(&r.Summary, rate, matrixSLOP99) {
-				break
-			}
-		}
-	}
-	// 4. The faults: the verdict table.
-	_, failed, err := runCases(ctx, sess, dir, cases, stderr)
+	section("faults (the verdict table)", len(cases), d)
+	fmt.Fprintf(&b, "\nstrategies: %s\nseed %d; %s in all with server start-up (estimated; nothing was run)\n",
+		strings.Join(names, ", "), seed, fmtEstimate(total+estimateServers))
+	fmt.Fprintln(&b, "\nfault cells:")
+	_, err := io.WriteString(w, b.String())
 	if err != nil {
 		return err
 	}
-	if err := dir.close(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "matrix: %d runs in %s; report: %s/report.md\n", len(dir.runs), time.Since(began).Round(time.Second), dir.dir)
-	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "interrupted: partial results in %s\n", dir.dir)
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("matrix: %d fault runs failed: %v", len(failed), failed)
-	}
-	return nil
+	return printCases(w, "faults", cases, trials)
 }

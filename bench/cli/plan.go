@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,12 +35,29 @@ type planOptions struct {
 	names    []string
 	sc       loadgen.Scenario // the sweep's scenario; Rate varies per step
 	ef       endpointFlags
+	metrics  metricsFlag
 	target   float64 // payments/s; 0: none
 	cfg      plan.Config
 	out      string
 	asJSON   bool
 	verdicts string
+	// risks are those of --verdicts, or the registry's expectations;
+	// risksFrom says which.
+	risks     plan.Risks
+	risksFrom string
 }
+
+// Ranges of plan's own flags (the scenario's are loadgen's): rates in
+// 1..loadgen.MaxRate payments/s, an SLO up to the longest latency the
+// histograms hold, steps of at most an hour.
+const (
+	minPlanRate     = 1
+	maxPlanSLO      = time.Duration(results.MaxLatencyNs)
+	maxStepDuration = time.Hour
+	maxStepWarmup   = 10 * time.Minute
+	maxPlanRateStep = 100
+	maxPlanRefine   = 6
+)
 
 // parsePlan parses the flags of `lockbench plan`.
 func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
@@ -50,6 +66,7 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	var sf scenarioFlags
 	sf.register(fs)
 	o.ef.register(fs)
+	o.metrics.register(fs)
 	strategyList := fs.String("strategy", "", "comma-separated strategies, or all (default: every cross-instance lock, i.e. all but nolock and mutex)")
 	fs.StringVar(&o.out, "out", "", "run directory (default out/plan-DATE-TIME)")
 	fs.BoolVar(&o.asJSON, "json", false, "print plan.json to stdout instead of the table")
@@ -57,49 +74,51 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	rateF := func(name, help string, p *float64) {
 		fs.Func(name, help, func(v string) error {
 			r, err := strconv.ParseFloat(v, 64)
-			if err != nil || r <= 0 || math.IsInf(r, 0) {
-				return errors.New("want payments per second > 0")
+			if err != nil || !(r >= minPlanRate && r <= loadgen.MaxRate) { // NaN too
+				return fmt.Errorf("want payments per second in %d..%d", minPlanRate, loadgen.MaxRate)
 			}
 			*p = r
 			return nil
 		})
 	}
-	rateF("target-rate", "payments/s the system must sustain; the plan says which strategies fit it (default none)", &o.target)
-	rateF("start-rate", fmt.Sprintf("first offered rate (default: --target-rate ÷ --rate-step², or %g)", plan.DefaultStartRate), &o.cfg.Start)
-	rateF("max-rate", "highest rate to offer (default no cap)", &o.cfg.MaxRate)
-	fs.Func("slo-p99", fmt.Sprintf("p99 total latency a sustainable rate must stay under (default %s)", plan.DefaultSLOP99), func(v string) error {
+	rateF("target-rate", fmt.Sprintf("payments/s the system must sustain, %d..%d; the plan says which strategies fit it (default none)", minPlanRate, loadgen.MaxRate), &o.target)
+	rateF("start-rate", fmt.Sprintf("first offered rate, %d..%d (default: --target-rate ÷ --rate-step², or %g)", minPlanRate, loadgen.MaxRate, plan.DefaultStartRate), &o.cfg.Start)
+	rateF("max-rate", fmt.Sprintf("highest rate to offer, %d..%d (default no cap)", minPlanRate, loadgen.MaxRate), &o.cfg.MaxRate)
+	fs.Func("slo-p99", fmt.Sprintf("p99 total latency a sustainable rate must stay under, > 0 and ≤ %s (default %s)", maxPlanSLO, plan.DefaultSLOP99), func(v string) error {
 		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return errors.New("want a duration > 0 such as 20ms")
+		if err != nil || d <= 0 || d > maxPlanSLO {
+			return fmt.Errorf("want a duration > 0 and ≤ %s such as 20ms", maxPlanSLO)
 		}
 		o.cfg.SLO = d
 		return nil
 	})
-	fs.Func("rate-step", fmt.Sprintf("factor between ramp steps, > 1 (default %g)", plan.DefaultRateStep), func(v string) error {
+	fs.Func("rate-step", fmt.Sprintf("factor between ramp steps, > 1 and ≤ %d (default %g)", maxPlanRateStep, plan.DefaultRateStep), func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f <= 1 || f > 100 {
-			return errors.New("want a factor > 1 such as 2 or 1.5")
+		if err != nil || !(f > 1 && f <= maxPlanRateStep) {
+			return fmt.Errorf("want a factor > 1 and ≤ %d such as 2 or 1.5", maxPlanRateStep)
 		}
 		o.cfg.Factor = f
 		return nil
 	})
-	fs.IntVar(&o.cfg.Refine, "refine", plan.DefaultRefine, "bisection steps after the first failing rate, 0..6")
-	fs.BoolVar(&o.cfg.Confirm, "confirm", true, "re-run a failing step once before believing it")
-	stepDur := fs.Duration("step-duration", DefaultStepDuration, "measured length of each step")
-	stepWarmup := fs.Duration("step-warmup", DefaultStepWarmup, "unrecorded warmup before each step")
+	fs.IntVar(&o.cfg.Refine, "refine", plan.DefaultRefine, fmt.Sprintf("bisection steps after the first failing rate, 0..%d", maxPlanRefine))
+	fs.BoolVar(&o.cfg.Confirm, "confirm", true, "re-run a failing step once before believing it (with --trials above 1, the trials decide)")
+	trials := trialsFlag(fs)
+	stepDur := fs.Duration("step-duration", DefaultStepDuration, fmt.Sprintf("measured length of each step, > 0 and ≤ %s", maxStepDuration))
+	stepWarmup := fs.Duration("step-warmup", DefaultStepWarmup, fmt.Sprintf("unrecorded warmup before each step, 0s..%s", maxStepWarmup))
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
 	if err := noSweepFlags(fs); err != nil {
 		return o, err
 	}
+	o.cfg.Trials = *trials
 	switch {
-	case o.cfg.Refine < 0 || o.cfg.Refine > 6:
-		return o, usageErr("--refine: want 0..6, got %d", o.cfg.Refine)
-	case *stepDur <= 0:
-		return o, usageErr("--step-duration: want a duration > 0 such as 2s, got %s", *stepDur)
-	case *stepWarmup < 0:
-		return o, usageErr("--step-warmup: want a duration ≥ 0 such as 500ms, got %s", *stepWarmup)
+	case o.cfg.Refine < 0 || o.cfg.Refine > maxPlanRefine:
+		return o, usageErr("--refine: want 0..%d, got %d", maxPlanRefine, o.cfg.Refine)
+	case *stepDur <= 0 || *stepDur > maxStepDuration:
+		return o, usageErr("--step-duration: want a duration > 0 and ≤ %s such as 2s, got %s", maxStepDuration, *stepDur)
+	case *stepWarmup < 0 || *stepWarmup > maxStepWarmup:
+		return o, usageErr("--step-warmup: want a duration in 0s..%s such as 500ms, got %s", maxStepWarmup, *stepWarmup)
 	case o.cfg.MaxRate > 0 && o.cfg.Start > o.cfg.MaxRate:
 		return o, usageErr("--start-rate: want ≤ --max-rate (%g), got %g", o.cfg.MaxRate, o.cfg.Start)
 	}
@@ -113,9 +132,26 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	if o.sc, err = sf.scenario(); err != nil {
 		return o, err
 	}
+	if err := sf.storeFor(o.names, &o.sc); err != nil {
+		return o, err
+	}
 	o.sc.Name = results.ScenarioSweep
 	o.sc.Payments, o.sc.Duration, o.sc.Warmup, o.sc.Rate = 0, *stepDur, *stepWarmup, o.cfg.Start
-	return o, o.sc.Validate()
+	if err := o.sc.Validate(); err != nil {
+		return o, err
+	}
+	// The highest step, when there is a cap, must fit too (memory).
+	if o.cfg.MaxRate > 0 {
+		top := stepFor(o.sc, o.cfg.MaxRate)
+		if err := top.Validate(); err != nil {
+			return o, err
+		}
+	}
+	if _, err := o.ef.endpoints(); err != nil {
+		return o, err
+	}
+	o.risks, o.risksFrom, err = loadRisks(o.verdicts)
+	return o, err
 }
 
 // runPlan is `lockbench plan`: a rate sweep per strategy, then which fit a
@@ -127,10 +163,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
-	risks, risksFrom, err := loadRisks(o.verdicts)
-	if err != nil {
-		return err
-	}
+	risks, risksFrom := o.risks, o.risksFrom
 	dir, err := newRunDir(o.out, "plan", args)
 	if err != nil {
 		return err
@@ -141,11 +174,15 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return err
 	}
 	defer sess.Close()
+	if err := sess.serveMetrics(o.metrics); err != nil {
+		return err
+	}
+	dir.describe(ctx, sess, o.cfg.Trials, o.sc.Seed)
 
 	rep := plan.Report{
 		TargetRate: o.target, SLOP99Ns: int64(o.cfg.SLO), MaxBehind: plan.MaxBehind,
 		StepDurationNs: int64(o.sc.Duration), StepWarmupNs: int64(o.sc.Warmup),
-		RisksFrom: risksFrom, Params: paramsOf(o.sc),
+		RisksFrom: risksFrom, Params: planParams(o.sc),
 	}
 	planPath := filepath.Join(dir.dir, plan.File)
 	var errs []error
@@ -153,10 +190,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		if ctx.Err() != nil {
 			break
 		}
-		step := func(ctx context.Context, rate float64) (results.Run, error) {
-			sc := o.sc
-			sc.Rate = rate
-			return sess.run(ctx, name, sc, faults.Spec{})
+		step := func(ctx context.Context, rate float64, trial int) (results.Run, error) {
+			return runTrial(ctx, sess, name, stepFor(o.sc, rate), faults.Spec{}, trial)
 		}
 		sw, err := plan.Sweep(ctx, o.cfg, step)
 		info, _ := strategies.Lookup(name) // planStrategies checked the name
@@ -251,14 +286,26 @@ func addRuns(d *runDir, runs []results.Run) error {
 	return d.add(runs[len(runs)-1])
 }
 
-// paramsOf is the scenario's knobs for plan.json (the rate varies).
-func paramsOf(sc loadgen.Scenario) results.Params {
-	return results.Params{
-		Instances: sc.Instances, Workers: sc.Workers, DeliveriesEach: sc.Deliveries,
-		Accounts: sc.Accounts, AccountDist: sc.AccountDist.String(), LockKey: sc.LockKey,
-		Hold: sc.Hold.String(), TTLNs: int64(sc.TTL), Store: sc.Store,
-		InstanceMode: sc.InstanceMode, Seed: sc.Seed,
+// planParams is the sweep's scenario for plan.json: the rate varies per
+// step, and so does the duration of the slowest steps (stepFor).
+func planParams(sc loadgen.Scenario) results.Params {
+	p := paramsOf(sc, faults.Spec{})
+	p.Rate = 0
+	return p
+}
+
+// stepFor is the scenario of one step at rate: the sweep's, run at least
+// long enough that its total latency has the samples a p99 needs
+// (results.MinCount, with a tenth to spare for the warmup's edge and the
+// pacer's rounding), so a low rate is never judged on a p99 it cannot
+// measure.
+func stepFor(sc loadgen.Scenario, rate float64) loadgen.Scenario {
+	sc.Rate = rate
+	need := 1.1 * float64(results.MinCount(results.StatP99)) / float64(sc.Deliveries)
+	if d := time.Duration(need / rate * float64(time.Second)); d > sc.Duration {
+		sc.Duration = d.Round(100 * time.Millisecond)
 	}
+	return sc
 }
 
 // writePlan writes plan.json atomically.

@@ -30,7 +30,7 @@ func TestPlanBadInput(t *testing.T) {
 		{"start above max", []string{"--start-rate", "500", "--max-rate", "100"}, "--start-rate"},
 		{"rate is the sweep's", []string{"--rate", "100"}, "--rate"},
 		{"duration is the sweep's", []string{"--duration", "5s"}, "--duration"},
-		{"unknown strategy", []string{"--strategy", "zookeeper"}, "--strategy"},
+		{"unknown strategy", []string{"--strategy", "meteor-lock"}, "--strategy"},
 		{"missing verdicts", []string{"--verdicts", "/nonexistent/verdicts.json"}, "--verdicts"},
 	}
 	for _, tc := range cases {

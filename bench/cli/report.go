@@ -9,24 +9,34 @@ import (
 	"github.com/lockbench/lockbench/results"
 )
 
-// runReport is `lockbench report DIR`: re-render the charts and report.md
-// from the run directory's data files alone.
+// runReport is `lockbench report DIR`: re-render the charts, report.md and
+// report.html from the run directory's data files alone.
 func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("report", stderr)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return parseFlags(fs, args, stdout)
-	}
-	if fs.NArg() != 1 {
-		return usageErr("report: want exactly one run directory, got %d arguments", fs.NArg())
-	}
-	dir := fs.Arg(0)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return usageErr("report: %s is not a run directory", dir)
+	dir, err := parseReport(args, stdout, stderr)
+	if err != nil {
+		return err
 	}
 	if err := results.Render(dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "report: %s/report.md\n", dir)
+	fmt.Fprintf(stdout, "report: %s/%s, %s/%s\n", dir, results.ReportFile, dir, results.ReportHTMLFile)
 	return nil
+}
+
+// parseReport parses and checks the arguments of `lockbench report`: the
+// run directory.
+func parseReport(args []string, stdout, stderr io.Writer) (string, error) {
+	fs := newFlagSet("report", stderr)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return "", parseFlags(fs, args, stdout)
+	}
+	if fs.NArg() != 1 {
+		return "", usageErr("report: want exactly one run directory, got %d arguments", fs.NArg())
+	}
+	dir := fs.Arg(0)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", usageErr("report: %q is not a run directory", dir)
+	}
+	return dir, nil
 }

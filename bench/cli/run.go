@@ -2,89 +2,164 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
 )
 
-// runRun is `lockbench run`: one scenario per strategy, fresh state each.
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+// runOptions are the parsed and checked input of `lockbench run`.
+type runOptions struct {
+	names                []string
+	sc                   loadgen.Scenario
+	fspec                faults.Spec
+	ef                   endpointFlags
+	mf                   metricsFlag
+	out, cpuProfile      string
+	asJSON, failOnUnsafe bool
+	trials               int
+}
+
+// parseRun parses and checks the input of `lockbench run`, reading the
+// files it names (--scenario, --from) and starting nothing.
+func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error) {
 	fs := newFlagSet("run", stderr)
 	var sf scenarioFlags
 	var ef endpointFlags
+	var mf metricsFlag
 	sf.register(fs)
 	ef.register(fs)
+	mf.register(fs)
 	strategyList := fs.String("strategy", "all", "comma-separated strategies (see `lockbench strategies`), or all")
 	out := fs.String("out", "", "run directory (default out/run-DATE-TIME)")
 	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the table")
 	failOnUnsafe := fs.Bool("fail-on-unsafe", false, "exit 3 when any strategy lost safety (for CI)")
 	faultSpec := fs.String("fault", "none", "fault to inject: "+faultHelp())
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of lockbench itself to this file (to check the harness)")
+	trials := trialsFlag(fs)
+	from := fs.String("from", "", "run directory to take the scenario, strategy and fault from (its summary.json row --row); flags override them")
+	row := fs.Int("row", 1, "with --from: the row of summary.json to run again, 1 = the first")
 	if err := parseFlags(fs, args, stdout); err != nil {
-		return err
+		return o, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	base := loadgen.DefaultScenario()
+	if *from != "" {
+		if sf.file != "" {
+			return o, usageErr("--from: give --from or --scenario, not both")
+		}
+		s, err := rowOf(*from, *row)
+		if err != nil {
+			return o, err
+		}
+		fault := ""
+		if base, fault, err = scenarioOfRow(s); err != nil {
+			return o, err
+		}
+		if !given["strategy"] {
+			*strategyList = s.Strategy
+		}
+		if !given["fault"] {
+			*faultSpec = fault
+		}
+		// The row's interval came from its own run: keep it unless given.
+		sf.intervalSet = sf.intervalSet || base.Interval != 0
+	} else if given["row"] {
+		return o, usageErr("--row: only with --from DIR")
 	}
 	names, err := parseStrategies(*strategyList)
 	if err != nil {
-		return err
+		return o, err
 	}
-	sc, err := sf.scenario()
+	sc, err := sf.scenarioOn(base)
 	if err != nil {
-		return err
+		return o, err
 	}
 	if err := sf.storeFor(names, &sc); err != nil {
-		return err
+		return o, err
 	}
 	fspec, err := faults.Parse(*faultSpec)
 	if err != nil {
-		return err
+		return o, err
 	}
 	if sc, err = fspec.Adjust(sc); err != nil {
-		return err
+		return o, err
+	}
+	if fspec.Name != results.FaultNone && !sf.intervalSet {
+		sc.Interval = faultInterval
 	}
 	if err := sc.Validate(); err != nil {
+		return o, err
+	}
+	if _, err := ef.endpoints(); err != nil {
+		return o, err
+	}
+	return runOptions{names: names, sc: sc, fspec: fspec, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
+		asJSON: *asJSON, failOnUnsafe: *failOnUnsafe, trials: *trials}, nil
+}
+
+// runRun is `lockbench run`: one scenario per strategy, fresh state each,
+// --trials times; --from DIR --row N runs a row of a run directory again.
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	o, err := parseRun(args, stdout, stderr)
+	if err != nil {
 		return err
 	}
-	dir, err := newRunDir(*out, "run", args)
+	names, sc, fspec := o.names, o.sc, o.fspec
+	dir, err := newRunDir(o.out, "run", args)
 	if err != nil {
 		return err
 	}
 	defer dir.closeAtExit(&err)
-	sess, err := openSession(ctx, ef, needs(names, sc), fspec.ServerOptions(), stderr)
+	sess, err := openSession(ctx, o.ef, needs(names, sc), fspec.ServerOptions(), stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+	if err := sess.serveMetrics(o.mf); err != nil {
+		return err
+	}
+	dir.describe(ctx, sess, o.trials, sc.Seed)
+	if o.cpuProfile != "" {
+		stop, err := startCPUProfile(o.cpuProfile)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 
-	for _, name := range names {
-		if ctx.Err() != nil {
-			break
-		}
-		r, err := sess.run(ctx, name, sc, fspec)
-		if err != nil {
-			return err
-		}
-		if err := dir.add(r); err != nil {
-			return err
+	// Trials interleave: every strategy's first trial, then every
+	// strategy's second, so that a machine that slows down over the
+	// command slows every strategy alike.
+	for trial := 1; trial <= o.trials; trial++ {
+		for _, name := range names {
+			if ctx.Err() != nil {
+				break
+			}
+			r, err := runTrial(ctx, sess, name, sc, fspec, trial)
+			if err != nil {
+				return err
+			}
+			if note := paymentCapNote(sc, r.Summary); note != "" {
+				fmt.Fprintln(stderr, "warning:", note)
+				dir.meta.Notes = append(dir.meta.Notes, note)
+			}
+			if err := dir.add(r); err != nil {
+				return err
+			}
 		}
 	}
 	if err := dir.close(); err != nil {
 		return err
 	}
 	sums := dir.summaries()
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sums); err != nil {
+	if o.asJSON {
+		if err := results.WriteJSON(stdout, sums); err != nil {
 			return err
 		}
 	} else {
@@ -92,9 +167,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		fmt.Fprintf(stdout, "\nrun directory: %s\n", dir.dir)
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "interrupted: partial results in %s\n", dir.dir)
+		sayInterrupted(stderr, dir)
 	}
-	if *failOnUnsafe {
+	if o.failOnUnsafe {
 		for _, s := range sums {
 			if s.Unsafe {
 				return fmt.Errorf("%w: %s", ErrUnsafe, s.String())
@@ -102,4 +177,30 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		}
 	}
 	return nil
+}
+
+// rowOf is row n (1-based) of the summary.json of the run directory dir.
+func rowOf(dir string, n int) (results.Summary, error) {
+	ss, _, err := results.ReadSummaries(dir)
+	if err != nil {
+		return results.Summary{}, usageErr("--from: %s is not a run directory: %s", dir, oneLine(err.Error()))
+	}
+	if n < 1 || n > len(ss) {
+		return results.Summary{}, usageErr("--row: want 1..%d (the rows of %s/%s), got %d", len(ss), dir, results.SummaryJSONFile, n)
+	}
+	return ss[n-1], nil
+}
+
+// paymentCapNote says, for a run of a closed-loop --duration scenario that
+// ended before its duration, that it was cut short by loadgen.MaxPayments
+// (its payment stream is generated up front): the run is not the one
+// asked for. It is "" for every other run.
+func paymentCapNote(sc loadgen.Scenario, s results.Summary) string {
+	measured := time.Duration(s.DurationNs)
+	if sc.Payments != 0 || sc.Rate != 0 || sc.Duration == 0 || s.Interrupted ||
+		s.Payments < loadgen.MaxPayments || measured >= sc.Duration*99/100 {
+		return ""
+	}
+	return fmt.Sprintf("%s: the --duration %s run ended after %s, at the %d payments a closed-loop --duration run offers at most (loadgen.MaxPayments); give --rate or --payments for a longer run",
+		s.Strategy, sc.Duration, measured.Round(100*time.Millisecond), loadgen.MaxPayments)
 }

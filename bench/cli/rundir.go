@@ -59,10 +59,10 @@ func (d *runDir) add(r results.Run) error {
 	return results.WriteData(d.dir, d.runs, d.meta)
 }
 
-// close draws the charts and writes report.md from every run added, the
-// first time it is called; later calls do nothing and return nil, and so
-// does a first call before any run was added (there is nothing to draw,
-// and no data for `lockbench report` to redraw it from). A
+// close draws the charts and writes report.md and report.html from every
+// run added, the first time it is called; later calls do nothing and
+// return nil, and so does a first call before any run was added (there is
+// nothing to draw, and no data for `lockbench report` to redraw it from). A
 // command defers closeAtExit, so that an error or an interrupt still
 // leaves a report of the runs that finished, and calls close itself
 // before its last lines of output, so the report exists when they name it.

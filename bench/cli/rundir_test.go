@@ -30,7 +30,7 @@ func runNoServer(t *testing.T, dir string) {
 // a report.md whose links lead to them.
 func TestRunLayout(t *testing.T) {
 	dir := t.TempDir()
-	top := []string{results.BenchFile, results.ChartsDir, results.HlogDir, results.MetaFile,
+	top := []string{results.BenchFile, results.ChartsDir, results.HlogDir, results.MetaFile, results.ReportHTMLFile,
 		results.ReportFile, results.SummaryCSVFile, results.SummaryJSONFile}
 	tests := []struct {
 		name string

@@ -9,26 +9,45 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
+// maxUpRedis bounds `lockbench up --redis`: 32 nodes.
+const maxUpRedis = 32
+
+// upOptions are the parsed and checked flags of `lockbench up`.
+type upOptions struct {
+	redisNodes, members int
+	aof                 bool
+}
+
+// parseUp parses and checks the flags of `lockbench up`.
+func parseUp(args []string, stdout, stderr io.Writer) (upOptions, error) {
+	var o upOptions
+	fs := newFlagSet("up", stderr)
+	fs.IntVar(&o.redisNodes, "redis", 5, fmt.Sprintf("Redis nodes to start, 0..%d", maxUpRedis))
+	fs.IntVar(&o.members, "etcd-members", 1, "etcd members: 1 or 3")
+	fs.BoolVar(&o.aof, "redis-aof", false, "Redis nodes persist with appendonly")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return o, err
+	}
+	if o.redisNodes < 0 || o.redisNodes > maxUpRedis {
+		return o, usageErr("--redis: want 0..%d, got %d", maxUpRedis, o.redisNodes)
+	}
+	if o.members != 1 && o.members != 3 {
+		return o, usageErr("--etcd-members: want 1 or 3, got %d", o.members)
+	}
+	return o, nil
+}
+
 // runUp is `lockbench up`: start every local server, print the endpoints in
 // the LOCKBENCH_* form, and stop them all on Ctrl-C.
 func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("up", stderr)
-	redisNodes := fs.Int("redis", 5, "Redis nodes to start")
-	members := fs.Int("etcd-members", 1, "etcd members: 1 or 3")
-	aof := fs.Bool("redis-aof", false, "Redis nodes persist with appendonly")
-	if err := parseFlags(fs, args, stdout); err != nil {
+	o, err := parseUp(args, stdout, stderr)
+	if err != nil {
 		return err
-	}
-	if *redisNodes < 0 || *redisNodes > 32 {
-		return usageErr("--redis: want 0..32, got %d", *redisNodes)
-	}
-	if *members != 1 && *members != 3 {
-		return usageErr("--etcd-members: want 1 or 3, got %d", *members)
 	}
 	// Every server a registered strategy needs, with --redis nodes.
 	need := servers.NeedsOf(strategies.All())
-	need.Redis = *redisNodes
-	c, err := servers.Start(ctx, need, servers.Options{EtcdMembers: *members, RedisAOF: *aof})
+	need.Redis = o.redisNodes
+	c, err := servers.Start(ctx, need, servers.Options{EtcdMembers: o.members, RedisAOF: o.aof})
 	if err != nil {
 		return err
 	}

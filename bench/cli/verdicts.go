@@ -169,17 +169,15 @@ func verdictCases(names, faultNames []string) ([]verdictCase, error) {
 
 // parseFaults checks a --fault list (names only) against the registry.
 func parseFaults(v string) ([]string, error) {
-	if v == "" || v == "all" {
+	if v == "all" {
 		return faults.Names(), nil
 	}
-	var out []string
-	for _, n := range splitList(v) {
+	return parseList("fault", v, strings.Join(faults.Names(), ", ")+", or all", func(n string) error {
 		if _, ok := faults.Lookup(n); !ok {
-			return nil, usageErr("--fault: unknown fault %q; want a comma-separated list of %s, or all", n, strings.Join(faults.Names(), ", "))
+			return fmt.Errorf("unknown fault %q", n)
 		}
-		out = append(out, n)
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // hasLocal reports whether the session started the servers the strategy
@@ -189,9 +187,20 @@ func (s *session) hasLocal(info strategies.Info) bool {
 	return err == nil && t.Local()
 }
 
-// runVerdicts is `lockbench verdicts`: every strategy under every fault that
-// applies to it, in one small scenario, and the verdict table.
-func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+// verdictsOptions are the parsed and checked input of `lockbench verdicts`.
+type verdictsOptions struct {
+	ef                           endpointFlags
+	mf                           metricsFlag
+	cases                        []verdictCase
+	out                          string
+	asJSON, failOnUnsafe, dryRun bool
+	trials                       int
+	seed                         int64
+}
+
+// parseVerdicts parses and checks the input of `lockbench verdicts` and
+// builds its cells, starting nothing.
+func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, err error) {
 	fs := newFlagSet("verdicts", stderr)
 	var ef endpointFlags
 	ef.register(fs)
@@ -206,53 +215,67 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	seed := seedFlag(fs)
 	dryRun := fs.Bool("dry-run", false, "print the cells that would run, with an estimated time, and run nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
-		return err
+		return o, err
 	}
 	names, err := parseStrategies(*strategyList)
 	if err != nil {
-		return err
+		return o, err
 	}
 	faultNames, err := parseFaults(*faultList)
 	if err != nil {
-		return err
+		return o, err
 	}
 	cases, err := verdictCases(names, faultNames)
 	if err != nil {
-		return err
+		return o, err
 	}
 	if len(cases) == 0 {
-		return usageErr("--fault: none of %s applies to %s", strings.Join(faultNames, ", "), strings.Join(names, ", "))
+		return o, usageErr("--fault: none of %s applies to %s", strings.Join(faultNames, ", "), strings.Join(names, ", "))
 	}
 	for i := range cases {
 		cases[i].sc.Seed = *seed
 	}
-	if *dryRun {
-		return printCases(stdout, "verdicts", cases, *trials)
+	if _, err := ef.endpoints(); err != nil {
+		return o, err
+	}
+	return verdictsOptions{ef: ef, mf: mf, cases: cases, out: *out, asJSON: *asJSON, failOnUnsafe: *failOnUnsafe,
+		dryRun: *dryRun, trials: *trials, seed: *seed}, nil
+}
+
+// runVerdicts is `lockbench verdicts`: every strategy under every fault that
+// applies to it, in one small scenario, and the verdict table.
+func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	o, err := parseVerdicts(args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	cases := o.cases
+	if o.dryRun {
+		return printCases(stdout, "verdicts", cases, o.trials)
 	}
 	var opts servers.Options
 	for _, c := range cases {
-		o := c.spec.ServerOptions()
-		opts.Faketime = opts.Faketime || o.Faketime
+		opts.Faketime = opts.Faketime || c.spec.ServerOptions().Faketime
 	}
 	var need servers.Needs
 	for _, c := range cases {
 		need.Merge(needs([]string{c.strategy}, c.sc))
 	}
-	dir, err := newRunDir(*out, "verdicts", args)
+	dir, err := newRunDir(o.out, "verdicts", args)
 	if err != nil {
 		return err
 	}
 	defer dir.closeAtExit(&err)
 	began := time.Now()
-	sess, err := openSession(ctx, ef, need, opts, stderr)
+	sess, err := openSession(ctx, o.ef, need, opts, stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	if err := sess.serveMetrics(mf); err != nil {
+	if err := sess.serveMetrics(o.mf); err != nil {
 		return err
 	}
-	dir.describe(ctx, sess, *trials, *seed)
+	dir.describe(ctx, sess, o.trials, o.seed)
 
 	var tokenless []string
 	for _, c := range cases {
@@ -260,7 +283,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 			tokenless = append(tokenless, c.strategy)
 		}
 	}
-	skipped, failed, err := runCases(ctx, sess, dir, cases, *trials, stderr)
+	skipped, failed, err := runCases(ctx, sess, dir, cases, o.trials, stderr)
 	if err != nil {
 		return err
 	}
@@ -276,7 +299,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		return err
 	}
 	wall := time.Since(began).Round(time.Second)
-	if *asJSON {
+	if o.asJSON {
 		if err := results.WriteJSON(stdout, sums); err != nil {
 			return err
 		}
@@ -295,12 +318,12 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		fmt.Fprintln(stderr, "skipped:", s)
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "interrupted: partial results in %s\n", dir.dir)
+		sayInterrupted(stderr, dir)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("verdicts: %d of %d runs failed:\n  %s", len(failed), len(cases), strings.Join(failed, "\n  "))
 	}
-	if *failOnUnsafe {
+	if o.failOnUnsafe {
 		for _, s := range sums {
 			if s.Unsafe {
 				return fmt.Errorf("%w: %s", ErrUnsafe, s.String())
@@ -317,48 +340,80 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 // with the three spans, so the figures are approximate at the window's
 // edges.
 func windowTable(w io.Writer, runs []results.Run) error {
-	fmt.Fprintln(w, "Lock cycles completed per second before, during and after each fault window (from the latency intervals, approximate at the edges):")
+	fmt.Fprintln(w, "Lock cycles completed per second before, during and after each fault window (from the latency intervals, approximate at the edges; with trials, the median trial):")
 	fmt.Fprintln(w)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%-14s %-12s %-7s %-24s %8s %8s %8s\n", "strategy", "fault", "fencing", "window", "before", "during", "after")
+	type key struct {
+		strategy, variant, fault string
+		fencing                  bool
+	}
+	type row struct {
+		s     results.Summary
+		rates [3][]float64
+	}
+	var order []key
+	rows := map[key]*row{}
 	for _, r := range runs {
 		s := r.Summary
 		if s.FaultWindow == nil {
 			continue
 		}
-		spans := [3][2]int64{{math.MinInt64, s.FaultWindow.StartNs}, {s.FaultWindow.StartNs, s.FaultWindow.EndNs}, {s.FaultWindow.EndNs, math.MaxInt64}}
-		var n, secs [3]float64
-		for _, iv := range r.Intervals {
-			length := float64(iv.EndNs - iv.StartNs)
-			if length <= 0 {
-				continue
-			}
-			var c float64
-			if h := iv.Hists[results.Critical]; h != nil {
-				c = float64(h.TotalCount())
-			}
-			for k, sp := range spans {
-				overlap := float64(min(iv.EndNs, sp[1]) - max(iv.StartNs, sp[0]))
-				if overlap > 0 {
-					n[k] += c * overlap / length
-					secs[k] += time.Duration(overlap).Seconds()
-				}
-			}
+		k := key{s.Strategy, s.Variant, s.Fault, s.Fencing}
+		if rows[k] == nil {
+			order = append(order, k)
+			rows[k] = &row{s: s}
 		}
-		rate := func(k int) string {
-			if secs[k] < 0.1 {
-				return "-"
+		for i, v := range windowRates(r) {
+			rows[k].rates[i] = append(rows[k].rates[i], v)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-14s %-12s %-7s %-15s %8s %8s %8s\n", "strategy", "fault", "fencing", "window", "before", "during", "after")
+	for _, k := range order {
+		r := rows[k]
+		rate := func(i int) string {
+			if e := results.EstimateOf(r.rates[i]); e.OK() {
+				return fmt.Sprintf("%.0f", e.Median)
 			}
-			return fmt.Sprintf("%.0f", n[k]/secs[k])
+			return "-"
 		}
-		win := fmt.Sprintf("%.1f–%.1fs", time.Duration(s.FaultWindow.StartNs).Seconds(), time.Duration(s.FaultWindow.EndNs).Seconds())
-		if s.Trial > 1 {
-			win += fmt.Sprintf(" (trial %d)", s.Trial)
-		}
-		fmt.Fprintf(&b, "%-14s %-12s %-7s %-24s %8s %8s %8s\n", s.Strategy, s.Fault, onOff(s.Fencing), win, rate(0), rate(1), rate(2))
+		win := fmt.Sprintf("%.1f–%.1fs", time.Duration(r.s.FaultWindow.StartNs).Seconds(), time.Duration(r.s.FaultWindow.EndNs).Seconds())
+		fmt.Fprintf(&b, "%-14s %-12s %-7s %-15s %8s %8s %8s\n", r.s.Strategy, r.s.Fault, onOff(r.s.Fencing), win, rate(0), rate(1), rate(2))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// windowRates are the lock cycles per second of r before, during and
+// after its fault window; NaN for a span shorter than 100ms.
+func windowRates(r results.Run) [3]float64 {
+	win := r.Summary.FaultWindow
+	spans := [3][2]int64{{math.MinInt64, win.StartNs}, {win.StartNs, win.EndNs}, {win.EndNs, math.MaxInt64}}
+	var n, secs [3]float64
+	for _, iv := range r.Intervals {
+		length := float64(iv.EndNs - iv.StartNs)
+		if length <= 0 {
+			continue
+		}
+		var c float64
+		if h := iv.Hists[results.Critical]; h != nil {
+			c = float64(h.TotalCount())
+		}
+		for k, sp := range spans {
+			overlap := float64(min(iv.EndNs, sp[1]) - max(iv.StartNs, sp[0]))
+			if overlap > 0 {
+				n[k] += c * overlap / length
+				secs[k] += time.Duration(overlap).Seconds()
+			}
+		}
+	}
+	var out [3]float64
+	for k := range out {
+		out[k] = math.NaN()
+		if secs[k] >= 0.1 {
+			out[k] = n[k] / secs[k]
+		}
+	}
+	return out
 }
 
 func firstErr(errs ...error) error {

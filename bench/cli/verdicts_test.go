@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,44 +14,18 @@ import (
 	"github.com/lockbench/lockbench/results"
 )
 
-// verdictsTimeout bounds the restricted verdict table below.
+// verdictsTimeout bounds each restricted verdict table below.
 const verdictsTimeout = 55 * time.Second
 
 // `lockbench verdicts`, restricted to setnx and fencing without a fault and
 // under pause, prints the table and writes verdicts.json (one object per
 // strategy × fault × fencing) and verdicts.md: setnx loses safety under the
 // pause, fencing with the store's check on does not (its stale write is
-// rejected).
+// rejected). Run twice with the same seed, every cell gets the same
+// verdict: the strikes are designed, and the seed fixes the payments.
 func TestVerdicts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Redis node and instance processes; skipped with -short")
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), verdictsTimeout)
-	defer cancel()
-	var out, errb bytes.Buffer
-	began := time.Now()
-	err := Run(ctx, []string{"verdicts", "--strategy", "setnx,fencing", "--fault", "none,pause", "--out", dir}, &out, &errb)
-	t.Logf("verdicts in %s:\n%s\nstderr:\n%s", time.Since(began).Round(time.Millisecond), out.String(), errb.String())
-	if err != nil {
-		t.Fatalf("verdicts: %v", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("verdicts did not finish within %s", verdictsTimeout)
-	}
-
-	f, err := os.Open(filepath.Join(dir, results.VerdictsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	got, err := results.ReadJSON(f)
-	if err != nil {
-		t.Fatalf("verdicts.json: %v", err)
-	}
-	byID := map[string]results.Summary{}
-	for _, s := range got {
-		byID[s.Strategy+"/"+s.Fault+"/"+onOff(s.Fencing)] = s
 	}
 	want := []struct {
 		id     string
@@ -63,26 +38,70 @@ func TestVerdicts(t *testing.T) {
 		{"fencing/pause/off", true},
 		{"fencing/pause/on", false},
 	}
-	if len(got) != len(want) {
-		t.Errorf("verdicts.json has %d objects; want %d (strategy × fault × fencing)", len(got), len(want))
-	}
-	for _, w := range want {
-		s, ok := byID[w.id]
-		if !ok {
-			t.Errorf("verdicts.json has no %s", w.id)
-			continue
+	var verdicts [2]map[string]bool
+	for run := range verdicts {
+		byID := runVerdictsOnce(t, run)
+		if len(byID) != len(want) {
+			t.Errorf("run %d: verdicts.json has %d objects; want %d (strategy × fault × fencing)", run+1, len(byID), len(want))
 		}
-		if s.Unsafe != w.unsafe {
-			t.Errorf("%s: unsafe = %v (duplicates %d, overlaps %d, stale rejected %d); want %v", w.id, s.Unsafe, s.Duplicates, s.Overlaps, s.StaleRejected, w.unsafe)
+		verdicts[run] = map[string]bool{}
+		for _, w := range want {
+			s, ok := byID[w.id]
+			if !ok {
+				t.Errorf("run %d: verdicts.json has no %s", run+1, w.id)
+				continue
+			}
+			verdicts[run][w.id] = s.Unsafe
+			if s.Unsafe != w.unsafe {
+				t.Errorf("run %d: %s: unsafe = %v (duplicates %d, overlaps %d, stale rejected %d); want %v", run+1, w.id, s.Unsafe, s.Duplicates, s.Overlaps, s.StaleRejected, w.unsafe)
+			}
+		}
+		if s := byID["fencing/pause/on"]; s.StaleRejected == 0 {
+			t.Errorf("run %d: fencing/pause/on: stale rejected = 0; want the resumed holder's write rejected", run+1)
+		}
+		if s := byID["setnx/pause/off"]; s.Duplicates == 0 || s.FaultWindow == nil {
+			t.Errorf("run %d: setnx/pause/off: duplicates %d, window %v; want duplicates and a fault window", run+1, s.Duplicates, s.FaultWindow)
 		}
 	}
-	if s := byID["fencing/pause/on"]; s.StaleRejected == 0 {
-		t.Errorf("fencing/pause/on: stale rejected = 0; want the resumed holder's write rejected")
+	if !reflect.DeepEqual(verdicts[0], verdicts[1]) {
+		t.Errorf("same seed, different verdicts:\nfirst  %v\nsecond %v", verdicts[0], verdicts[1])
 	}
-	if s := byID["setnx/pause/off"]; s.Duplicates == 0 || s.FaultWindow == nil {
-		t.Errorf("setnx/pause/off: duplicates %d, window %v; want duplicates and a fault window", s.Duplicates, s.FaultWindow)
-	}
+}
 
+// runVerdictsOnce runs the restricted verdict table (seed 3) and returns
+// verdicts.json by strategy/fault/fencing, checking the printed table
+// and verdicts.md on the way.
+func runVerdictsOnce(t *testing.T, run int) map[string]results.Summary {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), verdictsTimeout)
+	defer cancel()
+	var out, errb bytes.Buffer
+	began := time.Now()
+	err := Run(ctx, []string{"verdicts", "--strategy", "setnx,fencing", "--fault", "none,pause", "--seed", "3", "--out", dir}, &out, &errb)
+	t.Logf("verdicts (run %d) in %s:\n%s\nstderr:\n%s", run+1, time.Since(began).Round(time.Millisecond), out.String(), errb.String())
+	if err != nil {
+		t.Fatalf("verdicts: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("verdicts did not finish within %s", verdictsTimeout)
+	}
+	f, err := os.Open(filepath.Join(dir, results.VerdictsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := results.ReadJSON(f)
+	if err != nil {
+		t.Fatalf("verdicts.json: %v", err)
+	}
+	byID := map[string]results.Summary{}
+	for _, s := range got {
+		if s.Params.Seed != 3 || s.Trial != 1 {
+			t.Errorf("%s: seed %d, trial %d; want seed 3, trial 1", s.String(), s.Params.Seed, s.Trial)
+		}
+		byID[s.Strategy+"/"+s.Fault+"/"+onOff(s.Fencing)] = s
+	}
 	md, err := os.ReadFile(filepath.Join(dir, VerdictsMarkdownFile))
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +114,7 @@ func TestVerdicts(t *testing.T) {
 			t.Errorf("the printed table lacks %q", w)
 		}
 	}
+	return byID
 }
 
 // Bad lists are usage errors (exit 2), found before any server starts.
@@ -104,7 +124,7 @@ func TestVerdictsUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"verdicts", "--fault", "meteor"}, "--fault"},
-		{[]string{"verdicts", "--strategy", "zookeeper"}, "--strategy"},
+		{[]string{"verdicts", "--strategy", "meteor-lock"}, "--strategy"},
 		// No fault of the list applies: nolock has no server to kill.
 		{[]string{"verdicts", "--strategy", "nolock", "--fault", "kill-node"}, "--fault"},
 	}

@@ -47,7 +47,7 @@ func register(k Kind) { kinds[k.Name] = k }
 // Names lists the faults in the order of the README's fault table (none
 // first, then from the process to the servers to the clock).
 func Names() []string {
-	order := []string{"none", "pause", "slow", "kill-node", "restart-node", "partition", "clock-jump"}
+	order := []string{"none", "pause", "slow", "kill-node", "restart-node", "partition", "clock-jump", "failover"}
 	var out []string
 	for _, n := range order {
 		if _, ok := kinds[n]; ok {

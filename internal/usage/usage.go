@@ -3,9 +3,14 @@
 // and exits 2. It lives apart from the command so that the packages that
 // validate input (the scenario, the faults) can return it without
 // importing the command, and the command can recognise it with errors.As.
+// MemAvailable is the machine's side of one such check: a scenario too
+// large for the memory available is bad input too.
 package usage
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Error is a bad input: it names the flag and what is accepted.
 type Error struct {
@@ -15,8 +20,11 @@ type Error struct {
 	Msg string
 }
 
-// Error formats the error as "--flag: msg".
-func (e *Error) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
+// Error formats the error as "--flag: msg", on one line: every run of
+// white space, newlines included, becomes one space.
+func (e *Error) Error() string {
+	return strings.Join(strings.Fields(fmt.Sprintf("--%s: %s", e.Flag, e.Msg)), " ")
+}
 
 // Errorf returns a *Error for flag with a formatted message.
 func Errorf(flag, format string, args ...any) error {

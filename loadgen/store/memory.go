@@ -16,14 +16,19 @@ const memShards = 64
 // operation is atomic, but nothing holds across Enter and Finish: that span
 // is exactly what the lock under test must protect.
 //
-// Its state lives in slices indexed by account and payment id, not maps, so
+// Its state lives in slices indexed by account and payment, not maps, so
 // that a run over a million accounts costs the workers no hashing and the
 // garbage collector no pointers to chase. The lock a request holds is named
 // by the mode (--lock-key): in AccountMode it is the request's account, in
 // PaymentMode its payment; LockKey (the name the strategy locked) is for
 // the Postgres store and for people reading a trace.
+//
+// Enter and Finish take one shard's mutex and nothing else; Reset and
+// Counts take all of them. (A store-wide RWMutex read-locked by every call
+// moved one cache line between the cores twice a call.)
 type Memory struct {
-	mu    sync.RWMutex // guards setup against Reset
+	// setup and every slice below are replaced by Reset, with every
+	// shard locked: any one shard's lock is enough to read them.
 	setup Setup
 	// epoch is the monotonic origin of the overlaps' times.
 	epoch  time.Time
@@ -32,12 +37,19 @@ type Memory struct {
 	// payments, are guarded by the shard of account a.
 	accounts []account
 	keys     []keyState
-	// per-payment state, guarded by the shard of the payment's account
-	applications []int32
+	// payments[p] is payment p's state, guarded by the shard of its
+	// account.
+	payments []paymentState
+}
+
+// paymentState is one payment's state: side by side, so that a Finish
+// touches one cache line for it, not one in each of two slices.
+type paymentState struct {
+	applications int32
 	// inRecord counts the payment's applications reflected in its
 	// account's current record; the payment is marked processed while it
 	// is above zero.
-	inRecord []int32
+	inRecord int32
 }
 
 type shard struct {
@@ -52,7 +64,10 @@ type account struct {
 	version   int64
 	overdrawn bool
 	// versions[v-1] is the write that made version v (account mode only:
-	// in payment mode every write's parent is the version before it).
+	// in payment mode every write's parent is the version before it). It
+	// starts as the account's share of one slice made by Reset, room for
+	// one write per payment of the account, so that a Finish does not
+	// allocate; only duplicate writes grow it beyond.
 	versions []recordVersion
 	// appliedDebits counts the applications with a debit the store
 	// applied to this account; inRecordDebits those reflected in its
@@ -72,6 +87,8 @@ type recordVersion struct {
 type keyState struct {
 	active   int32
 	maxToken int64
+	// lastApplied is the token of the last applied write (Setup.Strict).
+	lastApplied int64
 	// overlapSince is when active last rose to 2 (ns since the store's
 	// epoch): the start of the overlap under way, if any.
 	overlapSince int64
@@ -87,8 +104,8 @@ func (m *Memory) Reset(_ context.Context, s Setup) error {
 	if err := validateSetup(s); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lockAll()
+	defer m.unlockAll()
 	m.setup = s
 	m.epoch = time.Now()
 	for i := range m.shards {
@@ -98,14 +115,40 @@ func (m *Memory) Reset(_ context.Context, s Setup) error {
 	for a, b := range s.Balances {
 		m.accounts[a].balance = b
 	}
+	if s.Mode == AccountMode {
+		// Each account's versions get a window of one slice, as long as
+		// its payments: a counting sort of the payments by account.
+		perAccount := make([]int, len(s.Balances))
+		for _, a := range s.PaymentAccount {
+			perAccount[a]++
+		}
+		all := make([]recordVersion, s.Payments)
+		off := 0
+		for a, n := range perAccount {
+			m.accounts[a].versions = all[off:off:min(off+n, len(all))]
+			off += n
+		}
+	}
 	if s.Mode == PaymentMode {
 		m.keys = make([]keyState, s.Payments)
 	} else {
 		m.keys = make([]keyState, len(s.Balances))
 	}
-	m.applications = make([]int32, s.Payments)
-	m.inRecord = make([]int32, s.Payments)
+	m.payments = make([]paymentState, s.Payments)
 	return nil
+}
+
+// lockAll locks every shard, in order; unlockAll unlocks them.
+func (m *Memory) lockAll() {
+	for i := range m.shards {
+		m.shards[i].mu.Lock()
+	}
+}
+
+func (m *Memory) unlockAll() {
+	for i := range m.shards {
+		m.shards[i].mu.Unlock()
+	}
 }
 
 // validateSetup rejects a setup the stores could not judge. A payment of
@@ -135,8 +178,12 @@ func (m *Memory) key(p int64, a int32) *keyState {
 	return &m.keys[a]
 }
 
+// payment is payment p's state.
+func (m *Memory) payment(p int64) *paymentState { return &m.payments[p] }
+
+// check reports a payment the store does not know; the shard of a is held.
 func (m *Memory) check(p int64, a int32) error {
-	if p < 0 || p >= int64(len(m.applications)) || m.setup.PaymentAccount[p] != a {
+	if p < 0 || p >= int64(len(m.payments)) || m.setup.PaymentAccount[p] != a {
 		return errUnknownPayment
 	}
 	return nil
@@ -145,14 +192,12 @@ func (m *Memory) check(p int64, a int32) error {
 // Enter records a holder entering the critical section of its lock and
 // returns what it reads.
 func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if err := m.check(r.Payment, r.Account); err != nil {
-		return EnterResp{}, err
-	}
 	sh := m.shard(r.Account)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if err := m.check(r.Payment, r.Account); err != nil {
+		return EnterResp{}, err
+	}
 	ks := m.key(r.Payment, r.Account)
 	if ks.active > 0 {
 		sh.c.Overlaps++
@@ -167,7 +212,7 @@ func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
 		ks.maxToken = r.Token
 	}
 	acc := &m.accounts[r.Account]
-	return EnterResp{Processed: m.inRecord[r.Payment] > 0, Balance: acc.balance, Version: acc.version}, nil
+	return EnterResp{Processed: m.payment(r.Payment).inRecord > 0, Balance: acc.balance, Version: acc.version}, nil
 }
 
 // Finish records the holder leaving and applies its write, judging it.
@@ -176,14 +221,12 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 		// A version the record never had: there is nothing to walk to.
 		return FinishResp{}, errNegativeBase
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if err := m.check(r.Payment, r.Account); err != nil {
-		return FinishResp{}, err
-	}
 	sh := m.shard(r.Account)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	if err := m.check(r.Payment, r.Account); err != nil {
+		return FinishResp{}, err
+	}
 	ks := m.key(r.Payment, r.Account)
 	if ks.active == 0 {
 		return FinishResp{}, errFinishWithoutEnter
@@ -209,10 +252,16 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 			return FinishResp{StaleRejected: true}, nil
 		}
 		sh.c.StaleAccepted++
+	} else if r.Token > 0 && r.Token <= ks.lastApplied {
+		sh.c.TokenReused++
+		if m.setup.Fencing && m.setup.Strict {
+			return FinishResp{StaleRejected: true}, nil
+		}
 	}
 	if r.Token > ks.maxToken {
 		ks.maxToken = r.Token
 	}
+	ks.lastApplied = max(ks.lastApplied, r.Token)
 	debit := r.Debit > 0
 	switch m.setup.Mode {
 	case AccountMode:
@@ -231,8 +280,9 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 		acc.overdrawn = true
 		sh.c.Overdrafts++
 	}
-	m.applications[r.Payment]++
-	m.inRecord[r.Payment]++
+	ps := m.payment(r.Payment)
+	ps.applications++
+	ps.inRecord++
 	if debit {
 		acc.appliedDebits++
 		acc.inRecordDebits++
@@ -253,14 +303,14 @@ func (m *Memory) rebase(acc *account, base int64) {
 	for cur := acc.version; cur != base; {
 		if cur > base {
 			v := acc.versions[cur-1]
-			m.inRecord[v.payment]--
+			m.payment(v.payment).inRecord--
 			if v.debit {
 				acc.inRecordDebits--
 			}
 			cur = v.parent
 		} else {
 			v := acc.versions[base-1]
-			m.inRecord[v.payment]++
+			m.payment(v.payment).inRecord++
 			if v.debit {
 				acc.inRecordDebits++
 			}
@@ -271,25 +321,25 @@ func (m *Memory) rebase(acc *account, base int64) {
 
 // Counts computes the verdict from the store's state.
 func (m *Memory) Counts(context.Context) (Counts, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lockAll()
+	defer m.unlockAll()
 	var c Counts
 	for i := range m.shards {
 		sh := &m.shards[i]
-		sh.mu.Lock()
 		c.Overlaps += sh.c.Overlaps
 		c.OverlapNs += sh.c.OverlapNs
 		c.OverlapMaxNs = max(c.OverlapMaxNs, sh.c.OverlapMaxNs)
 		c.StaleRejected += sh.c.StaleRejected
 		c.StaleAccepted += sh.c.StaleAccepted
+		c.TokenReused += sh.c.TokenReused
 		c.Overdrafts += sh.c.Overdrafts
 		c.Applications += sh.c.Applications
 		for a := i; a < len(m.accounts); a += memShards {
 			c.LostUpdates += m.accounts[a].appliedDebits - m.accounts[a].inRecordDebits
 		}
-		sh.mu.Unlock()
 	}
-	for p, n := range m.applications {
+	for _, ps := range m.payments {
+		n := ps.applications
 		if n > 0 {
 			c.Processed++
 		}
@@ -299,11 +349,11 @@ func (m *Memory) Counts(context.Context) (Counts, error) {
 		// Every application was acknowledged to its worker (Applied), so a
 		// payment applied but no longer in its account's record is
 		// acknowledged work lost.
-		if n > 0 && m.inRecord[p] == 0 {
+		if n > 0 && ps.inRecord == 0 {
 			c.Lost++
 		}
 	}
-	c.Unprocessed = int64(len(m.applications)) - c.Processed
+	c.Unprocessed = int64(len(m.payments)) - c.Processed
 	return c, nil
 }
 

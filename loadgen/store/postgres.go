@@ -37,9 +37,9 @@ const (
 )
 
 // Postgres is the store kept in PostgreSQL: a fenced write (UPDATE … WHERE
-// the token is not older than the newest seen) done
-// for real, with the same judgement as Memory (the same counts for the same
-// sequence of calls).
+// the token is not older than the newest seen, and with Setup.Strict newer
+// than the last applied write's) done for real, with the same judgement as
+// Memory (the same counts for the same sequence of calls).
 //
 // Its tables and functions are prefixed lockbench_store_. Enter and Finish
 // are each one round trip to a PL/pgSQL function, so each runs in one
@@ -107,8 +107,8 @@ func (p *Postgres) Reset(ctx context.Context, s Setup) error {
 		if _, err := tx.Exec(ctx, postgresSchema); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO lockbench_store_config (mode, fencing) VALUES ($1, $2)`,
-			int32(s.Mode), s.Fencing); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO lockbench_store_config (mode, fencing, strict) VALUES ($1, $2, $3)`,
+			int32(s.Mode), s.Fencing, s.Fencing && s.Strict); err != nil {
 			return err
 		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"lockbench_store_accounts"},
@@ -240,7 +240,7 @@ func (p *Postgres) Counts(ctx context.Context) (Counts, error) {
 	err := p.pool.QueryRow(ctx, `
 SELECT p.processed, p.duplicates, p.lost, p.unprocessed, a.overdrafts,
        a.lost_updates, k.overlaps, k.stale_rejected, k.stale_accepted, p.applications,
-       k.overlap_ns, k.overlap_max_ns
+       k.overlap_ns, k.overlap_max_ns, k.token_reused
 FROM (SELECT count(*) FILTER (WHERE applications > 0) AS processed,
              coalesce(sum(applications - 1) FILTER (WHERE applications > 1), 0)::bigint AS duplicates,
              count(*) FILTER (WHERE applications > 0 AND in_record = 0) AS lost,
@@ -254,11 +254,12 @@ FROM (SELECT count(*) FILTER (WHERE applications > 0) AS processed,
              coalesce(sum(stale_rejected), 0)::bigint AS stale_rejected,
              coalesce(sum(stale_accepted), 0)::bigint AS stale_accepted,
              coalesce(sum(overlap_ns), 0)::bigint AS overlap_ns,
-             coalesce(max(overlap_max_ns), 0)::bigint AS overlap_max_ns
+             coalesce(max(overlap_max_ns), 0)::bigint AS overlap_max_ns,
+             coalesce(sum(token_reused), 0)::bigint AS token_reused
       FROM lockbench_store_lock_keys) k`,
 	).Scan(&c.Processed, &c.Duplicates, &c.Lost, &c.Unprocessed, &c.Overdrafts,
 		&c.LostUpdates, &c.Overlaps, &c.StaleRejected, &c.StaleAccepted, &c.Applications,
-		&c.OverlapNs, &c.OverlapMaxNs)
+		&c.OverlapNs, &c.OverlapMaxNs, &c.TokenReused)
 	if err != nil {
 		return Counts{}, fmt.Errorf("store: postgres counts: %w", err)
 	}
@@ -295,8 +296,11 @@ func (p *Postgres) Close() error {
 const postgresSchema = `
 CREATE TABLE IF NOT EXISTS lockbench_store_config (
   mode    int  NOT NULL,
-  fencing bool NOT NULL
+  fencing bool NOT NULL,
+  strict  bool NOT NULL DEFAULT false -- fencing also refuses a token no newer than the last applied
 );
+ALTER TABLE lockbench_store_config
+  ADD COLUMN IF NOT EXISTS strict bool NOT NULL DEFAULT false;
 CREATE TABLE IF NOT EXISTS lockbench_store_accounts (
   id               int     PRIMARY KEY,
   balance          bigint  NOT NULL,
@@ -336,12 +340,16 @@ CREATE TABLE IF NOT EXISTS lockbench_store_lock_keys ( -- "overlaps" is a keywor
   stale_accepted bigint NOT NULL DEFAULT 0,
   overlap_since  timestamptz,                -- when active last rose to 2
   overlap_ns     bigint NOT NULL DEFAULT 0,  -- total time with 2+ inside
-  overlap_max_ns bigint NOT NULL DEFAULT 0   -- the longest such time
+  overlap_max_ns bigint NOT NULL DEFAULT 0,  -- the longest such time
+  last_applied   bigint NOT NULL DEFAULT 0,  -- the token of the last applied write
+  token_reused   bigint NOT NULL DEFAULT 0   -- writes with a token no newer than that
 );
 ALTER TABLE lockbench_store_lock_keys
   ADD COLUMN IF NOT EXISTS overlap_since  timestamptz,
   ADD COLUMN IF NOT EXISTS overlap_ns     bigint NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS overlap_max_ns bigint NOT NULL DEFAULT 0;
+  ADD COLUMN IF NOT EXISTS overlap_max_ns bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS last_applied   bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS token_reused   bigint NOT NULL DEFAULT 0;
 
 CREATE OR REPLACE FUNCTION lockbench_store_enter(
   p_key text, p_token bigint, p_payment bigint, p_account int)
@@ -381,6 +389,8 @@ LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
   v_mode    int;
   v_fencing bool;
+  v_strict  bool;
+  v_last    bigint;      -- the token of the key's last applied write
   v_current bigint;
   v_out     bigint;      -- walks down from the current version
   v_back    bigint;      -- walks down from p_base
@@ -413,7 +423,7 @@ BEGIN
     RETURN QUERY SELECT false, false;
     RETURN;
   END IF;
-  SELECT mode, fencing INTO STRICT v_mode, v_fencing FROM lockbench_store_config;
+  SELECT mode, fencing, strict INTO STRICT v_mode, v_fencing, v_strict FROM lockbench_store_config;
   IF v_mode = 0 THEN
     -- Account mode: lock the record, and refuse (rolling back the
     -- active-- above) a write computed from a version it never had.
@@ -438,7 +448,22 @@ BEGIN
       END IF;
       UPDATE lockbench_store_lock_keys SET stale_accepted = stale_accepted + 1
       WHERE key = p_key;
+    ELSE
+      -- Not older than the newest seen, but is it newer than the last
+      -- applied write's (WHERE fencing_token < $new)? A token handed out
+      -- twice is not. The key's row is ours since the active-- above.
+      SELECT last_applied INTO STRICT v_last FROM lockbench_store_lock_keys WHERE key = p_key;
+      IF p_token <= v_last THEN
+        UPDATE lockbench_store_lock_keys SET token_reused = token_reused + 1
+        WHERE key = p_key;
+        IF v_strict THEN
+          RETURN QUERY SELECT false, true;
+          RETURN;
+        END IF;
+      END IF;
     END IF;
+    UPDATE lockbench_store_lock_keys SET last_applied = greatest(last_applied, p_token)
+    WHERE key = p_key;
   END IF;
   IF v_mode = 0 THEN
     -- Account mode: the record is replaced by what the holder computed

@@ -1,11 +1,17 @@
 package store
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"net/rpc"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -16,31 +22,73 @@ const DialTimeout = 3 * time.Second
 // CallTimeout bounds a call whose context has no deadline: 10 seconds.
 const CallTimeout = 10 * time.Second
 
-// Service exposes a Store over net/rpc: the coordinator serves it, and
-// instance processes reach it over a connection as they would a real
-// storage service.
-type Service struct{ s Store }
+// The store's wire protocol, served by the coordinator to instance
+// processes (and agents) as a real storage service would be. Small binary
+// frames, pipelined on one connection per client: each caller's request
+// carries an id, the server runs every request as it arrives (a slow call,
+// as a Postgres-backed store's, never holds up the others) and answers by
+// id. Both sides coalesce what is ready into one write: a caller that finds
+// a write in flight leaves its frame for the writer, who sends everything
+// queued when its write returns. So under load a write and a read carry
+// many calls, and a critical section still costs exactly its two round
+// trips of latency.
+//
+// A connection opens with protoMagic and the protocol version. A request
+// is a u32 id, an op byte, the lock key (u16 length, bytes), then the op's
+// fixed fields; a response is the u32 id, a status byte, a u16 length and
+// the body (the op's fixed result, or the error message); all
+// little-endian.
+const (
+	protoMagic   = "LBS"
+	protoVersion = 2
 
-// Enter is the RPC form of Store.Enter.
-func (v *Service) Enter(r EnterReq, out *EnterResp) error {
-	resp, err := v.s.Enter(context.Background(), r)
-	*out = resp
-	return err
-}
+	opEnter  = 1
+	opFinish = 2
 
-// Finish is the RPC form of Store.Finish.
-func (v *Service) Finish(r FinishReq, out *FinishResp) error {
-	resp, err := v.s.Finish(context.Background(), r)
-	*out = resp
-	return err
-}
+	statusOK  = 0
+	statusErr = 1
 
-// Serve serves s on ln until ln is closed.
-func Serve(ln net.Listener, s Store) error {
-	srv := rpc.NewServer()
-	if err := srv.RegisterName("Store", &Service{s: s}); err != nil {
-		return err
+	// maxKey bounds a lock key on the wire: 4 KB.
+	maxKey = 4096
+	// connBuffer is each side's read buffer: 64 KB.
+	connBuffer = 64 << 10
+)
+
+// ServerError is an error the served store returned, as the caller sees it.
+type ServerError string
+
+func (e ServerError) Error() string { return string(e) }
+
+// knownErrors are the store's sentinel errors, returned as themselves
+// across the connection so that errors.Is works for callers of a Client
+// as it does for callers of the store.
+var knownErrors = []error{errUnknownPayment, errFinishWithoutEnter, errNegativeBase, errBaseAhead}
+
+func remoteError(msg string) error {
+	for _, e := range knownErrors {
+		if e.Error() == msg {
+			return e
+		}
 	}
+	return ServerError(msg)
+}
+
+// Serve serves s on ln until ln is closed, running every call as it
+// arrives, concurrently with the others (a store behind a database).
+func Serve(ln net.Listener, s Store) error { return ServeWith(ln, s, ServeOptions{}) }
+
+// ServeOptions tune a served store.
+type ServeOptions struct {
+	// Inline runs each connection's calls one after another on the
+	// goroutine that reads them, answering a batch of pipelined calls in
+	// one write: for a store whose calls never wait (the memory store),
+	// where a goroutine per call costs more than the call. The default is
+	// off: a goroutine per call.
+	Inline bool
+}
+
+// ServeWith serves s on ln until ln is closed.
+func ServeWith(ln net.Listener, s Store, o ServeOptions) error {
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -49,73 +97,567 @@ func Serve(ln net.Listener, s Store) error {
 			}
 			return err
 		}
-		go srv.ServeConn(conn)
+		go func() { _ = serveConn(conn, s, o) }()
 	}
 }
 
-// Client reaches a served store. It is safe for concurrent use; calls are
-// multiplexed over a few connections.
-type Client struct {
-	conns []*rpc.Client
-	next  atomic.Uint32
-}
+// ServeConn serves s on one connection until it is closed or a frame is
+// malformed.
+func ServeConn(conn net.Conn, s Store, o ServeOptions) error { return serveConn(conn, s, o) }
 
-// ClientConns is the number of connections a Client opens: 4.
-const ClientConns = 4
-
-// Dial connects to a store served at addr.
-func Dial(ctx context.Context, addr string) (*Client, error) {
-	d := net.Dialer{Timeout: DialTimeout}
-	c := &Client{}
-	for range ClientConns {
-		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("store: dial %s: %w", addr, err)
+func serveConn(conn net.Conn, s Store, o ServeOptions) error {
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	br := bufio.NewReaderSize(conn, connBuffer)
+	var hello [4]byte
+	if _, err := io.ReadFull(br, hello[:]); err != nil {
+		return err
+	}
+	if string(hello[:3]) != protoMagic || hello[3] != protoVersion {
+		return fmt.Errorf("store: protocol mismatch: got %q, want %s%d", hello[:], protoMagic, protoVersion)
+	}
+	out := &coalescer{w: conn}
+	// Inline answers wait in bw until no request is left buffered.
+	bw := bufio.NewWriterSize(conn, connBuffer)
+	send := out.send
+	run := func(f func()) { go f() }
+	if o.Inline {
+		send = func(b []byte) error { _, err := bw.Write(b); return err }
+		run = func(f func()) { f() }
+	}
+	ctx := context.Background()
+	var head [5]byte
+	var key []byte
+	var f [finishFixed]byte
+	for {
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			return nil // closed
 		}
-		c.conns = append(c.conns, rpc.NewClient(conn))
+		id, op := le.Uint32(head[:]), head[4]
+		var err error
+		if key, err = readKey(br, key); err != nil {
+			return err
+		}
+		switch op {
+		case opEnter:
+			if _, err := io.ReadFull(br, f[:enterFixed]); err != nil {
+				return err
+			}
+			r := EnterReq{LockKey: string(key),
+				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
+				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:])))}
+			run(func() {
+				resp, err := s.Enter(ctx, r)
+				var b [5 + 2 + 17]byte
+				if err != nil {
+					_ = send(appendErr(b[:0], id, err))
+					return
+				}
+				o := appendHead(b[:0], id, statusOK, 17)
+				o = append(o, boolByte(resp.Processed))
+				o = le.AppendUint64(o, uint64(resp.Balance))
+				_ = send(le.AppendUint64(o, uint64(resp.Version)))
+			})
+		case opFinish:
+			if _, err := io.ReadFull(br, f[:finishFixed]); err != nil {
+				return err
+			}
+			r := FinishReq{LockKey: string(key),
+				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
+				Account: int32(le.Uint32(f[16:])), Apply: f[20] != 0,
+				Debit: int64(le.Uint64(f[21:])), BaseVersion: int64(le.Uint64(f[29:])), NewBalance: int64(le.Uint64(f[37:]))}
+			run(func() {
+				resp, err := s.Finish(ctx, r)
+				var b [5 + 2 + 1]byte
+				if err != nil {
+					_ = send(appendErr(b[:0], id, err))
+					return
+				}
+				o := appendHead(b[:0], id, statusOK, 1)
+				_ = send(append(o, boolByte(resp.Applied)|boolByte(resp.StaleRejected)<<1))
+			})
+		default:
+			return fmt.Errorf("store: unknown op %d", op)
+		}
+		if o.Inline && br.Buffered() == 0 {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// coalescer writes frames to w from many goroutines, coalescing them: a
+// sender that finds a write in flight appends its frame to the queue and
+// returns; the writer sends the whole queue when its write returns.
+type coalescer struct {
+	w       io.Writer
+	mu      sync.Mutex
+	queue   []byte
+	spare   []byte
+	writing bool
+	err     error
+}
+
+// send queues b (copied) and, unless a write is in flight, writes it and
+// whatever queues meanwhile. It returns the connection's write error.
+func (c *coalescer) send(b []byte) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	c.queue = append(c.queue, b...)
+	if c.writing {
+		c.mu.Unlock()
+		return nil
+	}
+	c.writing = true
+	for len(c.queue) > 0 {
+		buf := c.queue
+		c.queue = c.spare[:0]
+		c.mu.Unlock()
+		_, err := c.w.Write(buf)
+		c.mu.Lock()
+		c.spare = buf[:0]
+		if err != nil {
+			c.err = err
+			break
+		}
+	}
+	c.writing = false
+	err := c.err
+	c.mu.Unlock()
+	return err
+}
+
+var le = binary.LittleEndian
+
+// Fixed field sizes after the key: Enter's token, payment, account,
+// instance; Finish's token, payment, account, apply, debit, base version,
+// new balance.
+const (
+	enterFixed  = 8 + 8 + 4 + 4
+	finishFixed = 8 + 8 + 4 + 1 + 8 + 8 + 8
+)
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func readKey(br *bufio.Reader, key []byte) ([]byte, error) {
+	var n [2]byte
+	if _, err := io.ReadFull(br, n[:]); err != nil {
+		return key, err
+	}
+	l := int(le.Uint16(n[:]))
+	if l > maxKey {
+		return key, fmt.Errorf("store: lock key of %d bytes", l)
+	}
+	if cap(key) < l {
+		key = make([]byte, l)
+	}
+	key = key[:l]
+	_, err := io.ReadFull(br, key)
+	return key, err
+}
+
+func appendHead(b []byte, id uint32, status byte, n int) []byte {
+	b = le.AppendUint32(b, id)
+	b = append(b, status)
+	return le.AppendUint16(b, uint16(n))
+}
+
+func appendErr(b []byte, id uint32, err error) []byte {
+	msg := err.Error()
+	if len(msg) > 65535 {
+		msg = msg[:65535]
+	}
+	return append(appendHead(b, id, statusErr, len(msg)), msg...)
+}
+
+// Client reaches a served store over one pipelined connection. It is safe
+// for concurrent use: concurrent calls share the connection's writes and
+// reads (see the protocol above). A broken connection fails every call in
+// flight and every later one: a store that went away is not quietly
+// reconnected to mid-run.
+type Client struct {
+	conn net.Conn
+	out  *batchWriter
+
+	mu      sync.Mutex
+	pending map[uint32]*pendingCall
+	nextID  uint32
+	// tick counts the watchdog's ticks; a call that has waited
+	// watchTicks of them is failed (CallTimeout), without a timer per
+	// call.
+	tick uint32
+	err  error // set once the connection broke or was closed
+	quit chan struct{}
+	once sync.Once
+}
+
+// The watchdog ticks every CallTimeout/watchTicks: a call that gets no
+// answer fails between 9 and 10 seconds after it was sent.
+const watchTicks = 10
+
+// batchWriter writes a client's requests on its own goroutine, so that
+// the requests of workers woken together (by one read of their answers)
+// leave in one write: send queues a frame and kicks the writer, which
+// yields once before taking the queue, letting every worker that is
+// already runnable queue its frame first. At a low rate that costs a
+// goroutine switch per call; under load it saves a system call for
+// nearly every one.
+type batchWriter struct {
+	w     io.Writer
+	kick  chan struct{}
+	quit  chan struct{}
+	once  sync.Once
+	mu    sync.Mutex
+	queue []byte
+	spare []byte
+	err   error
+}
+
+func newBatchWriter(w io.Writer) *batchWriter {
+	return &batchWriter{w: w, kick: make(chan struct{}, 1), quit: make(chan struct{})}
+}
+
+// send queues b (copied) for the writer; it returns the write error that
+// ended the connection, if one has.
+func (bw *batchWriter) send(b []byte) error {
+	bw.mu.Lock()
+	if bw.err != nil {
+		err := bw.err
+		bw.mu.Unlock()
+		return err
+	}
+	bw.queue = append(bw.queue, b...)
+	bw.mu.Unlock()
+	select {
+	case bw.kick <- struct{}{}:
+	default: // already kicked: the frame goes with that write
+	}
+	return nil
+}
+
+func (bw *batchWriter) run() {
+	for {
+		select {
+		case <-bw.kick:
+		case <-bw.quit:
+			return
+		}
+		runtime.Gosched()
+		bw.mu.Lock()
+		if len(bw.queue) == 0 {
+			bw.mu.Unlock()
+			continue // its frame went with the last write
+		}
+		// Swap the buffers: senders fill the spare while this one is written.
+		buf := bw.queue
+		bw.queue = bw.spare[:0]
+		bw.mu.Unlock()
+		_, err := bw.w.Write(buf)
+		bw.mu.Lock()
+		bw.spare = buf[:0]
+		if err != nil && bw.err == nil {
+			bw.err = err
+		}
+		bw.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (bw *batchWriter) close() { bw.once.Do(func() { close(bw.quit) }) }
+
+// pendingCall is one call in flight; done receives once its answer is in.
+type pendingCall struct {
+	done   chan struct{}
+	tick   uint32 // Client.tick when it was sent
+	status byte
+	body   [17]byte
+	msg    string
+}
+
+var callPool = sync.Pool{New: func() any { return &pendingCall{done: make(chan struct{}, 1)} }}
+
+// Dial connects to a store served at addr: HOST:PORT over TCP, or
+// unix:NAME over a Unix socket (as ListenLocal gives).
+func Dial(ctx context.Context, addr string) (*Client, error) {
+	d := &net.Dialer{Timeout: DialTimeout}
+	return DialWith(ctx, addr, func(ctx context.Context, addr string) (net.Conn, error) {
+		if name, ok := strings.CutPrefix(addr, "unix:"); ok {
+			return d.DialContext(ctx, "unix", name)
+		}
+		return d.DialContext(ctx, "tcp", addr)
+	})
+}
+
+// localSeq numbers the sockets ListenLocal makes in this process.
+var localSeq atomic.Int64
+
+// ListenLocal listens for instance processes on this machine: on an
+// abstract Unix socket (Linux; no file to clean up, reachable only from
+// this network namespace), whose Addr, prefixed "unix:", Dial takes. A
+// write on it costs a fraction of one through the loopback TCP stack, and
+// every critical section makes two. Where abstract sockets are not to be
+// had it falls back to TCP on 127.0.0.1. Its Addr().String() is what Dial
+// takes.
+func ListenLocal() (net.Listener, error) {
+	name := fmt.Sprintf("@lockbench-store-%d-%d", os.Getpid(), localSeq.Add(1))
+	if ln, err := net.Listen("unix", name); err == nil {
+		return localListener{ln}, nil
+	}
+	return net.Listen("tcp", "127.0.0.1:0")
+}
+
+// localListener names its Unix address as Dial takes it.
+type localListener struct{ net.Listener }
+
+func (l localListener) Addr() net.Addr { return localAddr{l.Listener.Addr()} }
+
+type localAddr struct{ net.Addr }
+
+func (a localAddr) String() string { return "unix:" + a.Addr.String() }
+
+// DialWith is Dial over a connection made by dial (TLS, say).
+func DialWith(ctx context.Context, addr string, dial func(ctx context.Context, addr string) (net.Conn, error)) (*Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	defer cancel()
+	conn, err := dial(dctx, addr)
+	if err != nil {
+		return nil, fmt.Errorf("store: dial %s: %w", addr, err)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	if _, err := conn.Write([]byte{protoMagic[0], protoMagic[1], protoMagic[2], protoVersion}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("store: dial %s: %w", addr, err)
+	}
+	c := &Client{conn: conn, out: newBatchWriter(conn), pending: map[uint32]*pendingCall{}, quit: make(chan struct{})}
+	go c.read()
+	go c.out.run()
+	go c.watch()
 	return c, nil
 }
 
-func (c *Client) call(ctx context.Context, method string, args, reply any) error {
-	if _, ok := ctx.Deadline(); !ok {
-		// Never wait forever on a coordinator that went away.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, CallTimeout)
-		defer cancel()
+// read hands each answer to its caller until the connection ends.
+func (c *Client) read() {
+	br := bufio.NewReaderSize(c.conn, connBuffer)
+	var head [7]byte
+	var msg []byte
+	var err error
+	for {
+		if _, err = io.ReadFull(br, head[:]); err != nil {
+			break
+		}
+		id, status, n := le.Uint32(head[:]), head[4], int(le.Uint16(head[5:]))
+		if cap(msg) < n {
+			msg = make([]byte, n)
+		}
+		msg = msg[:n]
+		if _, err = io.ReadFull(br, msg); err != nil {
+			break
+		}
+		c.mu.Lock()
+		cl := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if cl == nil {
+			continue // its caller gave up
+		}
+		cl.status = status
+		if status == statusOK {
+			copy(cl.body[:], msg)
+		} else {
+			cl.msg = string(msg)
+		}
+		cl.done <- struct{}{}
 	}
-	cl := c.conns[int(c.next.Add(1))%len(c.conns)]
-	call := cl.Go(method, args, reply, make(chan *rpc.Call, 1))
-	select {
-	case <-call.Done:
-		return call.Error
-	case <-ctx.Done():
-		return ctx.Err()
+	c.fail(fmt.Errorf("store: connection lost: %w", err))
+}
+
+// watch fails the calls that have waited CallTimeout for their answer.
+func (c *Client) watch() {
+	t := time.NewTicker(CallTimeout / watchTicks)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		c.tick++
+		for id, cl := range c.pending {
+			if c.tick-cl.tick >= watchTicks {
+				delete(c.pending, id)
+				cl.status = statusTimeout
+				cl.done <- struct{}{}
+			}
+		}
+		c.mu.Unlock()
 	}
+}
+
+// Statuses a call gets on the client's side.
+const (
+	statusLost    = 255 // the connection broke
+	statusTimeout = 254 // no answer within CallTimeout
+)
+
+// fail ends the connection with err: every call in flight returns it.
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	pending := c.pending
+	c.pending = map[uint32]*pendingCall{}
+	c.mu.Unlock()
+	c.once.Do(func() { close(c.quit) })
+	_ = c.conn.Close()
+	c.out.close()
+	for _, cl := range pending {
+		cl.status = statusLost
+		cl.done <- struct{}{}
+	}
+}
+
+// do sends the frame build appends (after the id) and waits for its
+// answer, ctx or CallTimeout.
+func (c *Client) do(ctx context.Context, build func(b []byte) []byte) (*pendingCall, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cl := callPool.Get().(*pendingCall)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		callPool.Put(cl)
+		return nil, err
+	}
+	c.nextID++
+	id := c.nextID
+	cl.tick = c.tick
+	c.pending[id] = cl
+	c.mu.Unlock()
+
+	var frame [64]byte
+	b := build(le.AppendUint32(frame[:0], id))
+	if err := c.out.send(b); err != nil {
+		c.fail(fmt.Errorf("store: connection lost: %w", err))
+	}
+	// The watchdog bounds the wait (never forever on a coordinator that
+	// went away) without a timer per call.
+	var err error
+	if done := ctx.Done(); done == nil {
+		<-cl.done
+	} else {
+		select {
+		case <-cl.done:
+		case <-done:
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		c.mu.Lock()
+		_, waiting := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if waiting {
+			return nil, err // the late answer, if any, is dropped
+		}
+		<-cl.done // answered meanwhile: take it
+	}
+	switch cl.status {
+	case statusLost:
+		c.mu.Lock()
+		err := c.err
+		c.mu.Unlock()
+		callPool.Put(cl)
+		return nil, err
+	case statusTimeout:
+		callPool.Put(cl)
+		return nil, fmt.Errorf("store: no answer within %s", CallTimeout)
+	}
+	return cl, nil
+}
+
+// result returns cl's error (the server's) and puts cl back.
+func (c *Client) release(cl *pendingCall) error {
+	var err error
+	if cl.status != statusOK {
+		err = remoteError(cl.msg)
+	}
+	cl.msg = ""
+	callPool.Put(cl)
+	return err
+}
+
+func appendKey(b []byte, op byte, key string) []byte {
+	b = append(b, op)
+	b = le.AppendUint16(b, uint16(min(len(key), maxKey)))
+	return append(b, key[:min(len(key), maxKey)]...)
 }
 
 var _ Accessor = (*Client)(nil)
 
-// Enter calls Store.Enter on the served store.
+// Enter calls Enter on the served store.
 func (c *Client) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
-	var out EnterResp
-	err := c.call(ctx, "Store.Enter", r, &out)
-	return out, err
-}
-
-// Finish calls Store.Finish on the served store.
-func (c *Client) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
-	var out FinishResp
-	err := c.call(ctx, "Store.Finish", r, &out)
-	return out, err
-}
-
-// Close closes the connections.
-func (c *Client) Close() error {
-	var errs []error
-	for _, cl := range c.conns {
-		errs = append(errs, cl.Close())
+	cl, err := c.do(ctx, func(b []byte) []byte {
+		b = appendKey(b, opEnter, r.LockKey)
+		b = le.AppendUint64(b, uint64(r.Token))
+		b = le.AppendUint64(b, uint64(r.Payment))
+		b = le.AppendUint32(b, uint32(r.Account))
+		return le.AppendUint32(b, uint32(int32(r.Instance)))
+	})
+	if err != nil {
+		return EnterResp{}, err
 	}
-	return errors.Join(errs...)
+	f := cl.body
+	out := EnterResp{Processed: f[0] != 0, Balance: int64(le.Uint64(f[1:])), Version: int64(le.Uint64(f[9:]))}
+	if err := c.release(cl); err != nil {
+		return EnterResp{}, err
+	}
+	return out, nil
+}
+
+// Finish calls Finish on the served store.
+func (c *Client) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
+	cl, err := c.do(ctx, func(b []byte) []byte {
+		b = appendKey(b, opFinish, r.LockKey)
+		b = le.AppendUint64(b, uint64(r.Token))
+		b = le.AppendUint64(b, uint64(r.Payment))
+		b = le.AppendUint32(b, uint32(r.Account))
+		b = append(b, boolByte(r.Apply))
+		b = le.AppendUint64(b, uint64(r.Debit))
+		b = le.AppendUint64(b, uint64(r.BaseVersion))
+		return le.AppendUint64(b, uint64(r.NewBalance))
+	})
+	if err != nil {
+		return FinishResp{}, err
+	}
+	f := cl.body[0]
+	if err := c.release(cl); err != nil {
+		return FinishResp{}, err
+	}
+	return FinishResp{Applied: f&1 != 0, StaleRejected: f&2 != 0}, nil
+}
+
+// Close closes the connection; calls in flight return an error.
+func (c *Client) Close() error {
+	c.fail(net.ErrClosed)
+	return nil
 }

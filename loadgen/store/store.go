@@ -37,6 +37,11 @@ type Setup struct {
 	Mode Mode
 	// Fencing makes the store reject writes with a stale token.
 	Fencing bool
+	// Strict, with Fencing, also rejects a write whose token is not newer
+	// than the last applied write's to its lock key (the seed's WHERE
+	// fencing_token < $new): a token handed out twice, as a counter that
+	// lost its last increments in a failover does.
+	Strict bool
 	// Balances is the opening balance of each account 0..len-1.
 	Balances []int64
 	// Payments is the number of payments 0..Payments-1 that will be offered.
@@ -84,7 +89,8 @@ type FinishReq struct {
 type FinishResp struct {
 	Applied bool
 	// StaleRejected is set when fencing is on and the write carried an older
-	// fencing token than one the store had already seen for the lock key.
+	// fencing token than one the store had already seen for the lock key,
+	// or, with Setup.Strict, one no newer than the last applied write's.
 	StaleRejected bool
 }
 
@@ -138,7 +144,12 @@ type Counts struct {
 	OverlapMaxNs  int64
 	StaleRejected int64
 	StaleAccepted int64
-	Applications  int64
+	// TokenReused counts writes whose token was not older than the newest
+	// seen but not newer than the last applied write's to the key: a token
+	// handed out twice. Setup.Strict refuses them; otherwise they are
+	// applied (and any harm shows in the other counts).
+	TokenReused  int64
+	Applications int64
 }
 
 // Store is the protected resource. It serves the workers (Enter, Finish)

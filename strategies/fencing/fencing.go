@@ -2,8 +2,6 @@ package fencing
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -62,24 +60,21 @@ func New(ctx context.Context, cfg strategies.Config) (*Fencing, error) {
 	return &Fencing{Node: n}, nil
 }
 
-// Acquire runs the acquire script once. It returns strategies.ErrNotAcquired
-// when the lock is held and an error wrapping strategies.ErrUnavailable when
-// the node cannot be reached.
+// Acquire runs the acquire script once (followed by WAIT when
+// Config.RedisWait asks for it: redisutil.Node.Take). It returns
+// strategies.ErrNotAcquired when the lock is held (or too few replicas
+// acknowledged it) and an error wrapping strategies.ErrUnavailable when the
+// node cannot be reached.
 func (f *Fencing) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	value := redisutil.OwnerValue(f.Owner)
-	start := time.Now() // before sending: see setnx.Acquire
 	keys := []string{redisutil.LockKey(key), FenceKeyPrefix + key}
-	token, err := acquireScript.Run(ctx, f.Client, keys, value, f.TTL.Milliseconds()).Int64()
+	l, err := f.Lock(ctx, "fencing", key, func(c redis.Cmdable, value string) (bool, int64, error) {
+		token, err := acquireScript.Run(ctx, c, keys, value, f.TTL.Milliseconds()).Int64()
+		return token != 0, token, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("fencing: acquire %s: %w", key, redisutil.Classify(ctx, f.Addr, err))
+		return nil, err // not a typed nil in a non-nil interface
 	}
-	if token == 0 {
-		return nil, strategies.ErrNotAcquired
-	}
-	return redisutil.NewLease(f.Client, key, value, token, start.Add(f.TTL)), nil
+	return l, nil
 }
 
 // Close closes the connections. Locks still held expire by their TTL.

@@ -71,6 +71,59 @@ func Options(addr, password string) *redis.Options {
 // unreachable.
 func Dial(ctx context.Context, addr, password string, scripts ...*redis.Script) (*redis.Client, error) {
 	c := redis.NewClient(Options(addr, password))
+	if err := ready(ctx, c, scripts); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("connect: %w", Classify(ctx, addr, err))
+	}
+	return c, nil
+}
+
+// FailoverOptions returns client options for the primary of a replicated
+// Redis that the Sentinels at sentinels know as master: go-redis' failover
+// client asks a Sentinel for the primary's address on every new connection
+// and drops its connections to the old primary when the Sentinels announce
+// a new one (+switch-master). The settings are Options', for the primary
+// and the Sentinels alike; password is the primary's (the Sentinels have
+// none).
+func FailoverOptions(master string, sentinels []string, password string) *redis.FailoverOptions {
+	o := Options("", password)
+	return &redis.FailoverOptions{
+		MasterName:            master,
+		SentinelAddrs:         append([]string(nil), sentinels...),
+		Password:              o.Password,
+		DialTimeout:           o.DialTimeout,
+		ReadTimeout:           o.ReadTimeout,
+		WriteTimeout:          o.WriteTimeout,
+		PoolTimeout:           o.PoolTimeout,
+		PoolSize:              o.PoolSize,
+		MinIdleConns:          o.MinIdleConns,
+		MaxRetries:            o.MaxRetries,
+		DialerRetries:         o.DialerRetries,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled,
+		DisableIdentity:       o.DisableIdentity,
+		Protocol:              o.Protocol,
+		Dialer:                o.Dialer,
+	}
+}
+
+// DialFailover is Dial for the primary of a replicated Redis, found
+// through its Sentinels (FailoverOptions).
+func DialFailover(ctx context.Context, master string, sentinels []string, password string, scripts ...*redis.Script) (*redis.Client, error) {
+	c := redis.NewFailoverClient(FailoverOptions(master, sentinels, password))
+	if err := ready(ctx, c, scripts); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("connect: %w", Classify(ctx, PrimaryName(master), err))
+	}
+	return c, nil
+}
+
+// PrimaryName names the primary of a replicated Redis in errors: "primary
+// lockbench (via Sentinel)".
+func PrimaryName(master string) string { return "primary " + master + " (via Sentinel)" }
+
+// ready checks that c answers PING within DefaultPingTimeout and loads
+// scripts into its script cache.
+func ready(ctx context.Context, c *redis.Client, scripts []*redis.Script) error {
 	pctx, cancel := context.WithTimeout(ctx, DefaultPingTimeout)
 	defer cancel()
 	err := c.Ping(pctx).Err()
@@ -80,11 +133,7 @@ func Dial(ctx context.Context, addr, password string, scripts ...*redis.Script) 
 		}
 		err = s.Load(pctx, c).Err()
 	}
-	if err != nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("connect: %w", Classify(ctx, addr, err))
-	}
-	return c, nil
+	return err
 }
 
 // HealthCheckIdle is how long a pooled connection must have been idle

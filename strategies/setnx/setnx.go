@@ -2,8 +2,8 @@ package setnx
 
 import (
 	"context"
-	"fmt"
-	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/redisutil"
@@ -25,14 +25,16 @@ func init() {
 	})
 }
 
-// SetNX locks keys on the first Redis node of Config.RedisAddrs.
+// SetNX locks keys on the first Redis node of Config.RedisAddrs, or on the
+// primary the Sentinels of Config.RedisSentinels name.
 type SetNX struct {
 	redisutil.Node
 }
 
 var _ strategies.Strategy = (*SetNX)(nil)
 
-// New connects to cfg.RedisAddrs[0] and checks that it answers. Locks live
+// New connects to cfg.RedisAddrs[0] (or the primary behind
+// cfg.RedisSentinels) and checks that it answers. Locks live
 // cfg.TTL (truncated to whole milliseconds, the resolution of PX).
 func New(ctx context.Context, cfg strategies.Config) (*SetNX, error) {
 	n, err := redisutil.DialNode(ctx, "setnx", cfg, redisutil.ReleaseScript, redisutil.ExtendScript)
@@ -42,25 +44,20 @@ func New(ctx context.Context, cfg strategies.Config) (*SetNX, error) {
 	return &SetNX{Node: n}, nil
 }
 
-// Acquire makes one SET NX PX attempt. It returns strategies.ErrNotAcquired
-// when the lock is held and an error wrapping strategies.ErrUnavailable when
-// the node cannot be reached.
+// Acquire makes one SET NX PX attempt (followed by WAIT when
+// Config.RedisWait asks for it: redisutil.Node.Take). It returns
+// strategies.ErrNotAcquired when the lock is held (or too few replicas
+// acknowledged it) and an error wrapping strategies.ErrUnavailable when the
+// node cannot be reached.
 func (s *SetNX) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	value := redisutil.OwnerValue(s.Owner)
-	// The deadline counts from before the request is sent: the key cannot
-	// expire earlier than that plus the TTL, whatever the round trip took.
-	start := time.Now()
-	ok, err := s.Client.SetNX(ctx, redisutil.LockKey(key), value, s.TTL).Result()
+	l, err := s.Lock(ctx, "setnx", key, func(c redis.Cmdable, value string) (bool, int64, error) {
+		ok, err := c.SetNX(ctx, redisutil.LockKey(key), value, s.TTL).Result()
+		return ok, 0, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("setnx: acquire %s: %w", key, redisutil.Classify(ctx, s.Addr, err))
+		return nil, err // not a typed nil in a non-nil interface
 	}
-	if !ok {
-		return nil, strategies.ErrNotAcquired
-	}
-	return redisutil.NewLease(s.Client, key, value, 0, start.Add(s.TTL)), nil
+	return l, nil
 }
 
 // Close closes the connections. Locks still held expire by their TTL.

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/lockbench/lockbench/internal/metrics"
+	"github.com/lockbench/lockbench/loadgen"
+)
+
+// metricsFlag is --metrics-addr, on every command that runs load: serve
+// live Prometheus metrics (package internal/metrics) while it runs.
+type metricsFlag struct{ addr string }
+
+func (mf *metricsFlag) register(fs *flag.FlagSet) {
+	fs.Func("metrics-addr", "serve live Prometheus metrics at HOST:PORT"+metrics.Path+" while the command runs (an empty host is 127.0.0.1; default off)", func(v string) error {
+		_, port, err := net.SplitHostPort(v)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+			return errors.New("want HOST:PORT such as 127.0.0.1:9464 (or :9464 for loopback)")
+		}
+		mf.addr = v
+		return nil
+	})
+}
+
+// liveMetrics is a session's metrics server.
+type liveMetrics struct {
+	exporter *metrics.Exporter
+	server   *metrics.Server
+}
+
+// serveMetrics starts the metrics server of --metrics-addr for the
+// session's runs, when one was asked for, and says where it is on stderr.
+// Session.Close stops it.
+func (s *session) serveMetrics(mf metricsFlag) error {
+	if mf.addr == "" {
+		return nil
+	}
+	e := metrics.New()
+	srv, err := metrics.Listen(mf.addr, e)
+	if err != nil {
+		return fmt.Errorf("--metrics-addr %s: %w", mf.addr, errors.Unwrap(err))
+	}
+	s.live = &liveMetrics{exporter: e, server: srv}
+	fmt.Fprintf(s.stderr, "metrics: %s\n", srv.URL())
+	return nil
+}
+
+// closeMetrics stops the metrics server, if any.
+func (s *session) closeMetrics() {
+	if s.live != nil {
+		_ = s.live.server.Close()
+		s.live = nil
+	}
+}
+
+// observe feeds the session's live metrics, if any, from the run o is
+// about to make (its Progress, kept, and its Interval), labelled with what
+// the run is; the function it returns marks the run over.
+func (s *session) observe(o *loadgen.Options, fault string, trial int) (end func()) {
+	if s.live == nil {
+		return func() {}
+	}
+	run := s.live.exporter.Run(metrics.Labels{
+		Strategy: o.Strategy, Scenario: o.Scenario.Name, Fault: fault,
+		Variant: o.Scenario.Variant, Trial: metrics.TrialLabel(trial),
+	})
+	show := o.Progress
+	o.Progress = func(p loadgen.Progress) {
+		run.Progress(p)
+		if show != nil {
+			show(p)
+		}
+	}
+	o.Interval = run.Interval
+	return run.End
+}
+
+// trialOf is which trial of its cell a run of scenario sc is, from its
+// seed: runTrial gives trial k the seed of the first plus k−1
+// (trialSeed), and runDir.describe tells the session the command's trials
+// and first seed. 0 when the command runs one trial.
+func (s *session) trialOf(sc loadgen.Scenario) int {
+	if s.trials <= 1 {
+		return 0
+	}
+	if t := int(sc.Seed-s.firstSeed) + 1; t >= 1 && t <= s.trials {
+		return t
+	}
+	return 0
+}

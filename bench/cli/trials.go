@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/results"
+)
+
+// Trials: a command with --trials N runs each of its cells N times, trial
+// k with seed seed+k−1 and fresh state (the store is reset and every
+// instance builds its strategy anew; loadgen.Run does both), and records
+// the trial and the whole scenario in each run's summary, so that the
+// row can be run again (`lockbench run --from DIR --row N`).
+
+// trialSeed is the seed of trial (1-based) of a cell whose first seed is
+// base.
+func trialSeed(base int64, trial int) int64 { return base + int64(trial) - 1 }
+
+// runTrial runs one trial of one cell: the scenario sc (whose Seed is the
+// first trial's) with the trial's seed, and returns the run with its trial
+// and its whole scenario in the summary.
+func runTrial(ctx context.Context, sess *session, name string, sc loadgen.Scenario, spec faults.Spec, trial int) (results.Run, error) {
+	sc.Seed = trialSeed(sc.Seed, trial)
+	r, err := sess.run(ctx, name, sc, spec)
+	r.Summary.Trial = trial
+	r.Summary.Params = paramsOf(sc, spec)
+	return r, err
+}
+
+// paramsOf is the whole scenario of a run and its fault, as summary.json
+// records it.
+func paramsOf(sc loadgen.Scenario, spec faults.Spec) results.Params {
+	return results.Params{
+		Instances: sc.Instances, Workers: sc.Workers, DeliveriesEach: sc.Deliveries,
+		Accounts: sc.Accounts, AccountDist: sc.AccountDist.String(), LockKey: sc.LockKey,
+		Rate: sc.Rate, Hold: sc.Hold.String(), TTLNs: int64(sc.TTL), Store: sc.Store,
+		InstanceMode: sc.InstanceMode, Seed: sc.Seed,
+		Payments: sc.Payments, DurationNs: int64(sc.Duration), WarmupNs: int64(sc.Warmup),
+		Funding: sc.Funding, AcquireTimeoutNs: int64(sc.AcquireTimeout), Retry: sc.Retry.String(),
+		Fencing: sc.Fencing, IntervalNs: int64(sc.LatencyInterval()), Fault: specString(spec),
+	}
+}
+
+// specString is spec as a --fault value, its parameters sorted: "none"
+// for the zero Spec.
+func specString(spec faults.Spec) string {
+	if spec.Name == "" {
+		return results.FaultNone
+	}
+	keys := make([]string, 0, len(spec.Params))
+	for k := range spec.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	kv := make([]string, len(keys))
+	for i, k := range keys {
+		kv[i] = k + "=" + spec.Params[k]
+	}
+	if len(kv) == 0 {
+		return spec.Name
+	}
+	return spec.Name + ":" + strings.Join(kv, ",")
+}
+
+// scenarioOfRow rebuilds the scenario and the --fault value of a
+// summary.json row from its params. Rows written before lockbench
+// recorded whole scenarios lack the payment count and duration, and are
+// refused.
+func scenarioOfRow(s results.Summary) (loadgen.Scenario, string, error) {
+	p := s.Params
+	if p.Payments == 0 && p.DurationNs == 0 {
+		return loadgen.Scenario{}, "", usageErr("--from: the row (%s) was written before lockbench recorded whole scenarios; run it again with flags", s.String())
+	}
+	sc := loadgen.DefaultScenario()
+	sc.Name, sc.Variant = s.Scenario, s.Variant
+	sc.Instances, sc.Workers, sc.Deliveries = p.Instances, p.Workers, p.DeliveriesEach
+	sc.Accounts, sc.LockKey, sc.Rate = p.Accounts, p.LockKey, p.Rate
+	sc.TTL, sc.Store, sc.InstanceMode, sc.Seed = time.Duration(p.TTLNs), p.Store, p.InstanceMode, p.Seed
+	sc.Payments, sc.Duration, sc.Warmup = p.Payments, time.Duration(p.DurationNs), time.Duration(p.WarmupNs)
+	sc.Fencing, sc.Interval = p.Fencing, time.Duration(p.IntervalNs)
+	if p.Funding > 0 {
+		sc.Funding = p.Funding
+	}
+	if p.AcquireTimeoutNs > 0 {
+		sc.AcquireTimeout = time.Duration(p.AcquireTimeoutNs)
+	}
+	var err error
+	if sc.Hold, err = loadgen.ParseHold(p.Hold); err != nil {
+		return sc, "", usageErr("--from: hold: %v", err)
+	}
+	if sc.AccountDist, err = loadgen.ParseAccountDist(p.AccountDist); err != nil {
+		return sc, "", usageErr("--from: account dist: %v", err)
+	}
+	if p.Retry != "" {
+		if sc.Retry, err = loadgen.ParseRetry(p.Retry); err != nil {
+			return sc, "", usageErr("--from: retry: %v", err)
+		}
+	}
+	fault := p.Fault
+	if fault == "" {
+		fault = s.Fault
+	}
+	return sc, fault, nil
+}
+
+// Time estimates for --dry-run: a cell's load lasts its payments at its
+// rate (or its duration) after its warmup; around it, starting instances
+// and judging the store take about this long, instance processes longer.
+const (
+	estimateOverhead        = 400 * time.Millisecond
+	estimateProcessOverhead = 700 * time.Millisecond
+	// estimateClosedRate is the payments/s a closed-loop run is assumed
+	// to reach, for its estimate.
+	estimateClosedRate = 1500.0
+	// estimateServers is the time to start the local servers.
+	estimateServers = 8 * time.Second
+)
+
+// estimate is how long one run of sc is expected to take.
+func estimate(sc loadgen.Scenario) time.Duration {
+	d := sc.Warmup + estimateOverhead
+	if sc.InstanceMode == "process" {
+		d += estimateProcessOverhead - estimateOverhead
+	}
+	switch {
+	case sc.Duration > 0:
+		d += sc.Duration
+	case sc.Rate > 0:
+		d += time.Duration(float64(sc.Payments) / sc.Rate * float64(time.Second))
+	default:
+		d += time.Duration(float64(sc.Payments) / estimateClosedRate * float64(time.Second))
+	}
+	return d
+}
+
+// fmtEstimate is an estimated duration, rounded for people.
+func fmtEstimate(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return "~" + d.Round(10*time.Second).String()
+	case d >= 10*time.Second:
+		return "~" + d.Round(time.Second).String()
+	}
+	return fmt.Sprintf("~%.1fs", d.Seconds())
+}

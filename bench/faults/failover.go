@@ -1,0 +1,504 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/internal/usage"
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/redisutil"
+)
+
+// Failover defaults.
+const (
+	// FailoverMinTTL is the shortest TTL a failover run has: 10s. The
+	// caught holder must still hold a valid lock while the Sentinels notice
+	// the dead primary (down-after 500ms), elect a leader and promote a
+	// replica (2-3s here), and a contender takes the lock on the new one;
+	// with a TTL shorter than that the lock would also be lost by expiry,
+	// as under pause, and WAIT could not be told apart from no WAIT. A
+	// shorter --ttl is raised to this.
+	FailoverMinTTL = 10 * time.Second
+	// DefaultFailoverCatch is how long the fault waits for a holder to
+	// catch once replication is held back: 2s. With WAIT nobody acquires
+	// while it is (every WAIT times out), so the fault goes on without one.
+	DefaultFailoverCatch = 2 * time.Second
+	// DefaultFailoverPromote is how long the fault lets the Sentinels
+	// promote a replica on their own before it forces a failover (SENTINEL
+	// FAILOVER): 4s, about twice what it takes here; a split vote would
+	// otherwise be retried only after twice the failover timeout.
+	DefaultFailoverPromote = 4 * time.Second
+	// failoverHoldShare is the caught holder's time inside, as a share of
+	// the TTL, when hold= is not given: 0.7 (7s of 10s).
+	failoverHoldShare = 0.7
+	// relinkTimeout bounds the wait for a replica's link through its proxy
+	// (or to the new primary, when healing): 5s.
+	relinkTimeout = 5 * time.Second
+)
+
+const failoverParams = "hold=D (how long the caught holder stays inside, within its lock's validity; default 0.7 × TTL), " +
+	"catch=D (how long to wait for a holder once replication is held back, default 2s), " +
+	"promote=D (how long the Sentinels may take before the failover is forced, default 4s), at=SHARE (default 0.3)"
+
+func init() {
+	register(Kind{
+		Name: "failover",
+		Description: "hold back replication from the Redis primary to its replicas (their links through proxies that drop every byte), " +
+			"catch a holder whose lock only the primary has inside its critical section, kill the primary: the Sentinels promote a replica " +
+			"that never had the lock, and a contender takes it while the holder is still inside; the old primary rejoins as a replica " +
+			"(--redis-topology sentinel; with --redis-wait nobody acquires while replication is held back)",
+		Params:     failoverParams,
+		AppliesTo:  singleRedis,
+		NeedsLocal: true,
+		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
+			c, err := parseFailover(p)
+			if err != nil {
+				return sc, err
+			}
+			sc.TTL = max(sc.TTL, FailoverMinTTL)
+			return sc, c.check(sc)
+		},
+		New: func(p map[string]string, target servers.Target) (loadgen.Fault, error) {
+			c, err := parseFailover(p)
+			if err != nil {
+				return nil, err
+			}
+			return &failover{cfg: c, target: target}, nil
+		},
+	})
+	targetChecks["failover"] = func(t servers.Target) error {
+		if !t.Replicated() {
+			return errors.New("failover needs a replicated Redis: --redis-topology sentinel (or " + servers.EnvRedisSentinels + ")")
+		}
+		return nil
+	}
+	targetChecks["partition"] = func(t servers.Target) error {
+		if t.Replicated() {
+			return servers.ErrReplicated
+		}
+		return nil
+	}
+}
+
+// targetChecks say, for the faults whose working depends on how the
+// servers are laid out, whether they can run on a target (Spec.Fits).
+var targetChecks = map[string]func(servers.Target) error{}
+
+// Fits reports why the fault cannot run on the servers of target (a
+// failover needs a replicated Redis; a partition cannot reroute the clients
+// of one), or nil when it can.
+func (s Spec) Fits(t servers.Target) error {
+	if check, ok := targetChecks[s.Name]; ok {
+		return check(t)
+	}
+	return nil
+}
+
+// singleRedis is failover's AppliesTo: single-node Redis locks, which a
+// replicated Redis serves.
+func singleRedis(info strategies.Info) bool {
+	return info.Need.Backend == strategies.BackendRedis && info.Need.Nodes <= 1 && !info.Transactional
+}
+
+// failoverConfig is failover's parameters.
+type failoverConfig struct {
+	hold    time.Duration // 0: failoverHoldShare × TTL, decided at Setup
+	catch   time.Duration
+	promote time.Duration
+	at      float64
+}
+
+func parseFailover(p map[string]string) (failoverConfig, error) {
+	ps := newParams("failover", p)
+	c := failoverConfig{
+		hold:    ps.duration("hold", 0),
+		catch:   ps.duration("catch", DefaultFailoverCatch),
+		promote: ps.duration("promote", DefaultFailoverPromote),
+		at:      ps.share("at", DefaultAt),
+	}
+	return c, ps.done()
+}
+
+func (c failoverConfig) check(sc loadgen.Scenario) error {
+	if c.hold >= sc.TTL {
+		return &usage.Error{Flag: "fault", Msg: fmt.Sprintf("failover: hold=%s must be shorter than the TTL (%s): the holder must still hold a valid lock when a contender takes it", c.hold, sc.TTL)}
+	}
+	return nil
+}
+
+// failover is the failover fault. Replication from the primary is held
+// back before the lock is taken, not after: a primary sends a write to its
+// replicas microseconds after it executes it, before the client has even
+// read its reply, so a fault that waited for a holder and then cut the
+// links would always be too late. The replicas' links are therefore routed
+// through proxies at the strike (REPLICAOF the proxy: a partial resync,
+// milliseconds), and the proxies then drop every byte both ways. The
+// Sentinels re-point a replica that replicates from an address other than
+// the primary's only a failover timeout (servers.SentinelFailoverTimeout)
+// after they notice, long after this fault is over. Every lock taken from
+// then on exists on the primary alone; the trap catches the first holder
+// of a new payment whose lock key no replica has (one taken before the cut
+// would be on them), keeps it inside its critical section, and the primary
+// is killed. The Sentinels promote a replica, which never had that lock;
+// clients find the new primary through the Sentinels, and the next holder
+// of the lock key gets it there while the caught holder is still inside.
+type failover struct {
+	cfg    failoverConfig
+	target servers.Target
+
+	env      *loadgen.FaultEnv
+	trap     *trap
+	handles  []loadgen.InstanceHandle
+	primary  servers.Member
+	replicas []servers.Member
+	proxies  []*proxy
+	checks   []*redis.Client // direct clients of the replicas
+
+	mu      sync.Mutex
+	stopped int  // pid of a holder process we stopped, 0 when none
+	killed  bool // the primary is down and not started again
+	healed  bool
+}
+
+func (f *failover) Name() string { return "failover" }
+
+// Setup finds the group's primary and replicas, starts a proxy in front of
+// the primary for each replica's link, and sets the trap.
+func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
+	if !singleRedis(env.Info) {
+		return fmt.Errorf("failover does not apply to %s", env.Strategy)
+	}
+	if err := (Spec{Name: "failover"}).Fits(f.target); err != nil {
+		return err
+	}
+	if !f.target.Local() {
+		return fmt.Errorf("failover: %w: the Sentinels were given (%s); unset that to let lockbench start its own", servers.ErrNotLocal, f.target.Given())
+	}
+	if err := f.cfg.check(env.Scenario); err != nil {
+		return err
+	}
+	if f.cfg.hold == 0 {
+		f.cfg.hold = time.Duration(failoverHoldShare * float64(env.Scenario.TTL))
+	}
+	f.env = env
+	rctx, cancel := context.WithTimeout(ctx, relinkTimeout)
+	defer cancel()
+	p, others, err := f.target.Roles(rctx)
+	if err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	f.primary = p
+	password := f.target.Config.RedisPassword
+	for i, r := range others {
+		px, err := newProxy(fmt.Sprintf("replication-%d", i), p.Addr)
+		if err != nil {
+			f.closeProxies()
+			return fmt.Errorf("failover: %w", err)
+		}
+		f.proxies = append(f.proxies, px)
+		f.replicas = append(f.replicas, r)
+		f.checks = append(f.checks, redis.NewClient(redisutil.Options(r.Addr, password)))
+	}
+	if len(f.replicas) == 0 {
+		return errors.New("failover: the primary has no replica to promote")
+	}
+	f.trap = newTrap(env, f.onPrimaryOnly, f.holdHolder)
+	return nil
+}
+
+// onPrimaryOnly is the trap's filter: the holder's lock key is on no
+// replica. A lock taken before replication was held back reached them.
+func (f *failover) onPrimaryOnly(r store.EnterReq) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	key := redisutil.LockKey(r.LockKey)
+	for _, c := range f.checks {
+		if n, err := c.Exists(ctx, key).Result(); err != nil || n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// holdHolder runs inside the caught holder's Enter: it keeps the holder in
+// its critical section for cfg.hold, by slowing that section (an in-process
+// instance) or stopping its process (continued by Inject).
+func (f *failover) holdHolder(r store.EnterReq) {
+	h := f.handles[r.Instance]
+	how := "slowed"
+	if pid := h.Pid(); pid != 0 {
+		f.mu.Lock()
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err == nil {
+			f.stopped = pid
+			how = "stopped"
+		}
+		f.mu.Unlock()
+	} else if sl, ok := h.(loadgen.Slower); ok {
+		sl.Slow(f.cfg.hold)
+	}
+	f.env.Event(fmt.Sprintf("holder caught inside its critical section with a lock only the primary has (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
+		how, ms(f.cfg.hold), r.Instance, r.LockKey, r.Payment, r.Token))
+}
+
+// Inject holds replication back at cfg.at, catches a holder, kills the
+// primary, waits for the promotion, starts the old primary again as a
+// replica, lets the holder go, and puts the replication links back.
+func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
+	f.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
+	if env.WaitOffered(ctx, f.cfg.at) != nil {
+		return nil
+	}
+	if err := f.holdBack(ctx); err != nil {
+		return errors.Join(err, f.heal())
+	}
+	env.Begin(fmt.Sprintf("replication from the primary %s to %s held back (their links through proxies that drop every byte): a lock taken now exists on the primary alone",
+		f.primary.Node.Name(), f.replicaNames()))
+	f.trap.arm()
+	tctx, cancel := context.WithTimeout(ctx, f.cfg.catch)
+	_, caught := f.trap.wait(tctx)
+	cancel()
+	at := time.Now()
+	if !caught {
+		env.Event(fmt.Sprintf("no holder of a new payment entered within %s with replication held back (with WAIT, every lock was refused as not replicated)", ms(f.cfg.catch)))
+	}
+	if ctx.Err() != nil {
+		return errors.Join(f.resumeHolder(), f.heal())
+	}
+	f.mu.Lock()
+	err := f.primary.Node.Kill()
+	f.killed = err == nil
+	f.mu.Unlock()
+	if err != nil {
+		return errors.Join(fmt.Errorf("failover: kill %s: %w", f.primary.Node.Name(), err), f.resumeHolder(), f.heal())
+	}
+	env.Event(f.primary.Node.Name() + " (the primary) killed")
+	promoted, how, err := f.awaitPromotion(ctx)
+	if err != nil {
+		return errors.Join(fmt.Errorf("failover: %w", err), f.restartOld(ctx), f.resumeHolder(), f.heal())
+	}
+	env.Event(fmt.Sprintf("%s promoted to primary %s, %s after the kill", promoted, how, ms(time.Since(at))))
+	if err := f.restartOld(ctx); err != nil {
+		return errors.Join(err, f.resumeHolder(), f.heal())
+	}
+	env.Event(fmt.Sprintf("%s started again: rejoined as a replica of %s", f.primary.Node.Name(), promoted))
+	if caught {
+		sleep(ctx, f.cfg.hold-time.Since(at))
+		if err := f.resumeHolder(); err != nil {
+			return errors.Join(err, f.heal())
+		}
+		env.End("holder's critical section over")
+	} else {
+		env.End("failover over")
+	}
+	return f.heal()
+}
+
+// holdBack routes each replica's link through its proxy, waits until it is
+// up and in step with the primary, then cuts the proxies.
+func (f *failover) holdBack(ctx context.Context) error {
+	for i, r := range f.replicas {
+		if err := replicaOf(ctx, f.checks[i], f.proxies[i].Addr()); err != nil {
+			return fmt.Errorf("failover: route %s's replication through a proxy: %w", r.Node.Name(), err)
+		}
+	}
+	for i, r := range f.replicas {
+		if err := awaitLink(ctx, f.checks[i], f.proxies[i].Addr()); err != nil {
+			return fmt.Errorf("failover: %s's replication through its proxy: %w", r.Node.Name(), err)
+		}
+	}
+	for _, p := range f.proxies {
+		if err := p.cut(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// awaitPromotion waits until the Sentinels name another primary, forcing a
+// failover after cfg.promote.
+func (f *failover) awaitPromotion(ctx context.Context) (addr, how string, err error) {
+	cfg := f.target.Config
+	deadline := time.Now().Add(f.cfg.promote)
+	forced := false
+	for {
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		addr, err := servers.PrimaryAddr(actx, cfg.RedisSentinels, cfg.RedisMaster)
+		cancel()
+		if err == nil && addr != f.primary.Addr {
+			if forced {
+				return addr, "(failover forced after " + ms(f.cfg.promote) + ")", nil
+			}
+			return addr, "by the Sentinels", nil
+		}
+		switch {
+		case ctx.Err() != nil:
+			return "", "", ctx.Err()
+		case time.Now().After(deadline) && !forced:
+			forced = forceFailover(ctx, cfg.RedisSentinels, cfg.RedisMaster) == nil
+			deadline = time.Now().Add(f.cfg.promote)
+		case time.Now().After(deadline):
+			return "", "", fmt.Errorf("no replica promoted %s after a forced failover (last answer: %v)", ms(f.cfg.promote), err)
+		}
+		sleep(ctx, 50*time.Millisecond)
+	}
+}
+
+// forceFailover asks the Sentinels, in turn, for a failover without
+// agreement (SENTINEL FAILOVER), until one starts it.
+func forceFailover(ctx context.Context, sentinels []string, master string) error {
+	var errs []error
+	for _, addr := range sentinels {
+		c := redis.NewSentinelClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
+		err := c.Failover(ctx, master).Err()
+		c.Close()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// restartOld starts the killed primary again: the servers package starts a
+// node of the group as a replica of the primary the Sentinels name.
+func (f *failover) restartOld(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.killed {
+		return nil
+	}
+	uctx, cancel := undoCtx(ctx)
+	defer cancel()
+	if err := f.primary.Node.Start(uctx); err != nil {
+		return fmt.Errorf("failover: start %s again: %w", f.primary.Node.Name(), err)
+	}
+	f.killed = false
+	return nil
+}
+
+// heal points every replica that still replicates through a proxy at the
+// primary the Sentinels name, and stops the proxies: the group is as
+// before, with another primary.
+func (f *failover) heal() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.healed {
+		return nil
+	}
+	f.healed = true
+	cfg := f.target.Config
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	defer cancel()
+	primary, err := servers.PrimaryAddr(ctx, cfg.RedisSentinels, cfg.RedisMaster)
+	if err != nil {
+		primary = f.primary.Addr // no Sentinel answers: no failover either
+	}
+	var errs []error
+	for i, r := range f.replicas {
+		if r.Addr == primary {
+			continue
+		}
+		info, ierr := replicationInfo(ctx, f.checks[i])
+		if ierr == nil && net.JoinHostPort(info["master_host"], info["master_port"]) != f.proxies[i].Addr() {
+			continue // the Sentinels re-pointed it
+		}
+		if rerr := replicaOf(ctx, f.checks[i], primary); rerr != nil {
+			errs = append(errs, fmt.Errorf("failover: point %s at %s again: %w", r.Node.Name(), primary, rerr))
+		}
+	}
+	f.closeProxies()
+	return errors.Join(errs...)
+}
+
+// resumeHolder continues a holder process stopped by holdHolder.
+func (f *failover) resumeHolder() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped == 0 {
+		return nil
+	}
+	pid := f.stopped
+	f.stopped = 0
+	return syscall.Kill(pid, syscall.SIGCONT)
+}
+
+// Close puts back whatever Inject could not: the holder, the old primary,
+// the replication links.
+func (f *failover) Close() error {
+	err := errors.Join(f.resumeHolder(), f.restartOld(context.Background()), f.heal())
+	for _, c := range f.checks {
+		_ = c.Close()
+	}
+	return err
+}
+
+func (f *failover) closeProxies() {
+	for _, p := range f.proxies {
+		_ = p.heal()
+		p.close()
+	}
+	f.proxies = nil
+}
+
+func (f *failover) replicaNames() string {
+	names := make([]string, len(f.replicas))
+	for i, r := range f.replicas {
+		names[i] = r.Node.Name()
+	}
+	return strings.Join(names, " and ")
+}
+
+// replicaOf sends REPLICAOF addr to the node behind c.
+func replicaOf(ctx context.Context, c *redis.Client, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	return c.Do(ctx, "REPLICAOF", host, port).Err()
+}
+
+// awaitLink waits until the replica behind c replicates from addr with its
+// link up.
+func awaitLink(ctx context.Context, c *redis.Client, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, relinkTimeout)
+	defer cancel()
+	var last string
+	for {
+		info, err := replicationInfo(ctx, c)
+		if err == nil {
+			last = fmt.Sprintf("master %s:%s, link %s", info["master_host"], info["master_port"], info["master_link_status"])
+			if net.JoinHostPort(info["master_host"], info["master_port"]) == addr && info["master_link_status"] == "up" {
+				return nil
+			}
+		}
+		if !sleep(ctx, 10*time.Millisecond) {
+			return fmt.Errorf("link not up within %s (%s)", ms(relinkTimeout), last)
+		}
+	}
+}
+
+// replicationInfo is INFO replication of the node behind c.
+func replicationInfo(ctx context.Context, c *redis.Client) (map[string]string, error) {
+	text, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for line := range strings.SplitSeq(text, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,304 @@
+package loadgen
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// deadlines gives one worker's calls of one kind (acquire, or release) the
+// context context.WithTimeout(parent, timeout) would give them, for a
+// fraction of its cost.
+//
+// Why not WithTimeout: each call starts and stops a runtime timer and
+// registers and unregisters its context with the parent's, about 1 µs of
+// CPU on the 2-core development VM, and a lock cycle makes two, which was a
+// third of the harness's CPU per cycle. Here the calls of one deadlines
+// come one at a time, each starting later than the one before, so their
+// deadlines only grow and one timer serves them all: armed for the first
+// call, it is left running when a call ends; when it fires it cancels the
+// call under way if that call's deadline has passed, re-arms for the call's
+// deadline if not, and stays stopped between calls. It fires about once
+// per timeout (5 s by default), not once per call; a call in the common
+// case costs a small allocation and three atomic operations.
+//
+// A call's context is done at its deadline (context.DeadlineExceeded), when
+// the parent is done (the parent's error), or when the call ends
+// (context.Canceled, as WithTimeout's cancel does, for anything the call
+// left running). Contexts derived from it register with it through its
+// AfterFunc method, as they would with one of the context package's,
+// without a goroutine each.
+type deadlines struct {
+	parent  context.Context
+	timeout time.Duration
+	// epoch is the origin of the calls' deadlines, kept as nanoseconds
+	// since it: an int64 is cheaper to compute and compare than a
+	// time.Time, and keeps a call's context small.
+	epoch time.Time
+	// parentDone is parent.Done(), nil when the parent is never done;
+	// parentDeadline is its deadline, zero when it has none.
+	parentDone     <-chan struct{}
+	parentDeadline time.Time
+	stopParent     func() bool
+
+	// cur is the call under way, nil between calls.
+	cur atomic.Pointer[callCtx]
+	// armed is set while the timer will fire (or its function is about
+	// to run): at a time no later than cur's deadline, since deadlines
+	// grow.
+	armed atomic.Bool
+	// cancelled is set once the parent is done, parentErr then its error.
+	cancelled atomic.Bool
+
+	mu        sync.Mutex // guards the timer, parentErr, and the calls' Done channels and funcs
+	timer     *time.Timer
+	parentErr error
+}
+
+// newDeadlines returns the contexts of calls bounded by timeout, children
+// of parent. Call close when done with it.
+func newDeadlines(parent context.Context, timeout time.Duration) *deadlines {
+	d := &deadlines{parent: parent, timeout: timeout, epoch: time.Now(), parentDone: parent.Done()}
+	if dl, ok := parent.Deadline(); ok {
+		d.parentDeadline = dl
+	}
+	if d.parentDone != nil {
+		d.stopParent = context.AfterFunc(parent, d.parentCancelled)
+	}
+	return d
+}
+
+// begin returns the context of a call starting at now, the caller's clock
+// reading (which saves taking another). Pass it to end when the call
+// returns, before the next begin.
+func (d *deadlines) begin(now time.Time) *callCtx {
+	c := &callCtx{d: d, deadline: int64(now.Sub(d.epoch) + d.timeout)}
+	if !d.parentDeadline.IsZero() {
+		c.deadline = min(c.deadline, int64(d.parentDeadline.Sub(d.epoch)))
+	}
+	// Publish c before looking at armed and cancelled; fire and
+	// parentCancelled set those before they look at cur. So either they
+	// see c, or this sees their flag.
+	d.cur.Store(c)
+	select {
+	case <-d.parentDone:
+		// parentCancelled may not have run yet.
+		d.parentCancelled()
+	default:
+	}
+	if d.cancelled.Load() {
+		d.mu.Lock()
+		err := d.parentErr
+		d.mu.Unlock()
+		c.cancel(err)
+		return c
+	}
+	if !d.armed.Load() {
+		d.mu.Lock()
+		if !d.armed.Load() {
+			d.arm(c.until())
+		}
+		d.mu.Unlock()
+	}
+	return c
+}
+
+// arm starts the timer; d.mu is held.
+func (d *deadlines) arm(wait time.Duration) {
+	if d.timer == nil {
+		d.timer = time.AfterFunc(wait, d.fire)
+	} else {
+		d.timer.Reset(wait)
+	}
+	d.armed.Store(true)
+}
+
+// end ends the call of c: its context is done from now on.
+func (d *deadlines) end(c *callCtx) {
+	d.cur.CompareAndSwap(c, nil)
+	c.cancel(context.Canceled)
+}
+
+// fire runs when the timer does.
+func (d *deadlines) fire() {
+	d.mu.Lock()
+	d.armed.Store(false)
+	c := d.cur.Load()
+	if c == nil {
+		d.mu.Unlock()
+		return // between calls: the next call arms it again
+	}
+	if wait := c.until(); wait > 0 {
+		d.arm(wait) // armed for an earlier call that ended in time
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	c.cancel(context.DeadlineExceeded) // cancel may take d.mu
+}
+
+// parentCancelled cancels the call under way when the parent is done.
+func (d *deadlines) parentCancelled() {
+	d.mu.Lock()
+	if d.parentErr == nil {
+		d.parentErr = d.parent.Err()
+	}
+	err := d.parentErr
+	d.mu.Unlock()
+	d.cancelled.Store(true)
+	if c := d.cur.Load(); c != nil {
+		c.cancel(err)
+	}
+}
+
+// close stops the timer and the watch on the parent.
+func (d *deadlines) close() {
+	if d.stopParent != nil {
+		d.stopParent()
+	}
+	d.mu.Lock()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	d.armed.Store(false)
+	d.mu.Unlock()
+}
+
+// callCtx is the context of one call (deadlines.begin).
+type callCtx struct {
+	d *deadlines
+	// deadline is in nanoseconds since d.epoch.
+	deadline int64
+	// state is why the context is done (one of the call states), set once.
+	state atomic.Int32
+	// extras holds Done's channel and AfterFunc's functions, made on the
+	// first call of either (nolock's Acquire calls neither); set under
+	// d.mu.
+	extras atomic.Pointer[callExtras]
+}
+
+// callExtras is what only some calls' contexts need.
+type callExtras struct {
+	done   chan struct{}
+	closed bool         // done is closed; guarded by d.mu
+	funcs  []*afterFunc // guarded by d.mu
+}
+
+// The states of a callCtx.
+const (
+	callLive = iota
+	callCanceled
+	callExpired
+)
+
+// afterFunc is a function registered with callCtx.AfterFunc.
+type afterFunc struct{ f func() }
+
+var _ context.Context = (*callCtx)(nil)
+
+// Deadline returns the call's deadline.
+func (c *callCtx) Deadline() (time.Time, bool) {
+	return c.d.epoch.Add(time.Duration(c.deadline)), true
+}
+
+// until is the time left until the deadline.
+func (c *callCtx) until() time.Duration {
+	return time.Duration(c.deadline) - time.Since(c.d.epoch)
+}
+
+// Done is closed when the call's context is done.
+func (c *callCtx) Done() <-chan struct{} {
+	if x := c.extras.Load(); x != nil {
+		return x.done
+	}
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	return c.extrasLocked().done
+}
+
+// extrasLocked returns c's extras, making them; d.mu is held.
+func (c *callCtx) extrasLocked() *callExtras {
+	x := c.extras.Load()
+	if x == nil {
+		// Publish extras before looking at state; cancel sets state
+		// before looking at extras. So either cancel closes done, or it
+		// is closed here.
+		x = &callExtras{done: make(chan struct{})}
+		c.extras.Store(x)
+		if c.state.Load() != callLive {
+			close(x.done)
+			x.closed = true
+		}
+	}
+	return x
+}
+
+// Err returns nil until the context is done, then why.
+func (c *callCtx) Err() error {
+	switch c.state.Load() {
+	case callCanceled:
+		return context.Canceled
+	case callExpired:
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// Value returns the parent's value for key.
+func (c *callCtx) Value(key any) any { return c.d.parent.Value(key) }
+
+// AfterFunc arranges to call f in its own goroutine once c is done, and
+// returns a function that stops that, reporting whether it did. The context
+// package finds it by this signature: a context derived from c (a
+// statement's timeout inside a strategy, pgx's watch on a query) registers
+// through it instead of starting a goroutine to wait for Done.
+func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
+	a := &afterFunc{f: f}
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	x := c.extrasLocked() // before looking at state: see extrasLocked
+	if c.state.Load() != callLive {
+		go f()
+		return func() bool { return false }
+	}
+	x.funcs = append(x.funcs, a)
+	return func() bool {
+		c.d.mu.Lock()
+		defer c.d.mu.Unlock()
+		i := slices.Index(x.funcs, a)
+		if i < 0 {
+			return false
+		}
+		x.funcs = slices.Delete(x.funcs, i, i+1)
+		return true
+	}
+}
+
+// cancel makes c done with err (context.Canceled or
+// context.DeadlineExceeded), unless it is done already.
+func (c *callCtx) cancel(err error) {
+	state := int32(callCanceled)
+	if err == context.DeadlineExceeded {
+		state = callExpired
+	}
+	if !c.state.CompareAndSwap(callLive, state) {
+		return
+	}
+	if c.extras.Load() == nil {
+		return // extrasLocked will see state
+	}
+	c.d.mu.Lock()
+	x := c.extras.Load()
+	if !x.closed {
+		close(x.done)
+		x.closed = true
+	}
+	funcs := x.funcs
+	x.funcs = nil
+	c.d.mu.Unlock()
+	for _, a := range funcs {
+		go a.f()
+	}
+}

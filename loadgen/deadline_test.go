@@ -1,0 +1,205 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitDone returns how long ctx took to be done, failing after limit.
+func waitDone(t *testing.T, ctx context.Context, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return time.Since(start)
+	case <-time.After(limit):
+		t.Fatalf("context not done after %v", limit)
+		return 0
+	}
+}
+
+// A call's context behaves as context.WithTimeout's: it has the deadline,
+// is live during the call, and is cancelled when the call ends, whether
+// Done was asked for before or after.
+func TestCallContextEndCancels(t *testing.T) {
+	d := newDeadlines(context.Background(), time.Hour)
+	defer d.close()
+	for _, early := range []bool{true, false} {
+		now := time.Now()
+		c := d.begin(now)
+		if dl, ok := c.Deadline(); !ok || !dl.Equal(now.Add(time.Hour)) {
+			t.Errorf("Deadline() = %v, %v; want %v, true", dl, ok, now.Add(time.Hour))
+		}
+		var done <-chan struct{}
+		if early {
+			done = c.Done()
+		}
+		if err := c.Err(); err != nil {
+			t.Errorf("Err() during the call = %v; want nil", err)
+		}
+		d.end(c)
+		if !early {
+			done = c.Done()
+		}
+		select {
+		case <-done:
+		default:
+			t.Errorf("Done (asked for early: %v) not closed after end", early)
+		}
+		if err := c.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("Err() after end = %v; want context.Canceled", err)
+		}
+	}
+}
+
+// A call that outlives its timeout is done at its deadline with
+// DeadlineExceeded, also after many calls that ended in time (the timer is
+// armed once and re-armed when it fires early, not per call).
+func TestCallContextExpires(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	d := newDeadlines(context.Background(), timeout)
+	defer d.close()
+	for end := time.Now().Add(3 * timeout); time.Now().Before(end); {
+		c := d.begin(time.Now())
+		d.end(c)
+		if err := c.Err(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Err() of a call that ended in time = %v; want context.Canceled", err)
+		}
+	}
+	start := time.Now()
+	c := d.begin(start)
+	defer d.end(c)
+	waitDone(t, c, 5*time.Second)
+	if took := time.Since(start); took < timeout-time.Millisecond {
+		t.Errorf("done after %v; want its timeout %v", took, timeout)
+	}
+	if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Err() = %v; want context.DeadlineExceeded", err)
+	}
+}
+
+// The parent's end reaches the call under way and every call after it; a
+// parent's earlier deadline is the call's.
+func TestCallContextParent(t *testing.T) {
+	parent, cancel := context.WithCancel(context.Background())
+	d := newDeadlines(parent, time.Hour)
+	defer d.close()
+	c := d.begin(time.Now())
+	cancel()
+	waitDone(t, c, 5*time.Second)
+	if err := c.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Err() after the parent's cancel = %v; want context.Canceled", err)
+	}
+	d.end(c)
+	c = d.begin(time.Now())
+	if err := c.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Err() of a call begun after the parent's cancel = %v; want context.Canceled", err)
+	}
+	d.end(c)
+
+	pdl := time.Now().Add(30 * time.Millisecond)
+	short, cancelShort := context.WithDeadline(context.Background(), pdl)
+	defer cancelShort()
+	d2 := newDeadlines(short, time.Hour)
+	defer d2.close()
+	c = d2.begin(time.Now())
+	defer d2.end(c)
+	if dl, _ := c.Deadline(); !dl.Equal(pdl) {
+		t.Errorf("Deadline() = %v; want the parent's %v", dl, pdl)
+	}
+	waitDone(t, c, 5*time.Second)
+	if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Err() at the parent's deadline = %v; want context.DeadlineExceeded", err)
+	}
+
+	// A parent that is never done (release's, WithoutCancel) leaves the
+	// call to its own deadline.
+	d3 := newDeadlines(context.WithoutCancel(parent), time.Hour)
+	defer d3.close()
+	c = d3.begin(time.Now())
+	if err := c.Err(); err != nil {
+		t.Errorf("Err() under a parent without cancellation = %v; want nil", err)
+	}
+	d3.end(c)
+}
+
+// Contexts derived from a call's (a strategy's statement timeout, pgx's
+// watch) end with it, with its error, and register without a goroutine
+// each.
+func TestCallContextChildren(t *testing.T) {
+	d := newDeadlines(context.Background(), time.Hour)
+	defer d.close()
+	c := d.begin(time.Now())
+	before := runtime.NumGoroutine()
+	var children []context.Context
+	for range 50 {
+		child, cancel := context.WithTimeout(c, time.Hour)
+		defer cancel()
+		children = append(children, child)
+	}
+	if n := runtime.NumGoroutine(); n > before+5 {
+		t.Errorf("%d goroutines after deriving 50 contexts, %d before; want no goroutine per child", n, before)
+	}
+	ran := make(chan struct{})
+	stopped := context.AfterFunc(c, func() { t.Error("a stopped AfterFunc ran") })
+	if !stopped() {
+		t.Error("stop() of a pending AfterFunc = false; want true")
+	}
+	context.AfterFunc(c, func() { close(ran) })
+	d.end(c)
+	for i, child := range children {
+		waitDone(t, child, 5*time.Second)
+		if err := child.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("child %d: Err() = %v; want context.Canceled", i, err)
+		}
+	}
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Error("AfterFunc did not run when the call ended")
+	}
+
+	// A child of a call that expires expires with it.
+	d2 := newDeadlines(context.Background(), 20*time.Millisecond)
+	defer d2.close()
+	c = d2.begin(time.Now())
+	defer d2.end(c)
+	child, cancel := context.WithTimeout(c, time.Hour)
+	defer cancel()
+	waitDone(t, child, 5*time.Second)
+	if err := child.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("child of an expired call: Err() = %v; want context.DeadlineExceeded", err)
+	}
+}
+
+// Done, Err and AfterFunc from other goroutines race with the call's end,
+// its expiry and the parent's cancel (run with -race).
+func TestCallContextConcurrent(t *testing.T) {
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := newDeadlines(parent, time.Millisecond)
+	defer d.close()
+	var wg sync.WaitGroup
+	for i := range 2000 {
+		if i == 1500 {
+			cancel()
+		}
+		c := d.begin(time.Now())
+		wg.Go(func() {
+			<-c.Done()
+			if c.Err() == nil {
+				t.Error("Err() = nil after Done closed")
+			}
+		})
+		wg.Go(func() { context.AfterFunc(c, func() {}) })
+		if i%7 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		d.end(c)
+	}
+	wg.Wait()
+}

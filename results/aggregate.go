@@ -1,0 +1,209 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// Cell is one cell of a run directory across its trials: one strategy ×
+// scenario × fault × fencing × variant at one set of parameters (a sweep's
+// points are cells of their own), as aggregate.json records it. The JSON
+// field names are a contract, like summary.json's. See the statistics
+// notes in stats.go for the methods.
+type Cell struct {
+	Strategy string `json:"strategy"`
+	Scenario string `json:"scenario"`
+	Fault    string `json:"fault"`
+	Variant  string `json:"variant"`
+	Fencing  bool   `json:"fencing"`
+	// Params are the first trial's (its seed is the first of the cell's).
+	Params Params `json:"params"`
+
+	// Trials is how many trials ran; UnsafeTrials how many of them lost
+	// safety (Summary.Unsafe), UnsafeRate their share and UnsafeRateCI95
+	// its Wilson interval.
+	Trials         int        `json:"trials"`
+	UnsafeTrials   int        `json:"unsafe_trials"`
+	UnsafeRate     float64    `json:"unsafe_rate"`
+	UnsafeRateCI95 [2]float64 `json:"unsafe_rate_ci95"`
+	// Strikes and UnsafeStrikes are summed over the trials; where strikes
+	// were counted, UnsafeStrikeRate is the share of strikes whose window
+	// saw an unsafe outcome, with its Wilson interval (strikes taken as
+	// independent trials of their own).
+	Strikes              int64       `json:"strikes"`
+	UnsafeStrikes        int64       `json:"unsafe_strikes"`
+	UnsafeStrikeRate     *float64    `json:"unsafe_strike_rate,omitempty"`
+	UnsafeStrikeRateCI95 *[2]float64 `json:"unsafe_strike_rate_ci95,omitempty"`
+
+	PaymentsPerSec Estimate `json:"payments_per_sec"`
+	Availability   Estimate `json:"availability"`
+	// Latency holds, per phase, the Estimate of each trial's p50, p99 and
+	// p99.9 (nanoseconds) over the trials that report it (Latency.Has).
+	Latency map[string]map[string]Estimate `json:"latency"`
+	// LatencyByOutcome is the same for the acquire outcomes, when the
+	// trials recorded them.
+	LatencyByOutcome map[string]map[string]Estimate `json:"latency_by_outcome,omitempty"`
+	// OverlapNs and OverlapMaxNs are the window of exposure per trial.
+	OverlapNs    Estimate `json:"overlap_ns"`
+	OverlapMaxNs Estimate `json:"overlap_max_ns"`
+	// Interrupted is set when any trial was cut short.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// AggregateFile holds one Cell per cell of a run directory, written when
+// some cell ran more than one trial.
+const AggregateFile = "aggregate.json"
+
+// aggregateStats are the percentiles a Cell estimates per phase.
+var aggregateStats = []string{StatP50, StatP99, StatP999}
+
+// cellKey tells cells apart: everything about a run but its trial and its
+// seed.
+type cellKey struct {
+	strategy, scenario, fault, variant string
+	fencing                            bool
+	params                             Params
+}
+
+func cellKeyOf(s *Summary) cellKey {
+	p := s.Params
+	p.Seed = 0
+	fault := s.Fault
+	if fault == "" {
+		fault = FaultNone
+	}
+	return cellKey{s.Strategy, s.Scenario, fault, s.Variant, s.Fencing, p}
+}
+
+// trialGroup is one cell's trials, in the order they ran.
+type trialGroup struct {
+	key  cellKey
+	runs []Summary
+}
+
+// groupTrials splits ss into cells, in the order of each cell's first run.
+func groupTrials(ss []Summary) []trialGroup {
+	var out []trialGroup
+	at := map[cellKey]int{}
+	for _, s := range ss {
+		k := cellKeyOf(&s)
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, trialGroup{key: k})
+		}
+		out[i].runs = append(out[i].runs, s)
+	}
+	return out
+}
+
+// MaxTrials is the most trials any cell of ss has: 1 for a directory of
+// single runs (or one written before trials), 0 for none.
+func MaxTrials(ss []Summary) int {
+	n := 0
+	for _, g := range groupTrials(ss) {
+		n = max(n, len(g.runs))
+	}
+	return n
+}
+
+// Aggregate returns the cells of ss with their statistics over trials, in
+// the order of each cell's first run.
+func Aggregate(ss []Summary) []Cell {
+	groups := groupTrials(ss)
+	out := make([]Cell, len(groups))
+	for i, g := range groups {
+		out[i] = cellOf(g.runs)
+	}
+	return out
+}
+
+// cellOf aggregates one cell's trials (at least one).
+func cellOf(runs []Summary) Cell {
+	first := &runs[0]
+	c := Cell{
+		Strategy: first.Strategy, Scenario: first.Scenario, Fault: cellKeyOf(first).fault,
+		Variant: first.Variant, Fencing: first.Fencing, Params: first.Params,
+		Trials: len(runs),
+	}
+	var pps, avail, overlap, overlapMax []float64
+	for i := range runs {
+		s := &runs[i]
+		if isUnsafe(s) {
+			c.UnsafeTrials++
+		}
+		c.Strikes += s.Strikes
+		c.UnsafeStrikes += s.UnsafeStrikes
+		c.Interrupted = c.Interrupted || s.Interrupted
+		pps = append(pps, s.PaymentsPerSec)
+		avail = append(avail, s.Availability)
+		overlap = append(overlap, float64(s.OverlapNs))
+		overlapMax = append(overlapMax, float64(s.OverlapMaxNs))
+	}
+	c.UnsafeRate = float64(c.UnsafeTrials) / float64(c.Trials)
+	c.UnsafeRateCI95 = Wilson(c.UnsafeTrials, c.Trials)
+	if c.Strikes > 0 {
+		r := float64(c.UnsafeStrikes) / float64(c.Strikes)
+		ci := Wilson(int(c.UnsafeStrikes), int(c.Strikes))
+		c.UnsafeStrikeRate, c.UnsafeStrikeRateCI95 = &r, &ci
+	}
+	c.PaymentsPerSec = EstimateOf(pps)
+	c.Availability = EstimateOf(avail)
+	c.OverlapNs = EstimateOf(overlap)
+	c.OverlapMaxNs = EstimateOf(overlapMax)
+	c.Latency = latencyEstimates(runs, func(s *Summary) map[string]Latency { return s.Latency }, PhaseNames[:])
+	var outcomes []string
+	for _, o := range OutcomeNames {
+		for i := range runs {
+			if _, ok := runs[i].LatencyByOutcome[o]; ok {
+				outcomes = append(outcomes, o)
+				break
+			}
+		}
+	}
+	if len(outcomes) > 0 {
+		c.LatencyByOutcome = latencyEstimates(runs, func(s *Summary) map[string]Latency { return s.LatencyByOutcome }, outcomes)
+	}
+	return c
+}
+
+// latencyEstimates estimates aggregateStats of each named distribution
+// over the trials that report it.
+func latencyEstimates(runs []Summary, of func(s *Summary) map[string]Latency, names []string) map[string]map[string]Estimate {
+	out := make(map[string]map[string]Estimate, len(names))
+	for _, name := range names {
+		m := make(map[string]Estimate, len(aggregateStats))
+		for _, stat := range aggregateStats {
+			var vs []float64
+			for i := range runs {
+				if v, ok := of(&runs[i])[name].Value(stat); ok {
+					vs = append(vs, float64(v))
+				}
+			}
+			m[stat] = EstimateOf(vs)
+		}
+		out[name] = m
+	}
+	return out
+}
+
+// WriteAggregate writes cells as aggregate.json: an indented JSON array.
+func WriteAggregate(w io.Writer, cells []Cell) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(cells); err != nil {
+		return fmt.Errorf("results: encoding aggregate: %w", err)
+	}
+	return nil
+}
+
+// ReadAggregate reads an aggregate.json written by WriteAggregate.
+func ReadAggregate(r io.Reader) ([]Cell, error) {
+	var cells []Cell
+	if err := json.NewDecoder(r).Decode(&cells); err != nil {
+		return nil, fmt.Errorf("results: decoding aggregate: %w", err)
+	}
+	return cells, nil
+}

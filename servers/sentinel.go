@@ -1,0 +1,487 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// Topology is how the Redis lockbench starts is laid out.
+type Topology string
+
+// The Redis topologies.
+const (
+	// TopologyMasters is independent masters, as many as the strategies
+	// need (five for redlock): the default.
+	TopologyMasters Topology = "masters"
+	// TopologySentinel is one primary with SentinelReplicas replicas
+	// (asynchronous replication) watched by SentinelCount Sentinels, as
+	// most teams run Redis: single-node strategies find the primary
+	// through the Sentinels, multi-node ones have no independent masters.
+	TopologySentinel Topology = "sentinel"
+)
+
+// ParseTopology parses a --redis-topology value: masters or sentinel
+// ("" is masters).
+func ParseTopology(s string) (Topology, error) {
+	switch Topology(s) {
+	case "", TopologyMasters:
+		return TopologyMasters, nil
+	case TopologySentinel:
+		return TopologySentinel, nil
+	}
+	return "", fmt.Errorf("want masters or sentinel, got %q", s)
+}
+
+// The sentinel topology, tuned to fail over fast.
+const (
+	// SentinelReplicas is the number of replicas of the primary: 2.
+	SentinelReplicas = 2
+	// SentinelCount is the number of Sentinels: 3.
+	SentinelCount = 3
+	// SentinelQuorum is how many Sentinels must agree that the primary is
+	// down: 2.
+	SentinelQuorum = 2
+	// SentinelDownAfter is the Sentinels' down-after-milliseconds: 500ms
+	// without a valid reply and a Sentinel deems the primary down
+	// (Redis' default is 30s).
+	SentinelDownAfter = 500 * time.Millisecond
+	// SentinelFailoverTimeout is the Sentinels' failover-timeout: 10s. It
+	// also sets how long a Sentinel lets a replica replicate from an
+	// address other than the primary's before it re-points it
+	// (+fix-slave-config): the failover fault routes replication through
+	// proxies for a few seconds, and this keeps the Sentinels from undoing
+	// that while it lasts. A failover that does not get going (a split
+	// vote) is retried after twice this.
+	SentinelFailoverTimeout = 10 * time.Second
+	// SentinelParallelSyncs is how many replicas resynchronise with a new
+	// primary at once: 1.
+	SentinelParallelSyncs = 1
+
+	// sentinelReadyTimeout bounds the wait for every Sentinel to know the
+	// replicas and the other Sentinels (they meet through hello messages
+	// on the primary, every 2s): 30s.
+	sentinelReadyTimeout = 30 * time.Second
+	// sentinelAskTimeout bounds one question to a Sentinel: 1s.
+	sentinelAskTimeout = time.Second
+)
+
+// ErrNeedsMasters is wrapped by TargetFor's error for a strategy that needs
+// several independent Redis masters (redlock) when the Redis given or
+// started is one primary behind Sentinels: its replicas are copies, not
+// independent nodes.
+var ErrNeedsMasters = errors.New("servers: needs independent Redis masters; the sentinel topology has one primary and its replicas")
+
+// ErrReplicated is wrapped by Target.Reroute for a replicated Redis: its
+// clients find the primary through the Sentinels, so a proxy in front of
+// one node's address would not be used.
+var ErrReplicated = errors.New("servers: the primary of a replicated Redis is found through its Sentinels; its clients cannot be rerouted through a proxy")
+
+// sentinelState is the implementation part of Sentinel.
+type sentinelState struct {
+	server
+	port    int
+	dir     string
+	cfgPath string
+}
+
+// sentinelGroup is the replicated Redis of the sentinel topology: the data
+// nodes (a primary and its replicas) and the Sentinels that watch them.
+type sentinelGroup struct {
+	master    string // the name the Sentinels know the primary by
+	nodes     []*Redis
+	sentinels []*Sentinel
+
+	mu          sync.Mutex
+	lastPrimary string // the primary's address when last asked
+}
+
+// startSentinelGroup starts the sentinel topology: redis-0 as the primary,
+// redis-1 and redis-2 replicating from it, then the Sentinels, and waits
+// until every replica is in sync and every Sentinel knows both replicas and
+// the other Sentinels (before that a failover could not get a quorum).
+func (c *Cluster) startSentinelGroup(ctx context.Context, bins binaries) error {
+	var err error
+	for range startAttempts {
+		if err = c.startSentinelGroupOnce(ctx, bins); !addrInUse(err) {
+			break
+		}
+	}
+	return err
+}
+
+func (c *Cluster) startSentinelGroupOnce(ctx context.Context, bins binaries) error {
+	n := 1 + SentinelReplicas
+	ports, err := freePorts(n + SentinelCount)
+	if err != nil {
+		return err
+	}
+	g := &sentinelGroup{master: strategies.DefaultRedisMaster}
+	fail := func(err error) error {
+		for _, s := range c.groupServers(g) {
+			_ = s.kill()
+		}
+		c.Redis, c.Sentinels = nil, nil
+		return err
+	}
+	for i := range n {
+		name := fmt.Sprintf("redis-%d", i)
+		_ = os.RemoveAll(filepath.Join(c.dir, name)) // a failed attempt's leftovers
+		r, err := c.newRedis(name, bins, g)
+		if err != nil {
+			return fail(err)
+		}
+		r.port, r.Addr = ports[i], hostPort(ports[i])
+		g.nodes = append(g.nodes, r)
+	}
+	g.lastPrimary = g.nodes[0].Addr
+	c.Redis = g.nodes
+	// The primary first: the replicas start replicating from it at once.
+	for _, r := range g.nodes {
+		if err := r.start(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	for i := range SentinelCount {
+		s, err := c.newSentinel(fmt.Sprintf("sentinel-%d", i), ports[n+i], g, bins)
+		if err != nil {
+			return fail(err)
+		}
+		g.sentinels = append(g.sentinels, s)
+	}
+	c.Sentinels = g.sentinels
+	for _, s := range g.sentinels {
+		if err := s.start(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	if err := g.waitFormed(ctx); err != nil {
+		return fail(&StartError{Server: "the sentinel topology", Err: err, LogTail: logTail(g.sentinels[0].logPath)})
+	}
+	return nil
+}
+
+// groupServers lists the group's servers created so far.
+func (c *Cluster) groupServers(g *sentinelGroup) []*server {
+	var all []*server
+	for _, r := range g.nodes {
+		all = append(all, &r.server)
+	}
+	for _, s := range g.sentinels {
+		all = append(all, &s.server)
+	}
+	return all
+}
+
+// newSentinel writes a Sentinel's configuration and prepares its server.
+// Sentinel rewrites its configuration file as it learns (replicas, other
+// Sentinels, a new primary), so a restarted Sentinel knows what it knew.
+func (c *Cluster) newSentinel(name string, port int, g *sentinelGroup, bins binaries) (*Sentinel, error) {
+	s := &Sentinel{Addr: hostPort(port)}
+	s.port = port
+	s.dir = filepath.Join(c.dir, name)
+	s.cfgPath = filepath.Join(s.dir, "sentinel.conf")
+	_ = os.RemoveAll(s.dir)
+	if err := os.Mkdir(s.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("servers: %w", err)
+	}
+	if err := os.WriteFile(s.cfgPath, []byte(g.sentinelConfig(port, s.dir)), 0o644); err != nil {
+		return nil, fmt.Errorf("servers: %s: %w", name, err)
+	}
+	s.server = server{
+		name:    name,
+		logPath: filepath.Join(s.dir, "server.log"),
+		stopSig: syscall.SIGTERM,
+		timeout: redisReadyTimeout,
+		build: func() (*exec.Cmd, error) {
+			cmd := exec.Command(bins.redisServer, s.cfgPath, "--sentinel")
+			cmd.Dir, cmd.Env = s.dir, childEnv()
+			return cmd, nil
+		},
+		ready: func(ctx context.Context) error { return pingRedis(ctx, s.Addr) },
+		desc:  func() string { return name + " (" + s.Addr + ")" },
+		cl:    &c.state,
+	}
+	return s, nil
+}
+
+// sentinelConfig is a Sentinel's sentinel.conf.
+func (g *sentinelGroup) sentinelConfig(port int, dir string) string {
+	host, primaryPort, _ := net.SplitHostPort(g.nodes[0].Addr)
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	lines := []string{
+		"port " + strconv.Itoa(port),
+		"bind 127.0.0.1",
+		"daemonize no",
+		"dir " + dir,
+		`logfile ""`,
+		fmt.Sprintf("sentinel monitor %s %s %s %d", g.master, host, primaryPort, SentinelQuorum),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %s", g.master, ms(SentinelDownAfter)),
+		fmt.Sprintf("sentinel failover-timeout %s %s", g.master, ms(SentinelFailoverTimeout)),
+		fmt.Sprintf("sentinel parallel-syncs %s %d", g.master, SentinelParallelSyncs),
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// replicationArgs are the redis-server arguments of data node r: diskless
+// replication both ways (a full resync streams the data set over the
+// socket, with no delay to wait for more replicas, and a replica loads it
+// without a file), so that a replica, or a restarted node, is in sync in
+// milliseconds; and --replicaof the primary when that is not r.
+func (g *sentinelGroup) replicationArgs(r *Redis) []string {
+	args := []string{
+		"--repl-diskless-sync", "yes",
+		"--repl-diskless-sync-delay", "0",
+		"--repl-diskless-load", "on-empty-db",
+	}
+	primary := g.primaryForStart()
+	if primary != "" && primary != r.Addr {
+		host, port, _ := net.SplitHostPort(primary)
+		args = append(args, "--replicaof", host, port)
+	}
+	return args
+}
+
+// primaryForStart is the primary a starting data node replicates from: the
+// one the Sentinels name, or the last one they named when none answers
+// (before they run: the first primary).
+func (g *sentinelGroup) primaryForStart() string {
+	if len(g.sentinels) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), sentinelAskTimeout)
+		defer cancel()
+		if addr, err := g.primaryAddr(ctx); err == nil {
+			return addr
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lastPrimary
+}
+
+// primaryAddr asks the Sentinels, in turn, for the primary's address.
+func (g *sentinelGroup) primaryAddr(ctx context.Context) (string, error) {
+	addr, err := PrimaryAddr(ctx, g.sentinelAddrs(), g.master)
+	if err == nil {
+		g.mu.Lock()
+		g.lastPrimary = addr
+		g.mu.Unlock()
+	}
+	return addr, err
+}
+
+func (g *sentinelGroup) sentinelAddrs() []string {
+	addrs := make([]string, len(g.sentinels))
+	for i, s := range g.sentinels {
+		addrs[i] = s.Addr
+	}
+	return addrs
+}
+
+// PrimaryAddr asks the Sentinels at sentinels, one after another until one
+// answers, for the address of the primary they know as master.
+func PrimaryAddr(ctx context.Context, sentinels []string, master string) (string, error) {
+	var errs []error
+	for _, addr := range sentinels {
+		actx, cancel := context.WithTimeout(ctx, sentinelAskTimeout)
+		hp, err := askSentinel(actx, addr, func(c *redis.SentinelClient) ([]string, error) {
+			return c.GetMasterAddrByName(actx, master).Result()
+		})
+		cancel()
+		if err == nil && len(hp) == 2 {
+			return net.JoinHostPort(hp[0], hp[1]), nil
+		}
+		errs = append(errs, fmt.Errorf("sentinel %s: %v", addr, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return "", fmt.Errorf("servers: no Sentinel named the primary %q: %w", master, errors.Join(errs...))
+}
+
+// askSentinel runs f on a one-connection client of the Sentinel at addr.
+func askSentinel[T any](ctx context.Context, addr string, f func(c *redis.SentinelClient) (T, error)) (T, error) {
+	c := redis.NewSentinelClient(&redis.Options{
+		Addr: addr, PoolSize: 1, MaxRetries: -1, DialTimeout: sentinelAskTimeout,
+		ReadTimeout: sentinelAskTimeout, WriteTimeout: sentinelAskTimeout, ContextTimeoutEnabled: true,
+		Protocol: 2, DisableIdentity: true,
+	})
+	defer c.Close()
+	return f(c)
+}
+
+// waitFormed waits until every replica's link to the primary is up and
+// every Sentinel knows both replicas and the other Sentinels.
+func (g *sentinelGroup) waitFormed(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, sentinelReadyTimeout)
+	defer cancel()
+	var last error
+	for {
+		if last = g.formed(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not formed after %v: %v", sentinelReadyTimeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (g *sentinelGroup) formed(ctx context.Context) error {
+	for _, r := range g.nodes[1:] {
+		info, err := redisInfo(ctx, r.Addr, "replication")
+		if err != nil {
+			return fmt.Errorf("%s: %v", r.name, err)
+		}
+		if info["master_link_status"] != "up" {
+			return fmt.Errorf("%s: master_link_status %q", r.name, info["master_link_status"])
+		}
+	}
+	for _, s := range g.sentinels {
+		m, err := askSentinel(ctx, s.Addr, func(c *redis.SentinelClient) (map[string]string, error) {
+			return c.Master(ctx, g.master).Result()
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %v", s.name, err)
+		}
+		if m["num-slaves"] != strconv.Itoa(SentinelReplicas) || m["num-other-sentinels"] != strconv.Itoa(SentinelCount-1) {
+			return fmt.Errorf("%s knows %s replicas and %s other Sentinels", s.name, m["num-slaves"], m["num-other-sentinels"])
+		}
+	}
+	return nil
+}
+
+// redisInfo returns one INFO section of the node at addr as key → value.
+func redisInfo(ctx context.Context, addr, section string) (map[string]string, error) {
+	c := redis.NewClient(&redis.Options{
+		Addr: addr, PoolSize: 1, MaxRetries: -1, DialTimeout: sentinelAskTimeout,
+		ReadTimeout: sentinelAskTimeout, WriteTimeout: sentinelAskTimeout, ContextTimeoutEnabled: true,
+		Protocol: 2, DisableIdentity: true,
+	})
+	defer c.Close()
+	text, err := c.Info(ctx, section).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for line := range strings.SplitSeq(text, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// sentinelEndpoints are the group's Sentinel addresses and master name, or
+// nothing for the masters topology.
+func (c *Cluster) sentinelEndpoints() (sentinels []string, master string) {
+	if len(c.Sentinels) == 0 {
+		return nil, ""
+	}
+	for _, s := range c.Sentinels {
+		sentinels = append(sentinels, s.Addr)
+	}
+	return sentinels, c.Redis[0].group.master
+}
+
+// replicatedTarget answers a single-node Redis need with the replicated
+// Redis behind ep.RedisSentinels: the Sentinels and master name in the lock
+// config, and, when they are the cluster's own, the group's nodes (in
+// Nodes and, for faults to address them by index, RedisAddrs).
+func replicatedTarget(need strategies.Need, ep Endpoints, c *Cluster) Target {
+	t := Target{Need: need, noun: "Redis node", flag: "--redis-sentinels", env: EnvRedisSentinels}
+	t.Config = strategies.Config{
+		RedisSentinels: append([]string(nil), ep.RedisSentinels...),
+		RedisMaster:    ep.RedisMaster,
+		RedisPassword:  ep.RedisPassword,
+	}
+	if t.Config.RedisMaster == "" {
+		t.Config.RedisMaster = strategies.DefaultRedisMaster
+	}
+	if c == nil {
+		return t
+	}
+	if own, _ := c.sentinelEndpoints(); len(own) > 0 && slices.Equal(own, ep.RedisSentinels) {
+		t.group = c.Redis[0].group
+		for _, r := range c.Redis {
+			t.Nodes = append(t.Nodes, r)
+			t.Config.RedisAddrs = append(t.Config.RedisAddrs, r.Addr)
+		}
+	}
+	return t
+}
+
+// Member is one data node of a replicated Redis lockbench started.
+type Member struct {
+	// Node is the server, for a fault to kill and start again.
+	Node Node
+	// Addr is its address, 127.0.0.1:port.
+	Addr string
+}
+
+// Replicated reports whether the target is a replicated Redis behind
+// Sentinels (Config.RedisSentinels).
+func (t Target) Replicated() bool { return len(t.Config.RedisSentinels) > 0 }
+
+// Roles returns the current primary of a replicated Redis lockbench
+// started, as its Sentinels name it, and the other data nodes (its
+// replicas, or nodes that are down), in the order of Nodes.
+func (t Target) Roles(ctx context.Context) (primary Member, others []Member, err error) {
+	if !t.Replicated() {
+		return primary, nil, errors.New("servers: not a replicated Redis (set --redis-topology sentinel)")
+	}
+	if t.group == nil {
+		return primary, nil, fmt.Errorf("%w: the Sentinels were given (%s)", ErrNotLocal, t.Given())
+	}
+	addr, err := t.group.primaryAddr(ctx)
+	if err != nil {
+		return primary, nil, err
+	}
+	found := false
+	for _, r := range t.group.nodes {
+		m := Member{Node: r, Addr: r.Addr}
+		if r.Addr == addr && !found {
+			primary, found = m, true
+			continue
+		}
+		others = append(others, m)
+	}
+	if !found {
+		return primary, nil, fmt.Errorf("servers: the Sentinels name %s as primary, which is none of the group's nodes", addr)
+	}
+	return primary, others, nil
+}
+
+// byRole is the group's nodes with the current primary first (Node(0) is
+// what a single-node strategy uses), or nil when the Sentinels do not say.
+func (t Target) byRole() []Member {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*sentinelAskTimeout)
+	defer cancel()
+	p, others, err := t.Roles(ctx)
+	if err != nil {
+		return nil
+	}
+	return append([]Member{p}, others...)
+}
+
+// Kill SIGKILLs the Sentinel and waits until it has exited.
+func (s *Sentinel) Kill() error { return s.kill() }
+
+// Start starts the Sentinel again with the configuration it rewrote as it
+// learnt (the current primary, the replicas, the other Sentinels) and
+// waits until it answers PING.
+func (s *Sentinel) Start(ctx context.Context) error { return s.start(ctx) }
