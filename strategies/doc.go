@@ -6,6 +6,19 @@
 // time when it never expires on its own). Releasing a lease never deletes a
 // lock that someone else holds now.
 //
+// Optional abilities are one-method interfaces found by type assertion
+// (go-ycsb's BatchDB, vegeta's Closer): a Blocker strategy waits inside
+// Acquire, an Extender lease can be renewed (the watchdog builds on it), a
+// Waiter lease says whether its Acquire waited for a predecessor.
+//
+// A strategy's registry entry (Info) is data about it that the rest of
+// lockbench asks instead of branching on its name: what it needs from the
+// servers (Need: a backend and how many of its nodes), whether it fences,
+// excludes across instances, is the control, takes no lock at all
+// (Transactional), keeps its lease alive (KeepAlive) or lives as long as its
+// connection (SessionBound). The order strategies are listed and coloured in
+// is one table, canon in order.go.
+//
 // Strategies register themselves from their own package's init function
 // (database/sql's Register, go-ycsb's RegisterDBCreator); importing
 // github.com/lockbench/lockbench/strategies/all registers every built-in one.

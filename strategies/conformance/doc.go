@@ -9,11 +9,19 @@
 // Deadline), that a cancelled context returns promptly, that a stopped server
 // yields an error within 5s rather than a hang (and that the strategy recovers
 // when the server is back), that fencing tokens strictly increase, and that a
-// quorum strategy survives a minority of dead nodes but not a majority.
+// quorum strategy survives a minority of dead nodes but not a majority; that
+// an Extender lease outlives its TTL while renewed and cannot renew a lock
+// someone else took since; and, for a transactional strategy (which takes
+// no lock), that its factory fails promptly with its database down.
+//
+// The servers come from the Env: servers.TargetFor answers each strategy's
+// Need with the endpoints of exactly the nodes it uses, and the nodes the
+// cases may stop when the test started them (EnvOf).
 //
 // Cases that do not apply to a strategy, decided from its Info (no server to
 // stop for an in-process strategy, no tokens without Info.Fencing, no quorum
-// with one node), are not run and say so with t.Log. The control strategy
+// with one node, no lock for a transactional one), are skipped with t.Skip
+// and their reason. The control strategy
 // nolock excludes nobody: for it the suite asserts that its exclusion check
 // fails, because a checker that cannot fail proves nothing.
 //
