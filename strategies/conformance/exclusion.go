@@ -38,8 +38,8 @@ type Contention struct {
 // more than once: contenders sharing an instance) take the lock on key
 // rounds times each, all starting at once, with AcquireRetry bounded by
 // acquireTimeout per attempt; each counts itself in and out of the
-// critical section, where it stays for Hold. Package tests of strategies
-// use it for their own exclusion cases.
+// critical section, where it stays for Hold. The exclusion cases run on it;
+// a strategy's own tests may too.
 func Contend(objects []strategies.Strategy, key string, rounds int, acquireTimeout time.Duration) Contention {
 	var (
 		inside, maxInside, overlaps, entries atomic.Int64
@@ -100,25 +100,6 @@ func (c Contention) IncreasingTokens() error {
 		}
 	}
 	return nil
-}
-
-// Check fails t unless every contender got the lock every time (entries
-// critical sections in all), nobody found another contender inside, and
-// the tokens of successive holders increased.
-func (c Contention) Check(t testing.TB, entries int) {
-	t.Helper()
-	for _, err := range c.Errs {
-		t.Errorf("contender: %v", err)
-	}
-	if c.Overlaps != 0 {
-		t.Errorf("%d overlaps, up to %d holders at once; want 0", c.Overlaps, c.MaxInside)
-	}
-	if len(c.Tokens) != entries {
-		t.Errorf("%d acquisitions; want %d", len(c.Tokens), entries)
-	}
-	if err := c.IncreasingTokens(); err != nil {
-		t.Error(err)
-	}
 }
 
 // testExclusion has Contenders goroutines take the lock on one key Rounds
