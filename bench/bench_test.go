@@ -294,13 +294,17 @@ func BenchmarkProcessTransport(b *testing.B) {
 	for _, name := range []string{"nolock", "setnx"} {
 		var lock strategies.Config
 		if name != "nolock" {
-			ep, err := endpoints()
+			// Only the servers this strategy needs (Redis), started here.
+			info, _ := strategies.Lookup(name)
+			ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+			ep, cluster, err := servers.Ensure(ctx, servers.NeedsOf([]strategies.Info{info}), servers.EndpointsFromEnv(), servers.Options{})
+			cancel()
 			if err != nil {
-				b.Logf("%s skipped: the lock servers are unavailable: %v", name, err)
+				b.Logf("%s skipped: its servers are unavailable: %s", name, servers.Redact(err.Error()))
 				continue
 			}
-			info, _ := strategies.Lookup(name)
-			target, err := servers.TargetFor(info.Need, ep, lockServers.cluster)
+			b.Cleanup(func() { _ = cluster.Stop() })
+			target, err := servers.TargetFor(info.Need, ep, cluster)
 			if err != nil {
 				b.Fatal(servers.Redact(err.Error()))
 			}

@@ -70,11 +70,13 @@ func newDeadlines(parent context.Context, timeout time.Duration) *deadlines {
 	return d
 }
 
-// begin returns the context of a call starting at now, the caller's clock
-// reading (which saves taking another). Pass it to end when the call
-// returns, before the next begin.
-func (d *deadlines) begin(now time.Time) *callCtx {
-	c := &callCtx{d: d, deadline: int64(now.Sub(d.epoch) + d.timeout)}
+// begin makes c, a new (zero) callCtx, the context of a call starting at
+// now, the caller's clock reading (which saves taking another), and
+// returns it. The caller allocates c so that it can allocate the contexts
+// of several calls at once. Pass it to end when the call returns, before
+// the next begin.
+func (d *deadlines) begin(c *callCtx, now time.Time) *callCtx {
+	c.d, c.deadline = d, int64(now.Sub(d.epoch)+d.timeout)
 	if !d.parentDeadline.IsZero() {
 		c.deadline = min(c.deadline, int64(d.parentDeadline.Sub(d.epoch)))
 	}

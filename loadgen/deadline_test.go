@@ -30,7 +30,7 @@ func TestCallContextEndCancels(t *testing.T) {
 	defer d.close()
 	for _, early := range []bool{true, false} {
 		now := time.Now()
-		c := d.begin(now)
+		c := d.begin(new(callCtx), now)
 		if dl, ok := c.Deadline(); !ok || !dl.Equal(now.Add(time.Hour)) {
 			t.Errorf("Deadline() = %v, %v; want %v, true", dl, ok, now.Add(time.Hour))
 		}
@@ -64,14 +64,14 @@ func TestCallContextExpires(t *testing.T) {
 	d := newDeadlines(context.Background(), timeout)
 	defer d.close()
 	for end := time.Now().Add(3 * timeout); time.Now().Before(end); {
-		c := d.begin(time.Now())
+		c := d.begin(new(callCtx), time.Now())
 		d.end(c)
 		if err := c.Err(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Err() of a call that ended in time = %v; want context.Canceled", err)
 		}
 	}
 	start := time.Now()
-	c := d.begin(start)
+	c := d.begin(new(callCtx), start)
 	defer d.end(c)
 	waitDone(t, c, 5*time.Second)
 	if took := time.Since(start); took < timeout-time.Millisecond {
@@ -88,14 +88,14 @@ func TestCallContextParent(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
 	d := newDeadlines(parent, time.Hour)
 	defer d.close()
-	c := d.begin(time.Now())
+	c := d.begin(new(callCtx), time.Now())
 	cancel()
 	waitDone(t, c, 5*time.Second)
 	if err := c.Err(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Err() after the parent's cancel = %v; want context.Canceled", err)
 	}
 	d.end(c)
-	c = d.begin(time.Now())
+	c = d.begin(new(callCtx), time.Now())
 	if err := c.Err(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Err() of a call begun after the parent's cancel = %v; want context.Canceled", err)
 	}
@@ -106,7 +106,7 @@ func TestCallContextParent(t *testing.T) {
 	defer cancelShort()
 	d2 := newDeadlines(short, time.Hour)
 	defer d2.close()
-	c = d2.begin(time.Now())
+	c = d2.begin(new(callCtx), time.Now())
 	defer d2.end(c)
 	if dl, _ := c.Deadline(); !dl.Equal(pdl) {
 		t.Errorf("Deadline() = %v; want the parent's %v", dl, pdl)
@@ -120,7 +120,7 @@ func TestCallContextParent(t *testing.T) {
 	// call to its own deadline.
 	d3 := newDeadlines(context.WithoutCancel(parent), time.Hour)
 	defer d3.close()
-	c = d3.begin(time.Now())
+	c = d3.begin(new(callCtx), time.Now())
 	if err := c.Err(); err != nil {
 		t.Errorf("Err() under a parent without cancellation = %v; want nil", err)
 	}
@@ -133,7 +133,7 @@ func TestCallContextParent(t *testing.T) {
 func TestCallContextChildren(t *testing.T) {
 	d := newDeadlines(context.Background(), time.Hour)
 	defer d.close()
-	c := d.begin(time.Now())
+	c := d.begin(new(callCtx), time.Now())
 	before := runtime.NumGoroutine()
 	var children []context.Context
 	for range 50 {
@@ -166,7 +166,7 @@ func TestCallContextChildren(t *testing.T) {
 	// A child of a call that expires expires with it.
 	d2 := newDeadlines(context.Background(), 20*time.Millisecond)
 	defer d2.close()
-	c = d2.begin(time.Now())
+	c = d2.begin(new(callCtx), time.Now())
 	defer d2.end(c)
 	child, cancel := context.WithTimeout(c, time.Hour)
 	defer cancel()
@@ -188,7 +188,7 @@ func TestCallContextConcurrent(t *testing.T) {
 		if i == 1500 {
 			cancel()
 		}
-		c := d.begin(time.Now())
+		c := d.begin(new(callCtx), time.Now())
 		wg.Go(func() {
 			<-c.Done()
 			if c.Err() == nil {

@@ -58,6 +58,8 @@ type FaultEnv struct {
 	events   []results.Event
 	window   *results.Window
 	hookFlag atomic.Bool
+	loaded   atomic.Bool // every payment has been offered (or the load was stopped)
+	strikes  strikeLog
 }
 
 // OnEnter registers f to run synchronously inside the store's Enter, before
@@ -92,9 +94,14 @@ func (e *FaultEnv) Event(what string) {
 	e.events = append(e.events, results.Event{AtNs: int64(e.Since()), What: what})
 }
 
-// Begin marks the start of the fault window (and records what).
+// Begin marks the start of a strike (and records what): a fault calls it
+// once per strike, and End when the strike is undone. The fault window
+// runs from the first strike's Begin to the last strike's End; each
+// strike is counted (Summary.Strikes) and judged (Summary.UnsafeStrikes,
+// see strikeLog).
 func (e *FaultEnv) Begin(what string) {
 	e.Event(what)
+	e.strikes.begin()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.window == nil {
@@ -102,15 +109,21 @@ func (e *FaultEnv) Begin(what string) {
 	}
 }
 
-// End marks the end of the fault window (and records what).
+// End marks the end of the current strike and of the fault window so far
+// (and records what).
 func (e *FaultEnv) End(what string) {
 	e.Event(what)
+	e.strikes.end()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.window != nil {
 		e.window.EndNs = int64(e.Since())
 	}
 }
+
+// Offering reports whether payments are still being offered: a fault that
+// strikes again and again (schedule=random) stops once it is false.
+func (e *FaultEnv) Offering() bool { return !e.loaded.Load() }
 
 // WaitOffered waits until the given share (0..1) of the run's payments has
 // been offered, or ctx is done. Faults use it to strike mid-run.

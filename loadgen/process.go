@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -31,14 +33,20 @@ const (
 	readyTimeout = 20 * time.Second
 )
 
+// An instance process takes its deliveries on stdin as fixed-size binary
+// records, batched (transport.go); reaches the coordinator's store over a
+// local socket with store.Client's pipelined binary frames; and reports
+// its counters and latency histograms on stdout every statsEvery, as gob
+// (a few messages a second: not worth a codec of its own).
+
 // childMsg is what an instance process reports to the coordinator.
 type childMsg struct {
 	Kind   string // "ready", "stats", "done", "error"
 	Err    string
 	Counts Snapshot
-	Hists  []*hdrhistogram.Snapshot // one per phase: what was recorded since the last stats
+	Hists  []sparseHist // one per phase: what was recorded since the last stats
 	// Outcomes is the acquire latency by outcome since the last stats.
-	Outcomes []*hdrhistogram.Snapshot
+	Outcomes []sparseHist
 }
 
 // MaybeRunChild runs this process as an instance process and exits, if it
@@ -99,12 +107,12 @@ func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(chi
 		inst.Swap(set)
 		m := childMsg{Kind: kind, Counts: inst.Counts()}
 		for _, h := range set {
-			m.Hists = append(m.Hists, h.Export())
+			m.Hists = append(m.Hists, sparseOf(h))
 		}
 		// The instance keeps its outcomes for the whole run; send what
 		// was added since the last stats.
 		for _, h := range inst.Outcomes() {
-			m.Outcomes = append(m.Outcomes, h.Export())
+			m.Outcomes = append(m.Outcomes, sparseOf(h))
 			h.Reset()
 		}
 		return send(m)
@@ -169,7 +177,14 @@ func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, log 
 		return nil, err
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envChild+"="+childName, envInstance+"="+string(conf)); if v := os.Getenv("LB_CHILD_PROCS"); v != "" { cmd.Env = append(cmd.Env, "GOMAXPROCS="+v) }
+	cmd.Env = append(os.Environ(), envChild+"="+childName, envInstance+"="+string(conf))
+	if os.Getenv("GOMAXPROCS") == "" {
+		// Each instance process gets its share of the machine's cores, as
+		// an app server on a host shared with others would: with every
+		// process free to run a P per core, idle Ps spin and wake one
+		// another across processes, which costs more than the work.
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(max(1, runtime.NumCPU()/cfg.Scenario.Instances)))
+	}
 	// Its own process group (Ctrl-C reaches the coordinator, which stops the
 	// instances in order) and killed with the coordinator if it dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -232,12 +247,12 @@ func (r *remoteInstance) read(stdout io.Reader, ready chan<- error) {
 			r.counts = m.Counts
 			for p, s := range m.Hists {
 				if p < len(r.pending) {
-					r.pending[p].Merge(hdrhistogram.Import(s))
+					s.mergeInto(r.pending[p])
 				}
 			}
 			for o, s := range m.Outcomes {
 				if o < len(r.outcomes) {
-					r.outcomes[o].Merge(hdrhistogram.Import(s))
+					s.mergeInto(r.outcomes[o])
 				}
 			}
 			r.mu.Unlock()
@@ -320,4 +335,48 @@ func (r *remoteInstance) kill() {
 	_ = r.cmd.Process.Signal(syscall.SIGCONT)
 	_ = r.cmd.Process.Kill()
 	_, _ = r.cmd.Process.Wait()
+}
+
+// sparseHist is a latency histogram (results.NewHistogram's bounds) as
+// its non-zero buckets: a stats message carries a few hundred numbers per
+// histogram where its snapshot has tens of thousands, most of them zero,
+// which gob would encode four times a second per phase per instance.
+type sparseHist struct {
+	Len   int // the snapshot's number of buckets; 0 for an empty histogram
+	Index []int32
+	Count []int64
+}
+
+func sparseOf(h *hdrhistogram.Histogram) sparseHist {
+	if h.TotalCount() == 0 {
+		return sparseHist{}
+	}
+	snap := h.Export()
+	sp := sparseHist{Len: len(snap.Counts)}
+	for i, c := range snap.Counts {
+		if c != 0 {
+			sp.Index = append(sp.Index, int32(i))
+			sp.Count = append(sp.Count, c)
+		}
+	}
+	return sp
+}
+
+// mergeInto adds s to h.
+func (s sparseHist) mergeInto(h *hdrhistogram.Histogram) {
+	if s.Len == 0 || len(s.Index) != len(s.Count) {
+		return
+	}
+	counts := make([]int64, s.Len)
+	for k, i := range s.Index {
+		if int(i) < len(counts) {
+			counts[i] = s.Count[k]
+		}
+	}
+	h.Merge(hdrhistogram.Import(&hdrhistogram.Snapshot{
+		LowestTrackableValue:  results.MinLatencyNs,
+		HighestTrackableValue: results.MaxLatencyNs,
+		SignificantFigures:    results.SigFigs,
+		Counts:                counts,
+	}))
 }

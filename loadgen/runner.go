@@ -106,6 +106,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		return results.Run{}, fmt.Errorf("store reset: %w", err)
 	}
 	env := &FaultEnv{Strategy: o.Strategy, Info: info, Scenario: sc, Lock: o.Lock, total: len(wl.Payments)}
+	env.strikes.watch(o.Store, max(sc.TTL, MinStrikeGrace))
 	st := hookedStore{Store: o.Store, env: env}
 	if o.Fault != nil {
 		defer o.Fault.Close()
@@ -194,6 +195,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		endSpan = o.LoadSpan()
 	}
 	behind := dispatch(runCtx, sc, wl, insts, env, start)
+	env.loaded.Store(true) // a random fault schedule strikes no more
 	// Drain: stop the instances (each finishes what it holds).
 	var stopErrs []error
 	for _, in := range insts {
@@ -389,6 +391,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 	}
 	s.FaultEvents = env.events
 	env.mu.Unlock()
+	s.Strikes, s.UnsafeStrikes = env.strikes.finish(c)
 	s.Finish()
 	return s
 }

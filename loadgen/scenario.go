@@ -115,6 +115,10 @@ type Scenario struct {
 	// resolution of its interval logs and timeline); 0 means
 	// IntervalLength. Fault runs, a few seconds long, use a shorter one.
 	Interval time.Duration `yaml:"interval"`
+	// FencingStrict, with Fencing, asks the store to also refuse a write
+	// whose token is no newer than the last applied write's (--fencing
+	// strict; store.Setup.Strict).
+	FencingStrict bool `yaml:"fencing_strict"`
 }
 
 // MinInterval is the shortest latency interval a run may have: 10ms.
@@ -322,9 +326,13 @@ func (s *Scenario) CheckMemory() error {
 	case m.Intervals >= m.Accounts:
 		flag, what = "duration", "a shorter run or a longer --interval"
 	}
-	return usageErr(flag, "the scenario needs about %s of memory (%d accounts: %s, %d payments: %s, latency intervals: %s, twice over for the garbage collector); %s is available (MemAvailable); want %s",
+	intervals := ""
+	if m.Intervals > 0 {
+		intervals = ", latency intervals: " + usage.FormatBytes(m.Intervals)
+	}
+	return usageErr(flag, "the scenario needs about %s of memory (%d accounts: %s, %d payments: %s%s, twice over for the garbage collector); %s is available (MemAvailable); want %s",
 		usage.FormatBytes(m.Total()), s.Accounts, usage.FormatBytes(m.Accounts), s.PaymentCap(), usage.FormatBytes(m.Payments),
-		usage.FormatBytes(m.Intervals), usage.FormatBytes(avail), what)
+		intervals, usage.FormatBytes(avail), what)
 }
 
 // PaymentCap is how many payments the run can offer at most.
@@ -345,9 +353,10 @@ type RetrySpec struct {
 	text string
 }
 
-// ParseRetry parses a --retry value.
+// ParseRetry parses a --retry value; BASE and CAP are within
+// MinBackoff..MaxBackoff.
 func ParseRetry(s string) (RetrySpec, error) {
-	bad := fmt.Errorf("want none, backoff or backoff:BASE-CAP (e.g. backoff:1ms-50ms), got %q", s)
+	bad := fmt.Errorf("want none, backoff or backoff:BASE-CAP with %s ≤ BASE ≤ CAP ≤ %s (e.g. backoff:1ms-50ms), got %q", MinBackoff, MaxBackoff, s)
 	if s == "none" {
 		return RetrySpec{Retry: strategies.Retry{None: true}, text: s}, nil
 	}
@@ -361,7 +370,7 @@ func ParseRetry(s string) (RetrySpec, error) {
 	lo, hi, ok := strings.Cut(rest, "-")
 	base, err1 := time.ParseDuration(lo)
 	maxB, err2 := time.ParseDuration(hi)
-	if !ok || err1 != nil || err2 != nil || base <= 0 || maxB < base {
+	if !ok || err1 != nil || err2 != nil || base < MinBackoff || maxB < base || maxB > MaxBackoff {
 		return RetrySpec{}, bad
 	}
 	return RetrySpec{Retry: strategies.Retry{Base: base, Cap: maxB}, text: s}, nil

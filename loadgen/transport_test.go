@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/results"
 )
 
 // A delivery survives its record unchanged, extremes included.
@@ -67,5 +69,25 @@ func TestDeliveryWriter(t *testing.T) {
 	}
 	if blocked != context.DeadlineExceeded {
 		t.Errorf("Deliver to a reader that never reads: got %v; want context.DeadlineExceeded", blocked)
+	}
+}
+
+// A histogram sent as its non-zero buckets arrives whole: the same count
+// and percentiles.
+func TestSparseHistRoundTrip(t *testing.T) {
+	h := results.NewHistogram()
+	for i := int64(1); i <= 5000; i++ {
+		_ = h.RecordValue(i * i * 37)
+	}
+	got := results.NewHistogram()
+	sparseOf(h).mergeInto(got)
+	sparseOf(results.NewHistogram()).mergeInto(got) // an empty one adds nothing
+	for _, q := range []float64{50, 99, 99.9, 100} {
+		if a, b := got.ValueAtQuantile(q), h.ValueAtQuantile(q); a != b {
+			t.Errorf("p%v: got %d; want %d", q, a, b)
+		}
+	}
+	if got.TotalCount() != h.TotalCount() {
+		t.Errorf("count: got %d; want %d", got.TotalCount(), h.TotalCount())
 	}
 }

@@ -124,8 +124,10 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 		return
 	}
 
+	// The cycle's two call contexts, in one allocation.
+	calls := new([2]callCtx)
 	t0 := time.Now()
-	actx := cx.acquire.begin(t0)
+	actx := cx.acquire.begin(&calls[0], t0)
 	lease, attempts, err := strategies.AcquireRetry(actx, in.strategy, key, sc.Retry.Retry)
 	cx.acquire.end(actx)
 	t1 := time.Since(t0)
@@ -159,7 +161,7 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 
 	// Release with a fresh bound: the run's ctx may be ending, and a lock
 	// left behind would only expire by its TTL.
-	rctx := cx.release.begin(t0.Add(t2))
+	rctx := cx.release.begin(&calls[1], t0.Add(t2))
 	if err := lease.Release(rctx); err != nil {
 		w.c.Errors[classify(err)].Add(1)
 	}

@@ -55,10 +55,12 @@ type htmlPage struct {
 	ReportJS     template.JS
 }
 
-// htmlField is one line of the header.
+// htmlField is one line of the header: a name and its value, or a note
+// (Meta.Notes, with report.md's inline markup).
 type htmlField struct {
 	Name, Value string
 	Code        bool
+	Note        template.HTML
 }
 
 // htmlFile is one entry of the Files section.
@@ -139,7 +141,7 @@ func htmlHeader(meta Meta) []htmlField {
 		out = append(out, htmlField{Name: "Host", Value: h})
 	}
 	for _, n := range meta.Notes {
-		out = append(out, htmlField{Value: n})
+		out = append(out, htmlField{Note: inlineHTML(n)})
 	}
 	return out
 }

@@ -41,9 +41,10 @@ func chromium() string {
 // error, no uncaught exception, no request beyond the file itself; every
 // chart drew every series (pixels of its colour on the canvas, alone) with
 // a legend entry per strategy; a legend click hides a series, a drag zooms
-// the latency axis in and a double-click out again, a header click sorts
-// its table. The screenshot is saved in the test's directory (and with
-// -update for the README).
+// the latency axis in and a double-click out again, hovering over a chart
+// with trials shows their interval, a header click sorts its table. The
+// screenshot is saved in the test's directory (and with -update for the
+// README).
 func TestReportHTMLInBrowser(t *testing.T) {
 	bin := chromium()
 	if bin == "" {
@@ -126,14 +127,13 @@ func TestReportHTMLInBrowser(t *testing.T) {
 
 	// Every chart: its legend, and each series drawn on its own.
 	type drawn struct {
-		Name    string   `json:"name"`
-		Kind    string   `json:"kind"`
-		Legend  []string `json:"legend"`
-		Pixels  []int    `json:"pixels"`
-		Points  []int    `json:"points"`
-		Rows    []string `json:"rows"`
-		Cells   int      `json:"cells"`
-		Figures int      `json:"figures"`
+		Name   string   `json:"name"`
+		Kind   string   `json:"kind"`
+		Legend []string `json:"legend"`
+		Pixels []int    `json:"pixels"`
+		Points []int    `json:"points"`
+		Rows   []string `json:"rows"`
+		Cells  int      `json:"cells"`
 	}
 	charts, err := chromedp.Run(step, chromedp.Evaluate[[]drawn](checkChartsJS, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -150,12 +150,17 @@ func TestReportHTMLInBrowser(t *testing.T) {
 			continue
 		}
 		if got.Kind == "grid" {
+			v := VerdictRuns(summariesOf(normalizedRuns(runs)))
 			var strategies []string
-			for _, k := range sortedKeys(VerdictRuns(summariesOf(normalizedRuns(runs)))) {
+			for _, k := range sortedKeys(v) {
 				strategies = append(strategies, k.Strategy)
 			}
-			if !slices.Equal(got.Rows, strategies) {
-				t.Errorf("safety grid rows = %v; want %v", got.Rows, strategies)
+			faults := map[string]bool{}
+			for _, s := range v {
+				faults[faultName(&s)] = true
+			}
+			if !slices.Equal(got.Rows, strategies) || got.Cells != len(strategies)*len(faults) {
+				t.Errorf("safety grid: rows %v and %d cells; want %v and %d", got.Rows, got.Cells, strategies, len(strategies)*len(faults))
 			}
 			continue
 		}
@@ -189,6 +194,12 @@ func TestReportHTMLInBrowser(t *testing.T) {
 	if first != "" {
 		testLegendAndZoom(t, step, first)
 	}
+	for _, wc := range want.Charts {
+		if len(wc.Series) > 0 && len(wc.Series[0].YLo) > 0 {
+			testHover(t, step, wc.Name)
+			break
+		}
+	}
 	testSort(t, step)
 
 	shot, err := chromedp.Run(step, chromedp.FullScreenshot(100))
@@ -199,10 +210,9 @@ func TestReportHTMLInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", filepath.Join(dir, "report-html.png"), len(shot))
-	os.WriteFile("/tmp/full.png", shot, 0o644)
 	if *update {
-		// For the README: the top of the page, with the cursor on the first
-		// chart so its legend shows values.
+		// For the README: the charts, the cursor on the first so that its
+		// legend shows values.
 		readme, err := chromedp.Run(step, readmeShot(first))
 		if err != nil {
 			t.Fatal(err)
@@ -304,6 +314,37 @@ func testLegendAndZoom(t *testing.T, ctx context.Context, name string) {
 	if back.Min != before.Min || back.Max != before.Max {
 		t.Errorf("%s: after a double-click, y scale [%g, %g]; want [%g, %g] again", name, back.Min, back.Max, before.Min, before.Max)
 	}
+}
+
+// testHover moves the cursor across chart name, whose points have
+// intervals over trials, and reads its legend: some value there names
+// its interval and its trials.
+func testHover(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	plot := `window.lockbench.charts.find(c => c.name === "` + name + `").plot`
+	type box struct{ X, Y, W, H float64 }
+	b, err := chromedp.Run(ctx, chromedp.Evaluate[box](`(() => { const u = `+plot+`; u.over.scrollIntoView({block: "center"});
+		const r = u.over.getBoundingClientRect(); return {X: r.left, Y: r.top, W: r.width, H: r.height}; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, f := range []float64{0.02, 0.25, 0.5, 0.75, 0.98} {
+		if err := chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, b.X+b.W*f, b.Y+b.H/2)); err != nil {
+			t.Fatal(err)
+		}
+		vals, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('figure[data-chart="`+name+`"] .u-legend .u-value')].map(e => e.textContent)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vals {
+			if strings.Contains(v, " trials)") {
+				return
+			}
+		}
+		seen = append(seen, strings.Join(vals, " | "))
+	}
+	t.Errorf("%s: hovering, no legend value names its interval over trials; saw %q", name, seen)
 }
 
 // testSort clicks the duplicates header of the verdict table twice: its

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,8 @@ type htmlChart struct {
 	Series  []htmlSeries `json:"series,omitempty"`
 	// Band is the shaded fault window of a timeline.
 	Band *htmlBand `json:"band,omitempty"`
+	// Note, when set, says how the page's chart differs from the PNG's.
+	Note string `json:"-"`
 	// Grid is the safety grid's cells (Kind htmlKindGrid).
 	Grid *htmlGrid `json:"-"`
 	// PNG and SVG link the static chart, relative to report.html.
@@ -92,6 +95,9 @@ type htmlSeries struct {
 	// Tags, when set, say more about each point in its hover readout
 	// ("offered 2000/s").
 	Tags []string `json:"tags,omitempty"`
+	// Only, when set, are the only points drawn as dots (Points): a line's
+	// lone values between gaps.
+	Only []int `json:"only,omitempty"`
 }
 
 // htmlBand is a shaded span of the x axis.
@@ -155,20 +161,11 @@ func htmlCharts(runs []Run, cs ChartSet, l Layout) []htmlChart {
 			hc = &htmlChart{Static: true}
 		}
 		hc.Name, hc.Title, hc.Caption = ch.Name, ch.Title, ch.Caption
-		file := pathJoin(l.Charts, ch.Name)
+		file := path.Join(l.Charts, ch.Name) // a link: slashes on every OS
 		hc.PNG, hc.SVG = file+".png", file+".svg"
 		out = append(out, *hc)
 	}
 	return out
-}
-
-// pathJoin joins a layout directory ("" for the top) and a file name with
-// a slash, as links in HTML want on every OS.
-func pathJoin(dir, file string) string {
-	if dir == "" {
-		return file
-	}
-	return dir + "/" + file
 }
 
 // newSeries starts the series of key k.
@@ -383,6 +380,9 @@ func htmlTimeline(runs []Run) *htmlChart {
 	for _, r := range runs {
 		k := keyOf(&r.Summary)
 		if seen[k] || len(r.Intervals) == 0 {
+			if seen[k] {
+				ch.Note = "This page draws each strategy's first trial (the PNG draws every trial)."
+			}
 			continue
 		}
 		seen[k] = true
@@ -399,7 +399,8 @@ func htmlTimeline(runs []Run) *htmlChart {
 				s.Y = append(s.Y, num(msOf(float64(h.ValueAtQuantile(99)))))
 			}
 		}
-		s.Points = isolatedPoints(s.Y)
+		s.Only = isolatedPoints(s.Y)
+		s.Points = len(s.Only) > 0
 		ch.Series = append(ch.Series, s)
 		if w := r.Summary.FaultWindow; w != nil {
 			x0, x1 := float64(w.StartNs)/1e9, float64(w.EndNs)/1e9
@@ -412,16 +413,17 @@ func htmlTimeline(runs []Run) *htmlChart {
 	return ch
 }
 
-// isolatedPoints reports whether ys has a value with gaps (or ends) on
-// both sides, which a line alone would not show.
-func isolatedPoints(ys []num) bool {
+// isolatedPoints returns the indices of the values of ys with gaps (or
+// ends) on both sides, which a line alone would not show.
+func isolatedPoints(ys []num) []int {
 	isGap := func(i int) bool { return i < 0 || i >= len(ys) || math.IsNaN(float64(ys[i])) }
+	var out []int
 	for i := range ys {
 		if !isGap(i) && isGap(i-1) && isGap(i+1) {
-			return true
+			out = append(out, i)
 		}
 	}
-	return false
+	return out
 }
 
 // downsampleIntervals merges runs of neighbouring intervals so that at

@@ -47,10 +47,11 @@ type htmlCell struct {
 }
 
 // unsafeColumns are the columns whose non-zero counts make a run unsafe
-// (Summary.UnsafeCount), and the unsafe trials of a cell.
+// (Summary.UnsafeCount), and a cell's unsafe trials (the verdict table's
+// "unsafe trials", the results table's "unsafe": k/N).
 var unsafeColumns = map[string]bool{
 	"duplicates": true, "lost": true, "overdrafts": true, "lost updates": true,
-	"stale accepted": true, "unsafe trials": true,
+	"stale accepted": true, "unsafe trials": true, "unsafe": true,
 }
 
 // leadingCount matches a cell that starts with a count: "12", "3/6 (…)".

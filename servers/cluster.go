@@ -61,7 +61,7 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "lockbench-")
+	dir, err := newTempDir("") // and removes those of crashed runs
 	if err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}

@@ -5,23 +5,28 @@ import (
 
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/faults"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/redisutil"
 )
 
@@ -31,34 +36,58 @@ const (
 	minCompareRequests = 1000
 	maxCompareRequests = 10_000_000
 	maxCompareRounds   = 100
+	// maxFailBelow bounds --fail-below: a ratio to the bare client above 2
+	// cannot be met.
+	maxFailBelow = 2
 )
+
+// harnessTarget is the ratio of lockbench's lock-cycle rate to the bare
+// client's that compare-redis and compare-postgres aim at: 0.95, the
+// harness taking at most 5% (its CPU per cycle, at most 5% more).
+const harnessTarget = 0.95
 
 // compareOptions are the parsed and checked flags of compare-redis.
 type compareOptions struct {
 	mf                 metricsFlag
 	clients, n, rounds int
+	failBelow          float64
 }
 
 // parseCompare parses and checks the flags of compare-redis.
 func parseCompare(args []string, stdout, stderr io.Writer) (compareOptions, error) {
-	var o compareOptions
 	fs := newFlagSet("compare-redis", stderr)
-	o.mf.register(fs)
-	fs.IntVar(&o.clients, "clients", 50, fmt.Sprintf("concurrent clients (redis-benchmark -c, lockbench workers), 1..%d", maxCompareClients))
-	fs.IntVar(&o.n, "requests", 50000, fmt.Sprintf("requests per redis-benchmark test, and lock cycles for lockbench, per round, %d..%d", minCompareRequests, maxCompareRequests))
-	fs.IntVar(&o.rounds, "rounds", 7, fmt.Sprintf("rounds of the three measurements, interleaved, after one warm-up round, 1..%d", maxCompareRounds))
+	o := compareOptions{clients: 50, n: 50000}
+	o.register(fs, "redis-benchmark -c", "redis-benchmark test", "go-redis alone")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
+	return o, o.check()
+}
+
+// register adds the flags compare-redis and compare-postgres share, with
+// their defaults from o; tool is the native tool's client flag, test what
+// it runs per request, bare the bare client's column.
+func (o *compareOptions) register(fs *flag.FlagSet, tool, test, bare string) {
+	o.mf.register(fs)
+	fs.IntVar(&o.clients, "clients", o.clients, fmt.Sprintf("concurrent clients (%s, lockbench workers), 1..%d", tool, maxCompareClients))
+	fs.IntVar(&o.n, "requests", o.n, fmt.Sprintf("requests per %s, and lock cycles for lockbench, per round, %d..%d", test, minCompareRequests, maxCompareRequests))
+	fs.IntVar(&o.rounds, "rounds", 7, fmt.Sprintf("rounds of the three measurements, interleaved, after one warm-up round, 1..%d", maxCompareRounds))
+	fs.Float64Var(&o.failBelow, "fail-below", 0, fmt.Sprintf("exit 4 when the median ratio of lockbench's rate to %s's is below R (0 < R ≤ %d; default off)", bare, maxFailBelow))
+}
+
+// check checks the shared flags' values.
+func (o *compareOptions) check() error {
 	switch {
 	case o.clients < 1 || o.clients > maxCompareClients:
-		return o, usageErr("--clients: want 1..%d, got %d", maxCompareClients, o.clients)
+		return usageErr("--clients: want 1..%d, got %d", maxCompareClients, o.clients)
 	case o.n < minCompareRequests || o.n > maxCompareRequests:
-		return o, usageErr("--requests: want %d..%d, got %d", minCompareRequests, maxCompareRequests, o.n)
+		return usageErr("--requests: want %d..%d, got %d", minCompareRequests, maxCompareRequests, o.n)
 	case o.rounds < 1 || o.rounds > maxCompareRounds:
-		return o, usageErr("--rounds: want 1..%d, got %d", maxCompareRounds, o.rounds)
+		return usageErr("--rounds: want 1..%d, got %d", maxCompareRounds, o.rounds)
+	case !(o.failBelow >= 0 && o.failBelow <= maxFailBelow): // NaN too
+		return usageErr("--fail-below: want a ratio R with 0 < R ≤ %d (0: off), got %g", maxFailBelow, o.failBelow)
 	}
-	return o, nil
+	return nil
 }
 
 // runCompare is `lockbench compare-redis` (`make compare-redis`): the
@@ -67,19 +96,13 @@ func parseCompare(args []string, stdout, stderr io.Writer) (compareOptions, erro
 // script), the same client count and the same local Redis, then lockbench's
 // setnx with zero hold, and print both lock-cycle rates and their ratio.
 // The go-redis loop between them (same client settings, no harness) splits
-// the gap into the Go client's share and the harness's.
-//
-// The three run in turn, --rounds times after a warm-up round, and each
-// round's ratios are taken within the round: on a shared machine the rates
-// drift by tens of percent over a minute, and a ratio of figures measured a
-// minute apart would measure the drift. The medians of the rounds' ratios
-// are the result.
+// the gap into the Go client's share and the harness's. Beside the rates,
+// each client's CPU per lock cycle (comparison.run).
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseCompare(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	mf := o.mf
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {
 		return fmt.Errorf("redis-benchmark not found: install redis-tools (Debian: apt-get install redis-tools)")
@@ -101,13 +124,17 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("loading the release script: %w", err)
 	}
 	sha := redisutil.ReleaseScript.Hash()
-	bench := func(cmd ...string) (float64, error) {
+	// bench runs one redis-benchmark test: its rate, and its CPU per
+	// request.
+	bench := func(cmd ...string) (cycleRate, error) {
 		a := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(o.clients), "-n", strconv.Itoa(o.n), "-r", "1000000", "--csv"}, cmd...)
-		out, err := exec.CommandContext(ctx, bin, a...).Output()
+		c := exec.CommandContext(ctx, bin, a...)
+		out, err := c.Output()
 		if err != nil {
-			return 0, fmt.Errorf("redis-benchmark: %w", err)
+			return cycleRate{}, fmt.Errorf("redis-benchmark: %w", err)
 		}
-		return parseBenchCSV(out)
+		rate, err := parseBenchCSV(out)
+		return cycleRate{perSec: rate, cpu: childCPU(c.ProcessState) / time.Duration(o.n)}, err
 	}
 
 	sc := loadgen.DefaultScenario()
@@ -119,38 +146,91 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	sc.Warmup = 0
 	sess := &session{ep: cluster.Endpoints(), stderr: stderr, stores: map[string]store.Store{}}
 	defer sess.Close()
-	if err := sess.serveMetrics(mf); err != nil {
+	if err := sess.serveMetrics(o.mf); err != nil {
 		return err
 	}
 
 	fmt.Fprintf(stdout, "lock cycles/s: SET NX PX then EVALSHA of the release script, %d clients, %d cycles a measurement, local Redis\n", o.clients, o.n)
-	fmt.Fprintf(stdout, "redis-benchmark's cycle rate is 1 / (1/SET rate + 1/EVALSHA rate); lockbench is `run --strategy setnx --hold 0`\n\n")
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "round\tredis-benchmark\tgo-redis alone\tlockbench setnx\tlockbench/redis-benchmark\tlockbench/go-redis\tgo-redis/redis-benchmark\t")
-	// round measures the three once; a round cut short by Ctrl-C is not one.
-	round := func() (cycle, alone, lb float64, err error) {
-		setRate, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		relRate, err := bench("EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		if alone, err = goRedisCycles(ctx, addr, o.clients, o.n); err != nil {
-			return 0, 0, 0, err
-		}
-		run, err := sess.run(ctx, "setnx", sc, faults.Spec{})
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		return 1 / (1/setRate + 1/relRate), alone, run.Summary.OpsPerSec, ctx.Err()
+	fmt.Fprintf(stdout, "redis-benchmark's cycle rate is 1 / (1/SET rate + 1/EVALSHA rate); lockbench is `run --strategy setnx --hold 0`\n")
+	cmp := comparison{
+		name:   "compare-redis",
+		native: "redis-benchmark", bare: "go-redis alone", ours: "lockbench setnx",
+		nativeShort: "redis-benchmark", bareShort: "go-redis",
+		bareWhy:   "the Go client's cost against redis-benchmark's C",
+		rounds:    o.rounds,
+		failBelow: o.failBelow,
+		round: func() (m [3]cycleRate, err error) {
+			set, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
+			if err != nil {
+				return m, err
+			}
+			rel, err := bench("EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
+			if err != nil {
+				return m, err
+			}
+			m[0] = cycleRate{perSec: 1 / (1/set.perSec + 1/rel.perSec), cpu: set.cpu + rel.cpu}
+			if m[1], err = goRedisCycles(ctx, addr, o.clients, o.n); err != nil {
+				return m, err
+			}
+			m[2], err = lockbenchCycles(ctx, sess, "setnx", sc)
+			return m, err
+		},
 	}
-	var ours, theirs, plain []float64
-	// Round 0 warms up all three (connections, the Go heap, Redis's
-	// dictionaries) and is shown but not counted.
-	for r := range o.rounds + 1 {
-		cycle, alone, lb, err := round()
+	return cmp.run(ctx, stdout, stderr)
+}
+
+// cycleRate is one measurement of a comparison: lock cycles per second,
+// and the client's CPU time (user and system, from getrusage) per cycle:
+// on a shared machine a much steadier figure than the rate, which moves
+// with whatever else the cores are doing.
+type cycleRate struct {
+	perSec float64
+	cpu    time.Duration
+}
+
+// comparison is a harness check (compare-redis, compare-postgres): one
+// lock cycle measured three ways, with the server's own benchmark tool
+// (native), with the Go client alone (bare: the strategy's client
+// settings, no harness) and with lockbench.
+type comparison struct {
+	name string
+	// native, bare and ours head the rate columns; nativeShort and
+	// bareShort name them in the ratios' columns.
+	native, bare, ours     string
+	nativeShort, bareShort string
+	// bareWhy says what the ratio of bare to native is.
+	bareWhy string
+	rounds  int
+	// failBelow, when above 0, makes run return an error (exit 4) when the
+	// median ratio of ours to bare is below it.
+	failBelow float64
+	// round measures native, bare and ours, in that order, once.
+	round func() ([3]cycleRate, error)
+}
+
+// ErrBelowTarget is returned by compare-redis and compare-postgres with
+// --fail-below R when lockbench's median ratio to the bare client is below
+// R. It is a regression (errors.Is ErrRegression): the command exits 4.
+var ErrBelowTarget = fmt.Errorf("%w: harness ratio below --fail-below", ErrRegression)
+
+// run runs a warm-up round and c.rounds counted rounds, printing a row for
+// each, then the medians and the closing ratio lines.
+//
+// The three run in turn, and each round's ratios are taken within the
+// round: on a shared machine the rates drift by tens of percent over a
+// minute, and a ratio of figures measured a minute apart would measure the
+// drift. The medians of the rounds' ratios are the result. Ctrl-C ends it
+// with the rounds done.
+func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
+	fmt.Fprintf(stdout, "cpu µs: each client's CPU time per lock cycle (user + system); harness: lockbench's less %s's\n\n", c.bare)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "round\t%s\t%s\t%s\tlockbench/%s\tlockbench/%s\t%s/%s\tcpu µs %s\tcpu µs %s\tcpu µs lockbench\tcpu µs harness\t\n",
+		c.native, c.bare, c.ours, c.nativeShort, c.bareShort, c.bareShort, c.nativeShort, c.nativeShort, c.bareShort)
+	var ms [][3]cycleRate
+	// Round 0 warms up all three (connections, the Go heap, the server's
+	// tables) and is shown but not counted.
+	for r := range c.rounds + 1 {
+		m, err := c.round()
 		if ctx.Err() != nil {
 			break // interrupted: report the rounds done
 		}
@@ -161,35 +241,134 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if r == 0 {
 			name = "warm-up"
 		} else {
-			theirs, plain, ours = append(theirs, cycle), append(plain, alone), append(ours, lb)
+			ms = append(ms, m)
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t\n", name, cycle, alone, lb, lb/cycle, lb/alone, alone/cycle)
-		fmt.Fprintf(stderr, "compare-redis: round %d of %d done (lockbench/redis-benchmark %.2f)\n", r, o.rounds, lb/cycle)
+		row := roundFigures(m)
+		fmt.Fprintf(tw, "%s\t%s\n", name, formatRow(row))
+		fmt.Fprintf(stderr, "%s: round %d of %d done (lockbench/%s %.2f)\n", c.name, r, c.rounds, c.bareShort, row[4])
 	}
-	if len(ours) == 0 {
+	if len(ms) == 0 {
 		tw.Flush()
 		fmt.Fprintln(stderr, "interrupted before a counted round finished: no ratio")
 		return nil
 	}
-	ratio := func(a, b []float64) []float64 {
-		out := make([]float64, len(a))
-		for i := range a {
-			out[i] = a[i] / b[i]
+	// col is column i of every counted round.
+	col := func(i int) []float64 {
+		var xs []float64
+		for _, m := range ms {
+			xs = append(xs, roundFigures(m)[i])
 		}
-		return out
+		return xs
 	}
-	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t\n", median(theirs), median(plain), median(ours),
-		median(ratio(ours, theirs)), median(ratio(ours, plain)), median(ratio(plain, theirs)))
+	var med [10]float64
+	for i := range med {
+		med[i] = median(col(i))
+	}
+	fmt.Fprintf(tw, "median\t%s\n", formatRow(med))
 	tw.Flush()
 	fmt.Fprintln(stdout)
-	fmt.Fprintf(stdout, "ratio lockbench / redis-benchmark: %.2f (median of %d rounds, range %.2f–%.2f; target ≥ 0.80)\n",
-		median(ratio(ours, theirs)), len(ours), slices.Min(ratio(ours, theirs)), slices.Max(ratio(ours, theirs)))
-	fmt.Fprintf(stdout, "ratio lockbench / go-redis alone:  %.2f (the harness's own cost)\n", median(ratio(ours, plain)))
-	fmt.Fprintf(stdout, "ratio go-redis / redis-benchmark:  %.2f (the Go client's cost against redis-benchmark's C)\n", median(ratio(plain, theirs)))
+
+	ours, vsBare, bareVsNative := col(3), col(4), col(5)
+	labels := []string{"ratio lockbench / " + c.native + ":", "ratio lockbench / " + c.bare + ":", "ratio " + c.bareShort + " / " + c.native + ":"}
+	width := 0
+	for _, l := range labels {
+		width = max(width, len(l))
+	}
+	line := func(i int, format string, args ...any) {
+		fmt.Fprintf(stdout, "%-*s %s\n", width, labels[i], fmt.Sprintf(format, args...))
+	}
+	line(0, "%.2f (median of %d rounds, range %.2f–%.2f)", median(ours), len(ms), slices.Min(ours), slices.Max(ours))
+	line(1, "%.2f (median of %d rounds, range %.2f–%.2f; the harness's own cost; target ≥ %.2f)",
+		median(vsBare), len(ms), slices.Min(vsBare), slices.Max(vsBare), harnessTarget)
+	line(2, "%.2f (%s)", median(bareVsNative), c.bareWhy)
+	var cpuRatio []float64
+	for _, m := range ms {
+		cpuRatio = append(cpuRatio, float64(m[2].cpu)/float64(m[1].cpu))
+	}
+	fmt.Fprintf(stdout, "cpu per cycle (medians): %s %.1f µs, %s %.1f µs, lockbench %.1f µs; the harness %+.1f µs, lockbench / %s %.2f (target ≤ %.2f)\n",
+		c.nativeShort, med[6], c.bare, med[7], med[8], med[9], c.bare, median(cpuRatio), 1/harnessTarget)
 	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "interrupted: %d of %d rounds done\n", len(ours), o.rounds)
+		fmt.Fprintf(stderr, "interrupted: %d of %d rounds done\n", len(ms), c.rounds)
+		return nil
+	}
+	if got := median(vsBare); c.failBelow > 0 && got < c.failBelow {
+		return fmt.Errorf("%w: lockbench / %s %.2f < %.2f", ErrBelowTarget, c.bare, got, c.failBelow)
 	}
 	return nil
+}
+
+// formatRow is the table cells of a round's figures (roundFigures).
+func formatRow(f [10]float64) string {
+	return fmt.Sprintf("%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%+.1f\t", f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9])
+}
+
+// roundFigures are a round's columns: the three rates, the three ratios,
+// the three CPU times per cycle (µs) and the harness's share of it.
+func roundFigures(m [3]cycleRate) [10]float64 {
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	return [10]float64{
+		m[0].perSec, m[1].perSec, m[2].perSec,
+		m[2].perSec / m[0].perSec, m[2].perSec / m[1].perSec, m[1].perSec / m[0].perSec,
+		us(m[0].cpu), us(m[1].cpu), us(m[2].cpu), us(m[2].cpu - m[1].cpu),
+	}
+}
+
+// lockbenchCycles runs strategy name through sc on the session's servers
+// and returns its lock-cycle rate, and the process's CPU per cycle while
+// the load ran (loadgen.Options.LoadSpan: without the run's set-up, as the
+// rate is).
+func lockbenchCycles(ctx context.Context, sess *session, name string, sc loadgen.Scenario) (cycleRate, error) {
+	info, ok := strategies.Lookup(name)
+	if !ok {
+		return cycleRate{}, fmt.Errorf("unknown strategy %q", name)
+	}
+	target, err := sess.target(info)
+	if err != nil {
+		return cycleRate{}, err
+	}
+	st, err := sess.store(ctx, sc.Store)
+	if err != nil {
+		return cycleRate{}, err
+	}
+	var cpu time.Duration
+	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: target.Config, Store: st,
+		LoadSpan: func() func() {
+			cpu0 := processCPU()
+			return func() { cpu = processCPU() - cpu0 }
+		}}
+	endMetrics := sess.observe(&o, results.FaultNone, 0)
+	run, err := loadgen.Run(ctx, o)
+	endMetrics()
+	if err != nil {
+		return cycleRate{}, fmt.Errorf("%s: %s", name, servers.Redact(err.Error()))
+	}
+	s := run.Summary
+	cycles := s.OpsPerSec * float64(s.DurationNs) / float64(time.Second)
+	if cycles < 1 {
+		return cycleRate{}, ctx.Err()
+	}
+	return cycleRate{perSec: s.OpsPerSec, cpu: time.Duration(float64(cpu) / cycles)}, nil
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// childCPU is the user and system CPU time a finished child process used.
+func childCPU(ps *os.ProcessState) time.Duration {
+	if ps == nil {
+		return 0
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // median returns the median of xs (the mean of the middle two for an even
@@ -218,17 +397,18 @@ func parseBenchCSV(out []byte) (float64, error) {
 	return 0, fmt.Errorf("redis-benchmark: unexpected output %q", out)
 }
 
-// goRedisCycles runs lock cycles (SET NX PX, then the release script) with
-// the client settings the strategies use and nothing else: no store, no
-// histograms, no scheduling. It separates the Go client's cost from the
-// harness's.
-func goRedisCycles(ctx context.Context, addr string, clients, n int) (float64, error) {
+// goRedisCycles runs n lock cycles (SET NX PX, then the release script)
+// from clients goroutines with the client settings the strategies use and
+// nothing else: no store, no histograms, no scheduling. It separates the
+// Go client's cost from the harness's. The CPU is the process's over the
+// loop.
+func goRedisCycles(ctx context.Context, addr string, clients, n int) (cycleRate, error) {
 	rc := redis.NewClient(redisutil.Options(addr, ""))
 	defer rc.Close()
 	var next atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	for w := range clients {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 1))
@@ -247,8 +427,12 @@ func goRedisCycles(ctx context.Context, addr string, clients, n int) (float64, e
 		})
 	}
 	wg.Wait()
+	cpu, secs := processCPU()-cpu0, time.Since(start).Seconds()
 	if err, _ := firstErr.Load().(error); err != nil {
-		return 0, fmt.Errorf("go-redis baseline: %w", err)
+		if errors.Is(err, context.Canceled) {
+			return cycleRate{}, ctx.Err()
+		}
+		return cycleRate{}, fmt.Errorf("go-redis baseline: %w", err)
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return cycleRate{perSec: float64(n) / secs, cpu: cpu / time.Duration(n)}, nil
 }

@@ -142,11 +142,11 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		set(func(s *loadgen.Scenario) { s.Store = v })
 		return nil
 	})
-	fs.Func("fencing", "store checks fencing tokens: on or off (default on)", func(v string) error {
-		if v != "on" && v != "off" {
-			return errors.New("want on or off")
+	fs.Func("fencing", "store checks fencing tokens: on (refuse a token older than the newest seen), strict (also one no newer than the last applied write's: a token handed out twice) or off (default on)", func(v string) error {
+		if v != "on" && v != "off" && v != "strict" {
+			return errors.New("want on, off or strict")
 		}
-		set(func(s *loadgen.Scenario) { s.Fencing = v == "on" })
+		set(func(s *loadgen.Scenario) { s.Fencing, s.FencingStrict = v != "off", v == "strict" })
 		return nil
 	})
 	fs.Func("interval", fmt.Sprintf("length of the latency intervals, %s..%s (default %s; %s for a run with a fault)", loadgen.MinInterval, loadgen.MaxInterval, loadgen.IntervalLength, faultInterval), func(v string) error {
@@ -250,6 +250,12 @@ type endpointFlags struct {
 	redisAOF        bool
 	zk              string
 	zkMembers       int
+	// sentinels and master name a replicated Redis; topo is
+	// --redis-topology as given ("" when not); wait and waitTimeout are
+	// --redis-wait and --redis-wait-timeout.
+	sentinels, master, topo string
+	wait                    int
+	waitTimeout             time.Duration
 }
 
 func (ef *endpointFlags) register(fs *flag.FlagSet) {
@@ -260,9 +266,63 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&ef.redisAOF, "redis-aof", false, "locally started Redis nodes persist with appendonly")
 	fs.StringVar(&ef.zk, "zk-servers", "", "existing ZooKeeper servers, comma-separated host:port, port 1..65535 (env "+servers.EnvZKServers+")")
 	fs.IntVar(&ef.zkMembers, "zk-members", 1, "members of a locally started ZooKeeper ensemble: 1 or 3")
+	fs.StringVar(&ef.topo, "redis-topology", "", "Redis lockbench starts: masters (independent, as many as the strategies need) or sentinel (one primary, 2 replicas, 3 Sentinels) (default masters, or sentinel when "+servers.EnvRedisSentinels+" is set)")
+	fs.StringVar(&ef.sentinels, "redis-sentinels", "", "existing Sentinels of a replicated Redis, comma-separated host:port: single-node Redis strategies find the primary through them (env "+servers.EnvRedisSentinels+")")
+	fs.StringVar(&ef.master, "redis-master", "", "the name those Sentinels know the primary by (env "+servers.EnvRedisMaster+", default "+strategies.DefaultRedisMaster+")")
+	fs.Func("redis-wait", "single-node Redis strategies call WAIT N after taking a lock, on the same connection; fewer acknowledgements count as not acquired (needs --redis-topology sentinel; default 0: no WAIT)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errors.New("want a number of replicas ≥ 0")
+		}
+		ef.wait = n
+		return nil
+	})
+	fs.Func("redis-wait-timeout", fmt.Sprintf("WAIT's timeout (default: the TTL ÷ %d)", strategies.RedisWaitDivisor), func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Millisecond {
+			return errors.New("want a duration ≥ 1ms such as 100ms")
+		}
+		ef.waitTimeout = d
+		return nil
+	})
+}
+
+// topology is the Redis layout of the run: --redis-topology, else sentinel
+// when Sentinels are named (flag or environment), else masters.
+func (ef *endpointFlags) topology() (servers.Topology, error) {
+	if ef.topo != "" {
+		t, err := servers.ParseTopology(ef.topo)
+		if err != nil {
+			return "", usageErr("--redis-topology: %v", err)
+		}
+		return t, nil
+	}
+	if ef.sentinels != "" || len(servers.EndpointsFromEnv().RedisSentinels) > 0 {
+		return servers.TopologySentinel, nil
+	}
+	return servers.TopologyMasters, nil
+}
+
+// check reports bad Redis topology flags before anything starts: an
+// unknown topology, or WAIT without replicas to wait for.
+func (ef *endpointFlags) check() error {
+	topo, err := ef.topology()
+	if err != nil {
+		return err
+	}
+	if ef.wait > 0 && topo != servers.TopologySentinel {
+		return usageErr("--redis-wait: the masters topology has no replicas to wait for; want --redis-topology sentinel (or %s)", servers.EnvRedisSentinels)
+	}
+	if ef.waitTimeout > 0 && ef.wait == 0 {
+		return usageErr("--redis-wait-timeout: only with --redis-wait N")
+	}
+	return nil
 }
 
 func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
+	if err := ef.check(); err != nil {
+		return servers.Endpoints{}, err
+	}
 	if ef.etcdMembers != 1 && ef.etcdMembers != 3 {
 		return servers.Endpoints{}, usageErr("--etcd-members: want 1 or 3, got %d", ef.etcdMembers)
 	}
@@ -291,6 +351,18 @@ func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
 		if e.ZKServers, err = parseList("zk-servers", ef.zk, "host:port", checkHostPort); err != nil {
 			return e, err
 		}
+	}
+	if ef.sentinels != "" {
+		if e.RedisSentinels, err = parseList("redis-sentinels", ef.sentinels, "host:port", checkHostPort); err != nil {
+			return e, err
+		}
+	}
+	if ef.master != "" {
+		e.RedisMaster = ef.master
+	}
+	if topo, _ := ef.topology(); topo == servers.TopologyMasters {
+		// Asked for masters: Sentinels named in the environment are not used.
+		e.RedisSentinels, e.RedisMaster = nil, ""
 	}
 	return e, nil
 }
@@ -406,4 +478,39 @@ func seedFlag(fs *flag.FlagSet) *int64 {
 		return nil
 	})
 	return &seed
+}
+
+// faultValues is a repeatable --fault: each value is one
+// NAME[:key=value,…] spec (its own commas separate its parameters), or a
+// comma-separated list of bare names (or all); def when none is given.
+type faultValues struct {
+	vals []string
+	def  string
+}
+
+// faultsFlag registers --fault on fs, repeatable, with the default def.
+func faultsFlag(fs *flag.FlagSet, def, help string) *faultValues {
+	v := &faultValues{def: def}
+	fs.Var(v, "fault", help+"; repeat --fault for specs with parameters (default "+def+")")
+	return v
+}
+
+func (f *faultValues) String() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(f.list(), " ")
+}
+
+func (f *faultValues) Set(v string) error {
+	f.vals = append(f.vals, v)
+	return nil
+}
+
+// list is the values given, or the default.
+func (f *faultValues) list() []string {
+	if len(f.vals) == 0 {
+		return []string{f.def}
+	}
+	return f.vals
 }

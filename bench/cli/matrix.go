@@ -90,7 +90,7 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 	mf.register(fs)
 	quick := fs.Bool("quick", false, "the quick matrix (under 5 minutes on 2 cores)")
 	strategyList := fs.String("strategy", "all", "comma-separated strategies, or all")
-	faultList := fs.String("fault", "all", "comma-separated faults for the verdict part, none to skip it")
+	faultList := faultsFlag(fs, "all", "comma-separated faults for the verdict part, none to skip it; or one NAME:key=value,…")
 	out := fs.String("out", "", "run directory (default out/matrix-DATE-TIME)")
 	trials := trialsFlag(fs)
 	seed := seedFlag(fs)
@@ -106,8 +106,8 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 		notes = append(notes, "Quick matrix: a representative subset of the strategies ("+*strategyList+"); `lockbench matrix` runs them all.")
 	}
 	if *quick && !given["fault"] {
-		*faultList = strings.Join(quickFaults, ",")
-		notes = append(notes, "Quick matrix: the faults "+*faultList+"; `lockbench matrix` runs every fault.")
+		faultList.def = strings.Join(quickFaults, ",")
+		notes = append(notes, "Quick matrix: the faults "+faultList.def+"; `lockbench matrix` runs every fault.")
 	}
 	if *trials == 1 {
 		notes = append(notes, "One trial per cell: the figures have no error bars; `--trials 6` gives 95% confidence intervals.")
@@ -117,14 +117,23 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 		return o, err
 	}
 	var faultNames []string
-	if *faultList != "none" {
-		if faultNames, err = parseFaults(*faultList); err != nil {
+	if faultList.String() != "none" {
+		if faultNames, err = parseFaults(faultList.list()); err != nil {
 			return o, err
 		}
 	}
 	cases, err := verdictCases(names, faultNames)
 	if err != nil {
 		return o, err
+	}
+	if !*quick {
+		// The strict fencing rule beside the on/off one (the quick matrix
+		// keeps to its time budget without it).
+		cases = variantCases(cases, 0)
+	}
+	for i := range cases {
+		// WAIT, when asked for, in every Redis cell rather than beside.
+		cases[i].wait = ef.wait
 	}
 	for i := range cases {
 		cases[i].sc.Seed = *seed

@@ -174,6 +174,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return err
 	}
 	defer sess.Close()
+	if o.names, err = sess.applicable(o.names, faults.Spec{}, stderr); err != nil {
+		return err
+	}
 	if err := sess.serveMetrics(o.metrics); err != nil {
 		return err
 	}

@@ -5,11 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/bench/faults"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // runOptions are the parsed and checked input of `lockbench run`.
@@ -17,11 +19,29 @@ type runOptions struct {
 	names                []string
 	sc                   loadgen.Scenario
 	fspec                faults.Spec
+	cells                []runCell // one per --fault spec; the first is sc, fspec
 	ef                   endpointFlags
 	mf                   metricsFlag
 	out, cpuProfile      string
 	asJSON, failOnUnsafe bool
 	trials               int
+}
+
+// runCell is one --fault spec of `lockbench run` and the scenario it
+// adjusted: a repeated --fault runs every strategy under each.
+type runCell struct {
+	spec faults.Spec
+	sc   loadgen.Scenario
+}
+
+// cellServerOptions are the server options every cell's fault needs
+// (clock-jump: Redis under libfaketime).
+func cellServerOptions(cells []runCell) servers.Options {
+	var opts servers.Options
+	for _, c := range cells {
+		opts.Faketime = opts.Faketime || c.spec.ServerOptions().Faketime
+	}
+	return opts
 }
 
 // parseRun parses and checks the input of `lockbench run`, reading the
@@ -38,7 +58,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	out := fs.String("out", "", "run directory (default out/run-DATE-TIME)")
 	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the table")
 	failOnUnsafe := fs.Bool("fail-on-unsafe", false, "exit 3 when any strategy lost safety (for CI)")
-	faultSpec := fs.String("fault", "none", "fault to inject: "+faultHelp())
+	faultSpec := faultsFlag(fs, "none", "fault to inject: "+faultHelp()+"; repeated, one run per spec")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of lockbench itself to this file (to check the harness)")
 	trials := trialsFlag(fs)
 	from := fs.String("from", "", "run directory to take the scenario, strategy and fault from (its summary.json row --row); flags override them")
@@ -65,7 +85,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 			*strategyList = s.Strategy
 		}
 		if !given["fault"] {
-			*faultSpec = fault
+			faultSpec.vals = []string{fault}
 		}
 		// The row's interval came from its own run: keep it unless given.
 		sf.intervalSet = sf.intervalSet || base.Interval != 0
@@ -83,23 +103,36 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	if err := sf.storeFor(names, &sc); err != nil {
 		return o, err
 	}
-	fspec, err := faults.Parse(*faultSpec)
+	specs, err := parseFaults(faultSpec.list())
 	if err != nil {
 		return o, err
 	}
-	if sc, err = fspec.Adjust(sc); err != nil {
-		return o, err
+	var cells []runCell
+	for _, v := range specs {
+		fspec, err := faults.Parse(v)
+		if err != nil {
+			return o, err
+		}
+		sc, err := fspec.Adjust(sc)
+		if err != nil {
+			return o, err
+		}
+		if fspec.Name != results.FaultNone && !sf.intervalSet {
+			sc.Interval = faultInterval
+		}
+		if _, params, ok := strings.Cut(specString(fspec), ":"); ok && len(specs) > 1 && sc.Variant == "" {
+			sc.Variant = params // told apart from the other --fault specs
+		}
+		if err := sc.Validate(); err != nil {
+			return o, err
+		}
+		cells = append(cells, runCell{spec: fspec, sc: sc})
 	}
-	if fspec.Name != results.FaultNone && !sf.intervalSet {
-		sc.Interval = faultInterval
-	}
-	if err := sc.Validate(); err != nil {
-		return o, err
-	}
+	sc, fspec := cells[0].sc, cells[0].spec
 	if _, err := ef.endpoints(); err != nil {
 		return o, err
 	}
-	return runOptions{names: names, sc: sc, fspec: fspec, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
+	return runOptions{names: names, sc: sc, fspec: fspec, cells: cells, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
 		asJSON: *asJSON, failOnUnsafe: *failOnUnsafe, trials: *trials}, nil
 }
 
@@ -110,17 +143,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
-	names, sc, fspec := o.names, o.sc, o.fspec
+	names, sc := o.names, o.sc
 	dir, err := newRunDir(o.out, "run", args)
 	if err != nil {
 		return err
 	}
 	defer dir.closeAtExit(&err)
-	sess, err := openSession(ctx, o.ef, needs(names, sc), fspec.ServerOptions(), stderr)
+	sess, err := openSession(ctx, o.ef, needs(names, sc), cellServerOptions(o.cells), stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
+	cellNames := make([][]string, len(o.cells))
+	for i, c := range o.cells {
+		if cellNames[i], err = sess.applicable(names, c.spec, stderr); err != nil {
+			return err
+		}
+	}
 	if err := sess.serveMetrics(o.mf); err != nil {
 		return err
 	}
@@ -137,20 +176,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	// strategy's second, so that a machine that slows down over the
 	// command slows every strategy alike.
 	for trial := 1; trial <= o.trials; trial++ {
-		for _, name := range names {
-			if ctx.Err() != nil {
-				break
-			}
-			r, err := runTrial(ctx, sess, name, sc, fspec, trial)
-			if err != nil {
-				return err
-			}
-			if note := paymentCapNote(sc, r.Summary); note != "" {
-				fmt.Fprintln(stderr, "warning:", note)
-				dir.meta.Notes = append(dir.meta.Notes, note)
-			}
-			if err := dir.add(r); err != nil {
-				return err
+		for i, c := range o.cells {
+			for _, name := range cellNames[i] {
+				if ctx.Err() != nil {
+					break
+				}
+				r, err := runTrial(ctx, sess, name, c.sc, c.spec, trial)
+				if err != nil {
+					return err
+				}
+				if note := paymentCapNote(c.sc, r.Summary); note != "" {
+					fmt.Fprintln(stderr, "warning:", note)
+					dir.meta.Notes = append(dir.meta.Notes, note)
+				}
+				if err := dir.add(r); err != nil {
+					return err
+				}
 			}
 		}
 	}

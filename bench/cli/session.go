@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -55,6 +56,11 @@ type session struct {
 	// trial.
 	trials    int
 	firstSeed int64
+	// redisWait and redisWaitTimeout are the WAIT single-node Redis
+	// strategies send on a replicated Redis (--redis-wait); verdicts sets
+	// redisWait per cell.
+	redisWait        int
+	redisWaitTimeout time.Duration
 }
 
 // openSession makes sure the servers the runs need exist: the user's
@@ -67,11 +73,15 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 	opts.EtcdMembers = ef.etcdMembers
 	opts.ZKMembers = ef.zkMembers
 	opts.RedisAOF = ef.redisAOF
+	if opts.RedisTopology, err = ef.topology(); err != nil {
+		return nil, err
+	}
 	ep, cluster, err := servers.Ensure(ctx, need, given, opts)
 	if err != nil {
 		return nil, fmt.Errorf("servers: %s", servers.Redact(err.Error()))
 	}
-	s := &session{ep: ep, cluster: cluster, stores: map[string]store.Store{}, stderr: stderr}
+	s := &session{ep: ep, cluster: cluster, stores: map[string]store.Store{}, stderr: stderr,
+		redisWait: ef.wait, redisWaitTimeout: ef.waitTimeout}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		s.progress = true
 	}
@@ -134,7 +144,8 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	if err != nil {
 		return results.Run{}, err
 	}
-	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: target.Config, Store: st, Fault: fault}
+	lock, sc, st := s.lockOf(info, target, sc, st)
+	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Fault: fault}
 	faultName, trial := results.FaultNone, s.trialOf(sc)
 	if fault != nil {
 		faultName = fault.Name()
@@ -169,5 +180,68 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	if err != nil {
 		return run, fmt.Errorf("%s: %s", name, servers.Redact(err.Error()))
 	}
+	// loadgen's summary predates the counter: take it from the store,
+	// which keeps its state until the next Reset.
+	if c, err := st.Counts(context.WithoutCancel(ctx)); err == nil {
+		run.Summary.TokenReused = c.TokenReused
+	}
 	return run, nil
+}
+
+// lockOf is what a run of the strategy uses beyond its target: WAIT on a
+// replicated Redis, the strict fencing rule for a fenced strategy
+// (strictStore), and the variant label that says so
+// ("topology=sentinel,wait=1", "fencing=strict").
+func (s *session) lockOf(info strategies.Info, target servers.Target, sc loadgen.Scenario, st store.Store) (strategies.Config, loadgen.Scenario, store.Store) {
+	lock := target.Config
+	var parts []string
+	if sc.Variant != "" {
+		parts = append(parts, sc.Variant)
+	}
+	if target.Replicated() && info.Need.Backend == strategies.BackendRedis {
+		parts = append(parts, "topology="+string(servers.TopologySentinel))
+		if s.redisWait > 0 {
+			lock.RedisWait, lock.RedisWaitTimeout = s.redisWait, s.redisWaitTimeout
+			parts = append(parts, fmt.Sprintf("wait=%d", s.redisWait))
+		}
+	}
+	if sc.FencingStrict && sc.Fencing && info.Fencing {
+		st = strictStore{st}
+		parts = append(parts, "fencing=strict")
+	}
+	sc.Variant = strings.Join(parts, ",")
+	return lock, sc, st
+}
+
+// applicable drops the strategies the session's servers cannot serve
+// under spec (a multi-node Redis lock on a replicated Redis; a fault the
+// layout rules out, faults.Spec.Fits), saying so on w; a usage error when
+// none is left.
+func (s *session) applicable(names []string, spec faults.Spec, w io.Writer) ([]string, error) {
+	var keep, why []string
+	for _, name := range names {
+		info, _ := strategies.Lookup(name)
+		c := verdictCase{strategy: name, info: info, spec: spec}
+		if reason := s.notApplicable(c); reason != "" {
+			why = append(why, name+": "+reason)
+			continue
+		}
+		keep = append(keep, name)
+	}
+	for _, line := range why {
+		fmt.Fprintln(w, "not applicable, not run:", line)
+	}
+	if len(keep) == 0 {
+		return nil, usageErr("--strategy: %s", strings.Join(why, "; "))
+	}
+	return keep, nil
+}
+
+// strictStore asks the store for the strict fencing rule (store.Setup.
+// Strict) at every Reset: loadgen.Run's Setup carries the on/off rule only.
+type strictStore struct{ store.Store }
+
+func (s strictStore) Reset(ctx context.Context, su store.Setup) error {
+	su.Strict = true
+	return s.Store.Reset(ctx, su)
 }

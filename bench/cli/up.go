@@ -16,6 +16,7 @@ const maxUpRedis = 32
 type upOptions struct {
 	redisNodes, members int
 	aof                 bool
+	topology            servers.Topology
 }
 
 // parseUp parses and checks the flags of `lockbench up`.
@@ -25,9 +26,15 @@ func parseUp(args []string, stdout, stderr io.Writer) (upOptions, error) {
 	fs.IntVar(&o.redisNodes, "redis", 5, fmt.Sprintf("Redis nodes to start, 0..%d", maxUpRedis))
 	fs.IntVar(&o.members, "etcd-members", 1, "etcd members: 1 or 3")
 	fs.BoolVar(&o.aof, "redis-aof", false, "Redis nodes persist with appendonly")
+	topo := fs.String("redis-topology", "masters", "masters (--redis independent nodes) or sentinel (one primary, 2 replicas, 3 Sentinels; prints "+servers.EnvRedisSentinels+")")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
+	t, err := servers.ParseTopology(*topo)
+	if err != nil {
+		return o, usageErr("--redis-topology: %v", err)
+	}
+	o.topology = t
 	if o.redisNodes < 0 || o.redisNodes > maxUpRedis {
 		return o, usageErr("--redis: want 0..%d, got %d", maxUpRedis, o.redisNodes)
 	}
@@ -47,7 +54,10 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Every server a registered strategy needs, with --redis nodes.
 	need := servers.NeedsOf(strategies.All())
 	need.Redis = o.redisNodes
-	c, err := servers.Start(ctx, need, servers.Options{EtcdMembers: o.members, RedisAOF: o.aof})
+	if o.topology == servers.TopologySentinel {
+		need.Redis = max(need.Redis, 1) // the group, whatever --redis says
+	}
+	c, err := servers.Start(ctx, need, servers.Options{EtcdMembers: o.members, RedisAOF: o.aof, RedisTopology: o.topology})
 	if err != nil {
 		return err
 	}

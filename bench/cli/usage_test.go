@@ -3,13 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"strings"
 	"testing"
 )
 
 // Bad input gets exit 2 and one line naming the flag and what is accepted;
-// never a panic, and no server is started for it.
+// never a panic, and no server is started for it. Every case is refused
+// before anything starts (the inputs of the "no crash on any input" issue
+// among them), so none needs a server.
 func TestBadInput(t *testing.T) {
 	cases := []struct {
 		name string
@@ -27,12 +30,79 @@ func TestBadInput(t *testing.T) {
 		{"bad retry", []string{"run", "--retry", "forever"}, "-retry"},
 		{"missing scenario file", []string{"run", "--scenario", "/nonexistent/x.yaml"}, "--scenario"},
 		{"unknown fault", []string{"run", "--fault", "meteor"}, "--fault"},
+		{"fault every zero", []string{"run", "--fault", "pause:schedule=random,every=0"}, "bad every"},
+		{"fault range backwards", []string{"verdicts", "--fault", "kill-node:down=5s-1s"}, "bad down"},
+		{"fault schedule unknown", []string{"run", "--fault", "none", "--fault", "pause:schedule=sometimes"}, "bad schedule"},
 		{"unknown flag", []string{"run", "--speed", "9"}, "-speed"},
 		{"stray argument", []string{"run", "fast"}, "fast"},
 		{"unknown command", []string{"launch"}, "launch"},
 		{"zero compare rounds", []string{"compare-redis", "--rounds", "0"}, "--rounds"},
 		{"too few compare requests", []string{"compare-redis", "--requests", "10"}, "--requests"},
 		{"bad etcd members", []string{"run", "--etcd-members", "2", "--strategy", "nolock"}, "--etcd-members"},
+
+		// Memory: two billion accounts would be 400 GB; refused with the
+		// estimate and what is available, not an out-of-memory crash.
+		{"accounts beyond memory", []string{"run", "--strategy", "setnx", "--accounts", "2000000000", "--payments", "10"}, "--accounts: the scenario needs about"},
+		// More accounts than an account number holds.
+		{"accounts beyond int32", []string{"run", "--strategy", "setnx", "--accounts", "100000000000", "--payments", "10"}, "--accounts: want 1..2147483647"},
+		// A list of nothing runs nothing: refused.
+		{"strategy list of nothing", []string{"run", "--strategy", ",", "--payments", "10"}, "--strategy: empty item"},
+		{"strategy list with a hole", []string{"run", "--strategy", "setnx,,etcd"}, "--strategy: empty item"},
+		{"strategy twice", []string{"run", "--strategy", "setnx,setnx"}, "--strategy"},
+		{"verdicts fault list of nothing", []string{"verdicts", "--fault", ","}, "--fault: empty item"},
+		{"matrix strategy list of nothing", []string{"matrix", "--strategy", ",", "--dry-run"}, "--strategy: empty item"},
+		{"plan strategy list of nothing", []string{"plan", "--strategy", ","}, "--strategy: empty item"},
+		{"redis addrs with a trailing comma", []string{"run", "--strategy", "setnx", "--redis-addrs", "127.0.0.1:6379,"}, "--redis-addrs: empty item"},
+		{"redis addr without a port", []string{"run", "--strategy", "setnx", "--redis-addrs", "localhost"}, "--redis-addrs"},
+		{"etcd endpoints of nothing", []string{"run", "--strategy", "etcd", "--etcd-endpoints", ","}, "--etcd-endpoints: empty item"},
+		{"etcd endpoint of another scheme", []string{"run", "--strategy", "etcd", "--etcd-endpoints", "ftp://x:1"}, "--etcd-endpoints"},
+		{"zk server port out of range", []string{"run", "--strategy", "zookeeper", "--zk-servers", "127.0.0.1:70000"}, "--zk-servers"},
+		{"pg dsn unparsable", []string{"run", "--strategy", "pg-onconflict", "--pg-dsn", "postgres://u:secret@h:notaport/db"}, "--pg-dsn"},
+		// Below the strategies' 1ms resolution: refused up front, not by
+		// the first instance once the servers are up.
+		{"ttl below resolution", []string{"run", "--strategy", "setnx", "--ttl", "1ns"}, "--ttl: want a duration in 1ms.."},
+		{"ttl too long", []string{"run", "--ttl", "48h"}, "--ttl"},
+		{"acquire timeout too long", []string{"run", "--acquire-timeout", "2h"}, "--acquire-timeout"},
+		// NaN passes every comparison; it must not pass the ranges.
+		{"rate NaN", []string{"run", "--rate", "NaN"}, "--rate"},
+		{"rate infinite", []string{"run", "--rate", "+Inf", "--duration", "1s", "--payments", "0"}, "--rate"},
+		{"rate too high", []string{"run", "--rate", "1e9"}, "--rate"},
+		{"rate × duration too many payments", []string{"run", "--rate", "1000000", "--duration", "24h"}, "--rate"},
+		{"funding NaN", []string{"run", "--funding", "NaN"}, "--funding"},
+		{"zipf NaN", []string{"run", "--account-dist", "zipf:NaN"}, "--account-dist"},
+		{"hot infinite", []string{"run", "--account-dist", "hot:Inf"}, "-account-dist"},
+		{"hold too long", []string{"run", "--hold", "2h"}, "--hold"},
+		{"exp hold mean too long", []string{"run", "--hold", "exp:2562047h"}, "--hold"},
+		{"retry backoff below 1µs", []string{"run", "--retry", "backoff:1ns-1ms"}, "-retry"},
+		{"duration too long", []string{"run", "--duration", "48h"}, "--duration"},
+		{"warmup too long", []string{"run", "--warmup", "2h"}, "--warmup"},
+		{"payments too many", []string{"run", "--payments", "1000000000"}, "--payments"},
+		{"payments negative", []string{"run", "--payments", "-1"}, "--payments"},
+		{"workers too many", []string{"run", "--workers", "5000"}, "--workers"},
+		{"instances × workers too many", []string{"run", "--instances", "256", "--workers", "4096"}, "--workers"},
+		{"instances zero", []string{"run", "--instances", "0"}, "--instances"},
+		{"deliveries zero", []string{"run", "--deliveries", "0"}, "--deliveries"},
+		{"interval too long", []string{"run", "--interval", "2m"}, "-interval"},
+		// A day's run at 10ms intervals keeps 8.6 million of them.
+		{"intervals beyond memory", []string{"run", "--duration", "24h", "--interval", "10ms", "--payments", "0"}, "--duration: the scenario needs about"},
+		{"name with a newline", []string{"run", "--name", "a\nb"}, "--name"},
+		{"seed beyond 64 bits", []string{"run", "--seed", "99999999999999999999"}, "-seed"},
+		{"flag name with a newline", []string{"run", "--bad\nflag"}, "-bad flag"},
+		// Files that are not scenarios: a device that never ends, a
+		// directory.
+		{"scenario from /dev/zero", []string{"run", "--scenario", "/dev/zero"}, "--scenario"},
+		{"scenario a directory", []string{"run", "--scenario", "."}, "--scenario"},
+		{"trials zero", []string{"verdicts", "--trials", "0"}, "-trials"},
+		{"plan target NaN", []string{"plan", "--target-rate", "NaN"}, "-target-rate"},
+		{"plan max rate too high", []string{"plan", "--max-rate", "1e9"}, "-max-rate"},
+		{"plan slo too long", []string{"plan", "--slo-p99", "1h"}, "-slo-p99"},
+		{"plan step too long", []string{"plan", "--step-duration", "2h"}, "--step-duration"},
+		{"plan warmup too long", []string{"plan", "--step-warmup", "1h"}, "--step-warmup"},
+		{"compare requests too many", []string{"compare-redis", "--requests", "100000000"}, "--requests"},
+		{"compare clients zero", []string{"compare-redis", "--clients", "0"}, "--clients"},
+		{"up redis too many", []string{"up", "--redis", "33"}, "--redis"},
+		{"report dir with a newline", []string{"report", "a\nb"}, "report"},
+		{"metrics port out of range", []string{"run", "--metrics-addr", "localhost:99999"}, "-metrics-addr"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +127,7 @@ func TestBadInput(t *testing.T) {
 // naming --scenario.
 func TestBadScenarioFile(t *testing.T) {
 	dir := t.TempDir()
-	for _, body := range []string{"instances: 3\nspeed: 9\n", "hold: sometimes\n", "instances: [1\n"} {
+	for _, body := range []string{"instances: 3\nspeed: 9\n", "hold: sometimes\n", "instances: [1\n", "accounts: 99999999999999999999999\n", "retry: backoff:1ns-1ms\n"} {
 		path := dir + "/s.yaml"
 		if err := writeFile(path, body); err != nil {
 			t.Fatal(err)
@@ -67,6 +137,49 @@ func TestBadScenarioFile(t *testing.T) {
 		if code != 2 || !strings.Contains(errb.String(), "--scenario") {
 			t.Errorf("scenario %q: exit %d, stderr %q; want 2 naming --scenario", body, code, errb.String())
 		}
+	}
+}
+
+// A scenario file's values have the flags' ranges: out of range, the
+// line names the flag of the key.
+func TestScenarioFileRanges(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		body, want string
+	}{
+		{"ttl: 1ns\n", "--ttl"},
+		{"rate: .nan\n", "--rate"},
+		{"funding: .inf\n", "--funding"},
+		{"instances: -1\n", "--instances"},
+		{"duration: -5s\n", "--duration"},
+		{"variant: \"a\\u0007b\"\n", "--variant"},
+		{"accounts: 2000000000\npayments: 10\n", "--accounts: the scenario needs about"},
+	}
+	for _, tc := range cases {
+		path := dir + "/s.yaml"
+		if err := writeFile(path, tc.body); err != nil {
+			t.Fatal(err)
+		}
+		var errb bytes.Buffer
+		code := ExitCode(Run(context.Background(), []string{"run", "--scenario", path}, &bytes.Buffer{}, &errb), &errb)
+		if line := strings.TrimSpace(errb.String()); code != 2 || strings.Contains(line, "\n") || !strings.Contains(line, tc.want) {
+			t.Errorf("scenario %q: exit %d, stderr %q; want 2 and one line naming %q", tc.body, code, errb.String(), tc.want)
+		}
+	}
+}
+
+// A command cut short by Ctrl-C exits 130 (here before its first run
+// finished, so it has nothing to keep, and says so).
+func TestInterruptedExits130(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var errb bytes.Buffer
+	err := Run(ctx, []string{"run", "--strategy", "nolock", "--payments", "10", "--out", t.TempDir() + "/run"}, io.Discard, &errb)
+	if code := ExitCode(err, &errb); code != 130 {
+		t.Fatalf("exit code = %d (err %v); want 130", code, err)
+	}
+	if got := strings.TrimSpace(errb.String()); got != "interrupted before a run finished: no results kept" {
+		t.Errorf("stderr = %q; want the one line saying nothing was kept", got)
 	}
 }
 

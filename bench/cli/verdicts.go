@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -37,6 +38,9 @@ const (
 	// verdictPayments is 3.5 s of load: the fault strikes at 30% (about
 	// 1 s in) and a node fault (1.5 s) is over a second before the end.
 	verdictPayments = 350
+	// verdictRandomPayments is the longer run of a random fault schedule
+	// (schedule=random): 10 s, several strikes at every=1s.
+	verdictRandomPayments = 1000
 	// verdictBaseline is the shorter fault-free run: 1.5 s.
 	verdictBaseline = 150
 	// verdictFaultLength is how long kill-node and partition last, instead
@@ -82,14 +86,101 @@ type verdictCase struct {
 	info     strategies.Info
 	spec     faults.Spec
 	sc       loadgen.Scenario
+	// wait is the cell's --redis-wait (0: none); the session applies it.
+	wait int
 }
 
 func (c verdictCase) label() string {
 	name := c.strategy
-	if c.sc.Variant != "" {
-		name += " [" + c.sc.Variant + "]"
+	if v := c.variant(); v != "" {
+		name += " [" + v + "]"
 	}
 	return fmt.Sprintf("%s × %s (fencing %s)", name, c.spec.Name, onOff(c.sc.Fencing && c.info.Fencing))
+}
+
+// variant is the cell's variant as label shows it: the scenario's, and the
+// WAIT and strict fencing the cell adds (the session labels its runs the
+// same way).
+func (c verdictCase) variant() string {
+	var parts []string
+	if c.sc.Variant != "" {
+		parts = append(parts, c.sc.Variant)
+	}
+	if c.wait > 0 {
+		parts = append(parts, fmt.Sprintf("wait=%d", c.wait))
+	}
+	if c.sc.FencingStrict {
+		parts = append(parts, "fencing=strict")
+	}
+	return strings.Join(parts, ",")
+}
+
+// variantCases adds to the cells of verdictCases the variants the rules
+// under test ask for: for every cell of a fenced strategy with the store's
+// check on, the same with the strict rule (a token handed out twice is
+// refused too), side by side; with wait above 0, every cell of a
+// single-node Redis strategy again with WAIT (--redis-wait), so that what
+// WAIT buys and what it costs show side by side too.
+func variantCases(cases []verdictCase, wait int) []verdictCase {
+	var out []verdictCase
+	for _, c := range cases {
+		group := []verdictCase{c}
+		if c.info.Fencing && c.sc.Fencing {
+			strict := c
+			strict.sc.FencingStrict = true
+			group = append(group, strict)
+		}
+		if wait > 0 && c.info.Need.Backend == strategies.BackendRedis && c.info.Need.Nodes <= 1 {
+			for _, g := range group[:len(group):len(group)] {
+				g.wait = wait
+				group = append(group, g)
+			}
+		}
+		out = append(out, group...)
+	}
+	return out
+}
+
+// notApplicable says why a cell cannot run on the session's servers: a
+// strategy that needs independent Redis masters on a replicated Redis, or
+// a fault the servers' layout rules out (faults.Spec.Fits: a failover needs
+// replicas, a partition cannot reroute a Sentinel client); "" when it can.
+func (s *session) notApplicable(c verdictCase) string {
+	t, err := servers.TargetFor(c.info.Need, s.ep, s.cluster)
+	switch {
+	case errors.Is(err, servers.ErrNeedsMasters):
+		return "needs independent Redis masters; the sentinel topology has one primary and its replicas"
+	case err != nil:
+		return ""
+	}
+	if err := c.spec.Fits(t); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// notApplicablePrefix marks the cells runCases did not run because they do
+// not apply to the servers' layout.
+const notApplicablePrefix = "not applicable: "
+
+// printNotApplicable lists the cells that did not apply, by reason.
+func printNotApplicable(w io.Writer, skipped []string) {
+	var reasons []string
+	cells := map[string][]string{}
+	for _, s := range skipped {
+		rest, ok := strings.CutPrefix(s, notApplicablePrefix)
+		if !ok {
+			continue
+		}
+		cell, why, _ := strings.Cut(rest, ": ")
+		if _, seen := cells[why]; !seen {
+			reasons = append(reasons, why)
+		}
+		cells[why] = append(cells[why], cell)
+	}
+	for _, why := range reasons {
+		fmt.Fprintf(w, "\nNot applicable, not run (%s): %s\n", why, strings.Join(cells[why], "; "))
+	}
 }
 
 func onOff(b bool) string {
@@ -121,6 +212,12 @@ func verdictCases(names, faultNames []string) ([]verdictCase, error) {
 			}
 			for _, fencing := range fencings {
 				base := verdictScenario(f, fencing)
+				if _, params, ok := strings.Cut(specString(spec), ":"); ok && strings.Contains(f, ":") {
+					base.Variant = params // told apart from the designed cell
+				}
+				if spec.Random() {
+					base.Payments = verdictRandomPayments
+				}
 				if info.Transactional {
 					base.Store = "postgres" // it takes no lock: the store is its protection
 				}
@@ -167,17 +264,34 @@ func verdictCases(names, faultNames []string) ([]verdictCase, error) {
 	return cases, nil
 }
 
-// parseFaults checks a --fault list (names only) against the registry.
-func parseFaults(v string) ([]string, error) {
-	if v == "all" {
-		return faults.Names(), nil
-	}
-	return parseList("fault", v, strings.Join(faults.Names(), ", ")+", or all", func(n string) error {
-		if _, ok := faults.Lookup(n); !ok {
-			return fmt.Errorf("unknown fault %q", n)
+// parseFaults checks the --fault values against the registry: each a
+// spec with parameters (NAME:key=value,…, kept whole), or a comma list of
+// bare names, or all.
+func parseFaults(values []string) ([]string, error) {
+	var out []string
+	for _, v := range values {
+		switch {
+		case strings.Contains(v, ":"):
+			if _, err := faults.Parse(v); err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		case v == "all":
+			out = append(out, faults.Names()...)
+		default:
+			names, err := parseList("fault", v, strings.Join(faults.Names(), ", ")+", or all", func(n string) error {
+				if _, ok := faults.Lookup(n); !ok {
+					return fmt.Errorf("unknown fault %q", n)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, names...)
 		}
-		return nil
-	})
+	}
+	return out, nil
 }
 
 // hasLocal reports whether the session started the servers the strategy
@@ -207,7 +321,7 @@ func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, 
 	var mf metricsFlag
 	mf.register(fs)
 	strategyList := fs.String("strategy", "all", "comma-separated strategies (see `lockbench strategies`), or all")
-	faultList := fs.String("fault", "all", "comma-separated faults, or all: "+strings.Join(faults.Names(), ", "))
+	faultList := faultsFlag(fs, "all", "comma-separated faults, or all: "+strings.Join(faults.Names(), ", ")+"; or one NAME:key=value,… (schedule=random,every=1s)")
 	out := fs.String("out", "", "run directory (default out/verdicts-DATE-TIME)")
 	asJSON := fs.Bool("json", false, "print verdicts.json to stdout instead of the table")
 	failOnUnsafe := fs.Bool("fail-on-unsafe", false, "exit 3 when any strategy lost safety (for CI)")
@@ -221,7 +335,7 @@ func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, 
 	if err != nil {
 		return o, err
 	}
-	faultNames, err := parseFaults(*faultList)
+	faultNames, err := parseFaults(faultList.list())
 	if err != nil {
 		return o, err
 	}
@@ -232,6 +346,7 @@ func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, 
 	if len(cases) == 0 {
 		return o, usageErr("--fault: none of %s applies to %s", strings.Join(faultNames, ", "), strings.Join(names, ", "))
 	}
+	cases = variantCases(cases, ef.wait)
 	for i := range cases {
 		cases[i].sc.Seed = *seed
 	}
@@ -309,6 +424,10 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		if err := windowTable(stdout, dir.runs); err != nil {
 			return err
 		}
+		if err := waitTable(stdout, dir.runs); err != nil {
+			return err
+		}
+		printNotApplicable(stdout, skipped)
 		if len(tokenless) > 0 {
 			fmt.Fprintf(stdout, "\n%s issue no fencing token, so the store's check cannot help them: they run once, with it off.\n", strings.Join(tokenless, ", "))
 		}
@@ -416,6 +535,55 @@ func windowRates(r results.Run) [3]float64 {
 	return out
 }
 
+// waitTable shows what WAIT buys and what it costs: each cell of a
+// single-node Redis strategy that also ran with WAIT (--redis-wait), both
+// ways, with its verdict, availability, give-ups and acquire latency. It
+// writes nothing when no cell ran with WAIT.
+func waitTable(w io.Writer, runs []results.Run) error {
+	type cell struct{ strategy, fault, variant string }
+	withWait := map[cell]bool{}
+	base := func(v string) (string, bool) {
+		var keep []string
+		waited := false
+		for _, p := range strings.Split(v, ",") {
+			if strings.HasPrefix(p, "wait=") {
+				waited = true
+				continue
+			}
+			keep = append(keep, p)
+		}
+		return strings.Join(keep, ","), waited
+	}
+	for _, r := range runs {
+		if b, waited := base(r.Summary.Variant); waited {
+			withWait[cell{r.Summary.Strategy, r.Summary.Fault, b}] = true
+		}
+	}
+	if len(withWait) == 0 {
+		return nil
+	}
+	stat := func(s *results.Summary, phase, st string) string {
+		if v, ok := s.Latency[phase].Value(st); ok {
+			return results.FormatDuration(v)
+		}
+		return results.Dash
+	}
+	var b strings.Builder
+	fmt.Fprintln(&b, "\nWhat WAIT buys and costs (the same cells without and with it):")
+	fmt.Fprintln(&b)
+	fmt.Fprintf(&b, "%-16s %-10s %-42s %-8s %12s %12s %12s %12s %12s\n", "strategy", "fault", "variant", "verdict", "availability", "not acquired", "acquire p50", "acquire p99", "total p99")
+	for _, r := range runs {
+		s := r.Summary
+		if bv, _ := base(s.Variant); !withWait[cell{s.Strategy, s.Fault, bv}] {
+			continue
+		}
+		fmt.Fprintf(&b, "%-16s %-10s %-42s %-8s %11.1f%% %12d %12s %12s %12s\n", s.Strategy, s.Fault, s.Variant, s.Verdict(),
+			100*s.Availability, s.NotAcquired, stat(&s, "acquire", results.StatP50), stat(&s, "acquire", results.StatP99), stat(&s, "total", results.StatP99))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 func firstErr(errs ...error) error {
 	for _, e := range errs {
 		if e != nil {
@@ -453,12 +621,19 @@ func runCases(ctx context.Context, sess *session, dir *runDir, cases []verdictCa
 			if trials > 1 {
 				label += fmt.Sprintf(" trial %d", trial)
 			}
+			if why := sess.notApplicable(c); why != "" {
+				if trial == 1 {
+					skipped = append(skipped, notApplicablePrefix+c.label()+": "+why)
+				}
+				continue
+			}
 			if c.spec.NeedsLocal() && !sess.hasLocal(c.info) {
 				if trial == 1 {
 					skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
 				}
 				continue
 			}
+			sess.redisWait = c.wait
 			t0 := time.Now()
 			r, err := runTrial(ctx, sess, c.strategy, c.sc, c.spec, trial)
 			if err != nil {

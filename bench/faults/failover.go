@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -36,20 +37,34 @@ const (
 	DefaultFailoverCatch = 2 * time.Second
 	// DefaultFailoverPromote is how long the fault lets the Sentinels
 	// promote a replica on their own before it forces a failover (SENTINEL
-	// FAILOVER): 4s, about twice what it takes here; a split vote would
-	// otherwise be retried only after twice the failover timeout.
-	DefaultFailoverPromote = 4 * time.Second
+	// FAILOVER): 3s, well over what it takes here (under 2s); a split vote
+	// would otherwise be retried only after twice the failover timeout.
+	DefaultFailoverPromote = 3 * time.Second
 	// failoverHoldShare is the caught holder's time inside, as a share of
-	// the TTL, when hold= is not given: 0.7 (7s of 10s).
-	failoverHoldShare = 0.7
+	// the TTL, when hold= is not given: 0.6 (6s of 10s): room for the
+	// promotion (forced after DefaultFailoverPromote), for the clients to
+	// find the new primary, and for a contender to take the lock there.
+	failoverHoldShare = 0.6
+	// failoverTail is the load offered after the caught holder's time
+	// inside is over: 1s.
+	failoverTail = time.Second
+	// afterContender is how long a stopped caught holder stays inside once
+	// a second holder of its lock key entered: 50ms (awaitContender).
+	afterContender = 50 * time.Millisecond
+	// writeGrace is how long a continued holder process has to write
+	// before later holders of its key are let in: 500ms.
+	writeGrace = 500 * time.Millisecond
+	// gateTimeout bounds how long watchContender holds a later holder at
+	// its entry: 3s.
+	gateTimeout = 3 * time.Second
 	// relinkTimeout bounds the wait for a replica's link through its proxy
 	// (or to the new primary, when healing): 5s.
 	relinkTimeout = 5 * time.Second
 )
 
-const failoverParams = "hold=D (how long the caught holder stays inside, within its lock's validity; default 0.7 × TTL), " +
+const failoverParams = "hold=D (how long the caught holder stays inside, within its lock's validity; default 0.6 × TTL), " +
 	"catch=D (how long to wait for a holder once replication is held back, default 2s), " +
-	"promote=D (how long the Sentinels may take before the failover is forced, default 4s), at=SHARE (default 0.3)"
+	"promote=D (how long the Sentinels may take before the failover is forced, default 3s), at=SHARE (default 0.3)"
 
 func init() {
 	register(Kind{
@@ -66,8 +81,7 @@ func init() {
 			if err != nil {
 				return sc, err
 			}
-			sc.TTL = max(sc.TTL, FailoverMinTTL)
-			return sc, c.check(sc)
+			return c.adjust(sc)
 		},
 		New: func(p map[string]string, target servers.Target) (loadgen.Fault, error) {
 			c, err := parseFailover(p)
@@ -130,6 +144,37 @@ func parseFailover(p map[string]string) (failoverConfig, error) {
 	return c, ps.done()
 }
 
+// holdFor is how long the caught holder stays inside with TTL ttl.
+func (c failoverConfig) holdFor(ttl time.Duration) time.Duration {
+	if c.hold > 0 {
+		return c.hold
+	}
+	return time.Duration(failoverHoldShare * float64(ttl))
+}
+
+// adjust is the scenario a failover needs: a TTL of at least
+// FailoverMinTTL, and (open loop) enough load after the strike for a
+// contender to come while the caught holder is inside: payments (or a
+// duration) raised so that the caught holder's time and failoverTail are
+// offered after the share at.
+func (c failoverConfig) adjust(sc loadgen.Scenario) (loadgen.Scenario, error) {
+	sc.TTL = max(sc.TTL, FailoverMinTTL)
+	if err := c.check(sc); err != nil {
+		return sc, err
+	}
+	// Process instances, so that the caught holder can be stopped and
+	// continued as soon as a second holder is in (awaitContender).
+	sc.InstanceMode = "process"
+	after := c.holdFor(sc.TTL) + failoverTail
+	if sc.Rate > 0 && sc.Payments > 0 {
+		sc.Payments = max(sc.Payments, int(math.Ceil(sc.Rate*after.Seconds()/(1-c.at))))
+	}
+	if sc.Duration > 0 {
+		sc.Duration = max(sc.Duration, time.Duration(float64(after)/(1-c.at)))
+	}
+	return sc, nil
+}
+
 func (c failoverConfig) check(sc loadgen.Scenario) error {
 	if c.hold >= sc.TTL {
 		return &usage.Error{Flag: "fault", Msg: fmt.Sprintf("failover: hold=%s must be shorter than the TTL (%s): the holder must still hold a valid lock when a contender takes it", c.hold, sc.TTL)}
@@ -169,6 +214,14 @@ type failover struct {
 	stopped int  // pid of a holder process we stopped, 0 when none
 	killed  bool // the primary is down and not started again
 	healed  bool
+	// caught is the caught holder while it is inside; contended is closed
+	// once a second holder of its lock key entered (watchContender), and
+	// written once the caught holder has been let go and has written.
+	caught    *store.EnterReq
+	contended chan struct{}
+	written   chan struct{}
+	seen      bool
+	gated     bool // a third holder was held at its entry
 }
 
 func (f *failover) Name() string { return "failover" }
@@ -188,9 +241,7 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 	if err := f.cfg.check(env.Scenario); err != nil {
 		return err
 	}
-	if f.cfg.hold == 0 {
-		f.cfg.hold = time.Duration(failoverHoldShare * float64(env.Scenario.TTL))
-	}
+	f.cfg.hold = f.cfg.holdFor(env.Scenario.TTL)
 	f.env = env
 	rctx, cancel := context.WithTimeout(ctx, relinkTimeout)
 	defer cancel()
@@ -213,8 +264,50 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 	if len(f.replicas) == 0 {
 		return errors.New("failover: the primary has no replica to promote")
 	}
+	f.contended, f.written = make(chan struct{}), make(chan struct{})
 	f.trap = newTrap(env, f.onPrimaryOnly, f.holdHolder)
+	env.OnEnter(f.watchContender)
 	return nil
+}
+
+// watchContender runs inside every Enter. It records the first holder of
+// the caught holder's lock key that enters while the caught holder is
+// inside (the lock granted twice), and holds any later one at its entry
+// until the caught holder has written (gateTimeout at most). So the writes
+// land in one order every run: the second holder's (from the same read as
+// the caught holder's), then the caught holder's, with no third holder's
+// newer token seen in between; a token handed out twice then reaches the
+// store twice in a row, which the strict rule is there to refuse.
+func (f *failover) watchContender(r store.EnterReq) {
+	f.mu.Lock()
+	c := f.caught
+	same := c != nil && r.LockKey == c.LockKey && r.Payment != c.Payment
+	first := same && !f.seen
+	if first {
+		f.seen = true
+		close(f.contended)
+	}
+	gate := same && !first
+	announce := gate && !f.gated
+	f.gated = f.gated || gate
+	written := f.written
+	f.mu.Unlock()
+	switch {
+	case first:
+		f.env.Event(fmt.Sprintf("a second holder entered lock key %s while the caught holder is inside: instance %d, payment %d, token %d",
+			r.LockKey, r.Instance, r.Payment, r.Token))
+	case gate:
+		if announce {
+			f.env.Event(fmt.Sprintf("a third holder of %s held at its entry until the caught holder has written: instance %d, payment %d, token %d",
+				r.LockKey, r.Instance, r.Payment, r.Token))
+		}
+		t := time.NewTimer(gateTimeout)
+		defer t.Stop()
+		select {
+		case <-written:
+		case <-t.C:
+		}
+	}
 }
 
 // onPrimaryOnly is the trap's filter: the holder's lock key is on no
@@ -247,6 +340,9 @@ func (f *failover) holdHolder(r store.EnterReq) {
 	} else if sl, ok := h.(loadgen.Slower); ok {
 		sl.Slow(f.cfg.hold)
 	}
+	f.mu.Lock()
+	f.caught = &r
+	f.mu.Unlock()
 	f.env.Event(fmt.Sprintf("holder caught inside its critical section with a lock only the primary has (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
 		how, ms(f.cfg.hold), r.Instance, r.LockKey, r.Payment, r.Token))
 }
@@ -293,8 +389,14 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	}
 	env.Event(fmt.Sprintf("%s started again: rejoined as a replica of %s", f.primary.Node.Name(), promoted))
 	if caught {
-		sleep(ctx, f.cfg.hold-time.Since(at))
-		if err := f.resumeHolder(); err != nil {
+		f.awaitContender(ctx, at)
+		err := f.resumeHolder()
+		sleep(ctx, writeGrace)
+		f.mu.Lock()
+		f.caught = nil
+		close(f.written)
+		f.mu.Unlock()
+		if err != nil {
 			return errors.Join(err, f.heal())
 		}
 		env.End("holder's critical section over")
@@ -302,6 +404,28 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 		env.End("failover over")
 	}
 	return f.heal()
+}
+
+// awaitContender keeps the caught holder inside until cfg.hold has passed
+// since at or, for a stopped holder process, until a second holder of its
+// lock key has been inside for afterContender, long enough to have
+// written. A slowed in-process holder stays the whole cfg.hold.
+func (f *failover) awaitContender(ctx context.Context, at time.Time) {
+	f.mu.Lock()
+	stopped := f.stopped != 0
+	f.mu.Unlock()
+	t := time.NewTimer(f.cfg.hold - time.Since(at))
+	defer t.Stop()
+	contended := f.contended
+	if !stopped {
+		contended = nil
+	}
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	case <-contended:
+		sleep(ctx, min(afterContender, f.cfg.hold-time.Since(at)))
+	}
 }
 
 // holdBack routes each replica's link through its proxy, waits until it is

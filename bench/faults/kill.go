@@ -19,7 +19,7 @@ func init() {
 		Name: "kill-node",
 		Description: "SIGKILL one server mid-run (a Redis node, an etcd member, or Postgres) and start it again after a while; " +
 			"a Redis node comes back empty",
-		Params: "node=N (default 0: the node single-node strategies use), down=D (default 3s), at=SHARE (default 0.3)",
+		Params: "node=N (default 0: the node single-node strategies use), down=D or MIN-MAX (default 3s), " + scheduleParams,
 		// Killing the Postgres server of a transactional strategy kills its
 		// store too, which ends the run rather than testing the strategy.
 		AppliesTo:  func(info strategies.Info) bool { return hasServer(info) && !info.Transactional },
@@ -29,8 +29,8 @@ func init() {
 			k := &kill{
 				target: target,
 				index:  ps.index("node", 0),
-				down:   ps.duration("down", DefaultDown),
-				at:     ps.share("at", DefaultAt),
+				down:   ps.span("down", fixed(DefaultDown)),
+				sched:  ps.schedule(),
 			}
 			return k, ps.done()
 		},
@@ -40,8 +40,8 @@ func init() {
 // kill takes one server down for a while.
 type kill struct {
 	index int
-	down  time.Duration
-	at    float64
+	down  span
+	sched schedule
 
 	target servers.Target
 	node   servers.Node
@@ -49,6 +49,8 @@ type kill struct {
 	mu   sync.Mutex
 	dead bool // killed and not started again
 }
+
+var _ striker = (*kill)(nil)
 
 func (k *kill) Name() string { return "kill-node" }
 
@@ -59,12 +61,15 @@ func (k *kill) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	return err
 }
 
-// Inject kills the server at cfg.at and starts it again after down (at once
-// when ctx ends first).
+// Inject strikes on the fault's schedule.
 func (k *kill) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
-	if env.WaitOffered(ctx, k.at) != nil {
-		return nil
-	}
+	return inject(ctx, env, k.sched, k)
+}
+
+// strike kills the server and starts it again after a drawn down= (at once
+// when ctx ends first).
+func (k *kill) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) error {
+	down := d.of(k.down)
 	k.mu.Lock()
 	err := k.node.Kill()
 	k.dead = err == nil
@@ -73,7 +78,7 @@ func (k *kill) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 		return fmt.Errorf("kill %s: %w", k.node.Name(), err)
 	}
 	env.Begin(k.node.Name() + " killed")
-	sleep(ctx, k.down)
+	sleep(ctx, down)
 	start := time.Now()
 	if err := k.revive(ctx); err != nil {
 		return err

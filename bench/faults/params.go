@@ -140,3 +140,42 @@ func (ps *params) done() error {
 	}
 	return nil
 }
+
+// span is a duration parameter that takes one duration D or a range
+// MIN-MAX, drawn anew for each strike (draws.of). The zero span means
+// "derived at Setup".
+type span struct{ lo, hi time.Duration }
+
+// fixed is the span of one duration.
+func fixed(d time.Duration) span { return span{d, d} }
+
+// isZero reports whether the span was left to be derived at Setup.
+func (s span) isZero() bool { return s.hi == 0 }
+
+// String is the span as its parameter is written.
+func (s span) String() string {
+	if s.lo == s.hi {
+		return s.lo.String()
+	}
+	return s.lo.String() + "-" + s.hi.String()
+}
+
+// span reads key as a duration > 0 or a range MIN-MAX of them with MIN ≤
+// MAX; def when absent.
+func (ps *params) span(key string, def span) span {
+	v, ok := ps.lookup(key)
+	if !ok {
+		return def
+	}
+	lo, hi, isRange := strings.Cut(v, "-")
+	if !isRange {
+		hi = lo
+	}
+	a, errA := time.ParseDuration(lo)
+	b, errB := time.ParseDuration(hi)
+	if errA != nil || errB != nil || a <= 0 || b < a {
+		ps.fail(key, "a duration > 0 such as 500ms, or a range MIN-MAX with 0 < MIN ≤ MAX such as 300ms-800ms")
+		return def
+	}
+	return span{a, b}
+}

@@ -25,8 +25,8 @@ const (
 )
 
 const partitionParams = "node=N (default 0), mode=cut|delay|reset (default cut), delay=D (default 200ms, per reply), " +
-	"for=D (default 3s; with mode=reset how long new connections are refused after the reset, default 0: none), " +
-	"hold=D (mode=reset only: how long the caught holder stays inside its critical section, default TTL/2 + for), at=SHARE (default 0.3)"
+	"for=D or MIN-MAX (default 3s; with mode=reset how long new connections are refused after the reset, default 0: none), " +
+	"hold=D or MIN-MAX (mode=reset only: how long the caught holder stays inside its critical section, default TTL/2 + for), " + scheduleParams
 
 func init() {
 	register(Kind{
@@ -55,9 +55,9 @@ type partitionConfig struct {
 	index int
 	mode  string
 	delay time.Duration
-	dur   time.Duration // cut, delay: how long; reset: how long new connections are refused
-	hold  time.Duration // reset: the caught holder's time inside; 0 means TTL/2 + dur, decided at Setup
-	at    float64
+	dur   span // cut, delay: how long; reset: how long new connections are refused (zero: not at all)
+	hold  span // reset: the caught holder's time inside; zero means TTL/2 + dur, drawn per strike
+	sched schedule
 }
 
 func parsePartition(p map[string]string) (partitionConfig, error) {
@@ -66,20 +66,20 @@ func parsePartition(p map[string]string) (partitionConfig, error) {
 		index: ps.index("node", 0),
 		mode:  ps.choice("mode", "cut", "delay", "reset"),
 		delay: ps.duration("delay", DefaultDelay),
-		at:    ps.share("at", DefaultAt),
+		sched: ps.schedule(),
 	}
 	if c.mode == "reset" {
 		// Read only here, so that hold= with another mode is reported as
 		// unknown rather than silently ignored.
-		c.dur = ps.duration("for", 0)
-		c.hold = ps.duration("hold", 0)
+		c.dur = ps.span("for", span{})
+		c.hold = ps.span("hold", span{})
 	} else {
-		c.dur = ps.duration("for", DefaultPartitionFor)
+		c.dur = ps.span("for", fixed(DefaultPartitionFor))
 	}
 	if err := ps.done(); err != nil {
 		return c, err
 	}
-	if c.mode == "reset" && c.hold > 0 && c.hold <= c.dur {
+	if c.mode == "reset" && !c.hold.isZero() && c.hold.lo <= c.dur.hi {
 		return c, &usage.Error{Flag: "fault", Msg: fmt.Sprintf("partition: hold=%s must exceed for=%s: a contender can only take the lock from the caught holder once new connections are accepted again", c.hold, c.dur)}
 	}
 	return c, nil
@@ -98,11 +98,14 @@ type partition struct {
 	env     *loadgen.FaultEnv
 	trap    *trap
 	handles []loadgen.InstanceHandle // copied by Inject before the trap is armed
+	hold    time.Duration            // reset: this strike's hold, set before the trap is armed
 
 	mu      sync.Mutex
 	caught  time.Time // when the holder was caught
 	stopped int       // pid of a holder process we stopped, 0 when none
 }
+
+var _ striker = (*partition)(nil)
 
 func (f *partition) Name() string { return "partition" }
 
@@ -134,23 +137,24 @@ func (f *partition) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	f.name = fmt.Sprintf("%s %d (%s)", f.target.Noun(), f.cfg.index, upstream)
 	env.Lock = routed
 	if f.cfg.mode == "reset" {
-		if f.cfg.hold == 0 {
-			f.cfg.hold = env.Scenario.TTL/2 + f.cfg.dur
-		}
 		f.env = env
 		f.trap = newTrap(env, nil, f.holdHolder)
 	}
 	return nil
 }
 
-// Inject cuts or delays the traffic at cfg.at for cfg.dur, then heals it;
-// or, with mode=reset, resets every connection while a holder is inside.
+// Inject strikes on the fault's schedule.
 func (f *partition) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
+	f.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
+	return inject(ctx, env, f.cfg.sched, f)
+}
+
+// strike cuts or delays the traffic for a drawn for=, then heals it; or,
+// with mode=reset, resets every connection while a holder is inside.
+func (f *partition) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) error {
+	dur := d.of(f.cfg.dur)
 	if f.cfg.mode == "reset" {
-		return f.injectReset(ctx, env)
-	}
-	if env.WaitOffered(ctx, f.cfg.at) != nil {
-		return nil
+		return f.strikeReset(ctx, env, dur, d)
 	}
 	what := f.name + " cut off (every byte dropped both ways)"
 	err := f.proxy.cut()
@@ -162,7 +166,7 @@ func (f *partition) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 		return errors.Join(err, f.proxy.heal())
 	}
 	env.Begin(what)
-	sleep(ctx, f.cfg.dur)
+	sleep(ctx, dur)
 	if err := f.proxy.heal(); err != nil {
 		return err
 	}
@@ -170,37 +174,38 @@ func (f *partition) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	return nil
 }
 
-// injectReset waits for cfg.at, catches a holder inside its critical
-// section (see trap) and keeps it there for cfg.hold, and meanwhile resets
+// strikeReset catches a holder inside its critical section (see trap) and
+// keeps it there for a drawn hold= (default TTL/2 + refuse), and meanwhile
+// resets
 // every connection through the proxy, the holder's own lock connection
 // among them, as a load balancer, a proxy or a failover does. A lock that
 // lives as long as its session (pg-advisory) dies with it on the server,
 // and the payment's other delivery, retrying, takes it while the caught
 // holder is still inside; the holder then writes too. A lock with a lease
 // on the server (setnx, pg-onconflict) outlives the connection: the
-// contender still finds it held, as long as cfg.hold is within the TTL.
-func (f *partition) injectReset(ctx context.Context, env *loadgen.FaultEnv) error {
-	f.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
-	if env.WaitOffered(ctx, f.cfg.at) != nil {
-		return nil
+// contender still finds it held, as long as the hold is within the TTL.
+func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur time.Duration, d *draws) error {
+	f.hold = env.Scenario.TTL/2 + dur
+	if !f.cfg.hold.isZero() {
+		f.hold = d.of(f.cfg.hold)
 	}
 	f.trap.arm()
 	if _, ok := f.trap.wait(ctx); !ok {
-		env.Event(fmt.Sprintf("partition not injected: no holder of a new payment entered after %.0f%% of the payments", 100*f.cfg.at))
+		env.Event(fmt.Sprintf("partition not injected: no holder of a new payment entered %s", f.cfg.sched.when()))
 		return nil
 	}
-	refuse := f.cfg.dur > 0
+	refuse := dur > 0
 	f.reset.reset(refuse)
 	if refuse {
-		env.Event(fmt.Sprintf("%s: every connection through the proxy reset (TCP RST), the holder's among them; new ones reset too for %s", f.name, ms(f.cfg.dur)))
-		sleep(ctx, f.cfg.dur)
+		env.Event(fmt.Sprintf("%s: every connection through the proxy reset (TCP RST), the holder's among them; new ones reset too for %s", f.name, ms(dur)))
+		sleep(ctx, dur)
 		f.reset.accept()
 		env.Event(f.name + " accepting connections again")
 	} else {
 		env.Event(fmt.Sprintf("%s: every connection through the proxy reset (TCP RST), the holder's among them; new ones accepted", f.name))
 	}
 	f.mu.Lock()
-	left := f.cfg.hold - time.Since(f.caught)
+	left := f.hold - time.Since(f.caught)
 	f.mu.Unlock()
 	sleep(ctx, left)
 	if err := f.resumeHolder(); err != nil {
@@ -213,7 +218,7 @@ func (f *partition) injectReset(ctx context.Context, env *loadgen.FaultEnv) erro
 // holdHolder runs inside the caught holder's Enter: it keeps the holder in
 // its critical section for cfg.hold, by slowing that section (an in-process
 // instance, whose goroutine this is) or by stopping its process (continued
-// by injectReset).
+// by strikeReset).
 func (f *partition) holdHolder(r store.EnterReq) {
 	f.mu.Lock()
 	f.caught = time.Now()
@@ -224,12 +229,12 @@ func (f *partition) holdHolder(r store.EnterReq) {
 			how = "stopped"
 		}
 	} else if sl, ok := f.handles[r.Instance].(loadgen.Slower); ok {
-		sl.Slow(f.cfg.hold)
+		sl.Slow(f.hold)
 		how = "slowed"
 	}
 	f.mu.Unlock()
 	f.env.Begin(fmt.Sprintf("holder caught inside its critical section (%s for %s): instance %d, key %s, payment %d, token %d",
-		how, ms(f.cfg.hold), r.Instance, r.LockKey, r.Payment, r.Token))
+		how, ms(f.hold), r.Instance, r.LockKey, r.Payment, r.Token))
 }
 
 // resumeHolder continues a holder process stopped by holdHolder.

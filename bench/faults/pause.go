@@ -20,7 +20,7 @@ func init() {
 		Name: "pause",
 		Description: "SIGSTOP one instance process inside a critical section for longer than the TTL, then SIGCONT " +
 			"(a GC pause: the holder's lock expires, another takes it, and the holder writes when it resumes); runs the instances as processes",
-		Params:    "instance=N (default: whichever is caught first), for=D (default 1.5×TTL+1s; for etcd its lease: TTL in whole seconds, ≥ 2s), at=SHARE (default 0.3)",
+		Params:    "instance=N (default: whichever is caught first), for=D or MIN-MAX (default 1.5×TTL+1s; for etcd its lease: TTL in whole seconds, ≥ 2s), " + scheduleParams,
 		AppliesTo: hasServer,
 		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
 			c, err := parseOutlast("pause", p)
@@ -50,17 +50,17 @@ func hasServer(info strategies.Info) bool { return info.Need.Backend != strategi
 // outlastConfig is the configuration of pause and slow: one instance's
 // critical section outlasts the lock.
 type outlastConfig struct {
-	instance int           // -1: any instance
-	dur      time.Duration // 0: outlast(strategy, TTL), decided at Setup
-	at       float64
+	instance int  // -1: any instance
+	dur      span // zero: outlast(strategy, TTL), decided at Setup
+	sched    schedule
 }
 
 func parseOutlast(name string, p map[string]string) (outlastConfig, error) {
 	ps := newParams(name, p)
 	c := outlastConfig{
 		instance: ps.index("instance", -1),
-		dur:      ps.duration("for", 0),
-		at:       ps.share("at", DefaultAt),
+		dur:      ps.span("for", span{}),
+		sched:    ps.schedule(),
 	}
 	return c, ps.done()
 }
@@ -83,7 +83,7 @@ func (c outlastConfig) check(name string, sc loadgen.Scenario) error {
 	if c.instance >= sc.Instances {
 		return &usage.Error{Flag: "fault", Msg: fmt.Sprintf("%s: instance=%d but the run has %d instance(s) (0..%d)", name, c.instance, sc.Instances, sc.Instances-1)}
 	}
-	if c.dur > 0 && c.dur <= sc.TTL {
+	if !c.dur.isZero() && c.dur.lo <= sc.TTL {
 		return &usage.Error{Flag: "fault", Msg: fmt.Sprintf("%s: for=%s must exceed the TTL (%s), or the lock never expires under the holder", name, c.dur, sc.TTL)}
 	}
 	return nil
@@ -101,6 +101,8 @@ type pause struct {
 	stopped bool // it is stopped by us and not yet continued
 }
 
+var _ striker = (*pause)(nil)
+
 func (p *pause) Name() string { return "pause" }
 
 // Setup decides the pause's length and sets the trap.
@@ -111,8 +113,8 @@ func (p *pause) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	if env.Scenario.InstanceMode != "process" {
 		return errors.New("pause needs instance processes (--instance-mode process)")
 	}
-	if p.cfg.dur == 0 {
-		p.cfg.dur = outlast(env.Info, env.Scenario.TTL)
+	if p.cfg.dur.isZero() {
+		p.cfg.dur = fixed(outlast(env.Info, env.Scenario.TTL))
 	}
 	p.env = env
 	p.trap = newTrap(env, p.cfg.wants, p.stop)
@@ -148,8 +150,7 @@ func (p *pause) resume() (int, error) {
 	return p.pid, syscall.Kill(p.pid, syscall.SIGCONT)
 }
 
-// Inject waits for the run to reach cfg.at, arms the trap, and keeps the
-// caught process stopped for cfg.dur (or until ctx ends).
+// Inject strikes on the fault's schedule.
 func (p *pause) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	p.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
 	for i, h := range p.handles {
@@ -157,17 +158,21 @@ func (p *pause) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 			return fmt.Errorf("pause: instance %d is not a process", i)
 		}
 	}
-	if env.WaitOffered(ctx, p.cfg.at) != nil {
-		return nil
-	}
+	return inject(ctx, env, p.cfg.sched, p)
+}
+
+// strike arms the trap and keeps the caught process stopped for a drawn
+// for= (or until ctx ends).
+func (p *pause) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) error {
+	dur := d.of(p.cfg.dur)
 	p.trap.arm()
 	r, ok := p.trap.wait(ctx)
 	if !ok {
-		env.Event(fmt.Sprintf("pause not injected: no holder of a new payment (%s) entered after %.0f%% of the payments", p.cfg.who(), 100*p.cfg.at))
+		env.Event(fmt.Sprintf("pause not injected: no holder of a new payment (%s) entered %s", p.cfg.who(), p.cfg.sched.when()))
 		return nil
 	}
 	start := time.Now()
-	sleep(ctx, p.cfg.dur)
+	sleep(ctx, dur)
 	pid, err := p.resume()
 	if err != nil {
 		return fmt.Errorf("resume instance %d (pid %d): %w", r.Instance, pid, err)

@@ -16,7 +16,7 @@ func init() {
 		Name: "slow",
 		Description: "one critical section's work outlasts the TTL, with no process pause (keepalive-based locks may survive); " +
 			"runs the instances as goroutines",
-		Params:    "instance=N (default: whichever is caught first), for=D (default 1.5×TTL+1s; for etcd its lease: TTL in whole seconds, ≥ 2s), at=SHARE (default 0.3)",
+		Params:    "instance=N (default: whichever is caught first), for=D or MIN-MAX (default 1.5×TTL+1s; for etcd its lease: TTL in whole seconds, ≥ 2s), " + scheduleParams,
 		AppliesTo: hasServer,
 		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
 			c, err := parseOutlast("slow", p)
@@ -48,7 +48,10 @@ type slow struct {
 	env     *loadgen.FaultEnv
 	trap    *trap
 	handles []loadgen.InstanceHandle // copied by Inject before the trap is armed
+	dur     time.Duration            // this strike's length, set before the trap is armed
 }
+
+var _ striker = (*slow)(nil)
 
 func (s *slow) Name() string { return "slow" }
 
@@ -60,8 +63,8 @@ func (s *slow) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	if env.Scenario.InstanceMode != "goroutine" {
 		return errors.New("slow needs in-process instances (--instance-mode goroutine)")
 	}
-	if s.cfg.dur == 0 {
-		s.cfg.dur = outlast(env.Info, env.Scenario.TTL)
+	if s.cfg.dur.isZero() {
+		s.cfg.dur = fixed(outlast(env.Info, env.Scenario.TTL))
 	}
 	s.env = env
 	s.trap = newTrap(env, s.cfg.wants, s.slowDown)
@@ -77,27 +80,30 @@ func (s *slow) slowDown(r store.EnterReq) {
 		s.env.Event(fmt.Sprintf("could not slow instance %d: it is not in-process", r.Instance))
 		return
 	}
-	sl.Slow(s.cfg.dur)
+	sl.Slow(s.dur)
 	s.env.Begin(fmt.Sprintf("instance %d's critical section made to last %s: key %s, payment %d, token %d",
-		r.Instance, ms(s.cfg.dur), r.LockKey, r.Payment, r.Token))
+		r.Instance, ms(s.dur), r.LockKey, r.Payment, r.Token))
 }
 
-// Inject waits for the run to reach cfg.at, arms the trap and marks the end
-// of the slow section.
+// Inject strikes on the fault's schedule.
 func (s *slow) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	s.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
-	if env.WaitOffered(ctx, s.cfg.at) != nil {
-		return nil
-	}
+	return inject(ctx, env, s.cfg.sched, s)
+}
+
+// strike arms the trap with a drawn for= and marks the end of the slow
+// section.
+func (s *slow) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) error {
+	s.dur = d.of(s.cfg.dur)
 	s.trap.arm()
 	if _, ok := s.trap.wait(ctx); !ok {
-		env.Event(fmt.Sprintf("slow not injected: no holder of a new payment (%s) entered after %.0f%% of the payments", s.cfg.who(), 100*s.cfg.at))
+		env.Event(fmt.Sprintf("slow not injected: no holder of a new payment (%s) entered %s", s.cfg.who(), s.cfg.sched.when()))
 		return nil
 	}
 	start := time.Now()
 	// The section ends by itself; wait for it so the window is right. The
 	// run cannot end before: stopping the instance waits for its workers.
-	if sleep(ctx, s.cfg.dur) {
+	if sleep(ctx, s.dur) {
 		env.End(fmt.Sprintf("slow critical section over after %s", ms(time.Since(start))))
 	}
 	return nil

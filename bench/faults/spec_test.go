@@ -16,7 +16,7 @@ import (
 
 // Every fault of the README's fault table is registered, in its order.
 func TestNames(t *testing.T) {
-	want := "none pause slow kill-node restart-node partition clock-jump"
+	want := "none pause slow kill-node restart-node partition clock-jump failover"
 	if got := strings.Join(faults.Names(), " "); got != want {
 		t.Errorf("Names() = %q; want %q", got, want)
 	}
@@ -37,6 +37,21 @@ func TestParse(t *testing.T) {
 		{"restart-node:node=2,hold=300ms,split=off", ""},
 		{"partition:mode=delay,delay=50ms,for=1s", ""},
 		{"clock-jump:jump=5s", ""},
+		// Every fault takes a random schedule, and its duration a range.
+		{"pause:schedule=random,every=1s,for=1500ms-3s", ""},
+		{"kill-node:schedule=random,every=2s,down=300ms-800ms", ""},
+		{"partition:mode=reset,schedule=random,for=100ms-200ms,hold=600ms-900ms", ""},
+		{"restart-node:schedule=random,hold=100ms-400ms", ""},
+		{"slow:schedule=designed,at=0.5", ""},
+		// The schedule is one of two; every is a duration > 0, for
+		// schedule=random only; at is for the designed strike only.
+		{"pause:schedule=sometimes", "bad schedule"},
+		{"pause:schedule=random,every=0", "bad every"},
+		{"pause:every=1s", `unknown parameter "every"`},
+		{"pause:schedule=random,at=0.5", `unknown parameter "at"`},
+		// A range runs from its minimum up.
+		{"kill-node:down=5s-1s", "bad down"},
+		{"partition:for=0s-1s", "bad for"},
 		// An unknown fault lists the known ones.
 		{"meteor", "unknown fault"},
 		// A misspelt parameter is named, with the accepted ones.

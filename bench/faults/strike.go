@@ -20,23 +20,23 @@ import (
 // strikeConfig configures restart-node and clock-jump: a fault on one Redis
 // node while a holder is inside its critical section.
 type strikeConfig struct {
-	index int           // -1: node 0, or the middle node of a multi-node lock
-	hold  time.Duration // 0: TTL/2
+	index int  // -1: node 0, or the middle node of a multi-node lock
+	hold  span // zero: TTL/2
 	split bool
-	at    float64
+	sched schedule
 	jump  time.Duration // clock-jump: 0 means TTL + 1s
 }
 
-const strikeParams = "node=N (default 0; for redlock the middle node, N/2), hold=D (how long the caught holder stays inside, default TTL/2), " +
-	"split=on|off (multi-node locks, default on: see the package doc), at=SHARE (default 0.3)"
+const strikeParams = "node=N (default 0; for redlock the middle node, N/2), hold=D or MIN-MAX (how long the caught holder stays inside, default TTL/2), " +
+	"split=on|off (multi-node locks, default on: see the package doc), " + scheduleParams
 
 func parseStrike(name string, p map[string]string, clock bool) (strikeConfig, error) {
 	ps := newParams(name, p)
 	c := strikeConfig{
 		index: ps.index("node", -1),
-		hold:  ps.duration("hold", 0),
+		hold:  ps.span("hold", span{}),
 		split: ps.onOff("split", true),
-		at:    ps.share("at", DefaultAt),
+		sched: ps.schedule(),
 	}
 	if clock {
 		c.jump = ps.duration("jump", 0)
@@ -45,7 +45,7 @@ func parseStrike(name string, p map[string]string, clock bool) (strikeConfig, er
 }
 
 func (c strikeConfig) check(name string, sc loadgen.Scenario) error {
-	if c.hold >= sc.TTL {
+	if c.hold.hi >= sc.TTL {
 		return &usage.Error{Flag: "fault", Msg: fmt.Sprintf("%s: hold=%s must be shorter than the TTL (%s): the holder must still hold a valid lock when the node fails", name, c.hold, sc.TTL)}
 	}
 	return nil
@@ -92,12 +92,15 @@ type strike struct {
 	checks  []*redis.Client // split: direct clients of those nodes
 	trap    *trap
 	handles []loadgen.InstanceHandle // copied by Inject before arming
+	hold    time.Duration            // this strike's hold, set before arming
 
 	mu      sync.Mutex
 	stopped int  // pid of a holder process we stopped, 0 when none
-	undone  bool // undo ran (or is not needed)
-	acted   bool
+	undone  bool // this strike's undo ran (or is not needed)
+	acted   bool // this strike failed the node
 }
+
+var _ striker = (*strike)(nil)
 
 func (s *strike) Name() string { return s.name }
 
@@ -118,8 +121,8 @@ func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 			s.cfg.index = n / 2
 		}
 	}
-	if s.cfg.hold == 0 {
-		s.cfg.hold = env.Scenario.TTL / 2
+	if s.cfg.hold.isZero() {
+		s.cfg.hold = fixed(env.Scenario.TTL / 2)
 	}
 	if s.cfg.jump == 0 {
 		s.cfg.jump = env.Scenario.TTL + time.Second
@@ -168,10 +171,10 @@ func (s *strike) holdHolder(r store.EnterReq) {
 		}
 		s.mu.Unlock()
 	} else if sl, ok := h.(loadgen.Slower); ok {
-		sl.Slow(s.cfg.hold)
+		sl.Slow(s.hold)
 	}
 	what := fmt.Sprintf("holder caught inside its critical section (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
-		how, ms(s.cfg.hold), r.Instance, r.LockKey, r.Payment, r.Token)
+		how, ms(s.hold), r.Instance, r.LockKey, r.Payment, r.Token)
 	if len(s.cut) > 0 {
 		s.env.Event(what)
 	} else {
@@ -179,13 +182,19 @@ func (s *strike) holdHolder(r store.EnterReq) {
 	}
 }
 
-// Inject waits for cfg.at, catches a holder, fails the node while the
-// holder is inside, and puts everything back.
+// Inject strikes on the fault's schedule.
 func (s *strike) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	s.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
-	if env.WaitOffered(ctx, s.cfg.at) != nil {
-		return nil
-	}
+	return inject(ctx, env, s.cfg.sched, s)
+}
+
+// strike catches a holder, fails the node while the holder is inside for
+// a drawn hold=, and puts everything back.
+func (s *strike) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) error {
+	s.hold = d.of(s.cfg.hold)
+	s.mu.Lock()
+	s.acted, s.undone = false, false
+	s.mu.Unlock()
 	if len(s.cut) > 0 {
 		for _, p := range s.cut {
 			p.refuse()
@@ -196,7 +205,7 @@ func (s *strike) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	_, ok := s.trap.wait(ctx)
 	if !ok {
 		err := s.heal()
-		env.End(fmt.Sprintf("%s not injected: no holder of a new payment entered after %.0f%% of the payments", s.name, 100*s.cfg.at))
+		env.End(fmt.Sprintf("%s not injected: no holder of a new payment entered %s", s.name, s.cfg.sched.when()))
 		return err
 	}
 	caught := time.Now()
@@ -216,7 +225,7 @@ func (s *strike) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	s.acted = true
 	s.mu.Unlock()
 	env.Event(what)
-	sleep(ctx, s.cfg.hold-time.Since(caught))
+	sleep(ctx, s.hold-time.Since(caught))
 	if err := s.resumeHolder(); err != nil {
 		return err
 	}

@@ -75,9 +75,11 @@ func (t *trap) hook(r store.EnterReq) {
 	t.sprung <- r
 }
 
-// arm lets the trap spring from now on. Whatever the fault's Inject set up
+// arm lets the trap spring from now on, once; a fault that strikes again
+// arms it again after wait returned (its hook has then run to the end, so
+// the trap cannot spring twice for one arm). Whatever the fault set up
 // before arm is visible to the hook (the state is the synchronisation).
-func (t *trap) arm() { t.state.CompareAndSwap(trapIdle, trapArmed) }
+func (t *trap) arm() { t.state.Store(trapArmed) }
 
 // wait returns the caught holder's request once the trap has sprung (its act
 // has run), or ok=false when ctx ended first; the trap is disarmed then, so

@@ -101,10 +101,8 @@ func ServeWith(ln net.Listener, s Store, o ServeOptions) error {
 	}
 }
 
-// ServeConn serves s on one connection until it is closed or a frame is
+// serveConn serves s on one connection until it is closed or a frame is
 // malformed.
-func ServeConn(conn net.Conn, s Store, o ServeOptions) error { return serveConn(conn, s, o) }
-
 func serveConn(conn net.Conn, s Store, o ServeOptions) error {
 	defer conn.Close()
 	if tc, ok := conn.(*net.TCPConn); ok {

@@ -126,6 +126,15 @@
     return m;
   }
 
+  // onlyPoints is a series' point filter: its lone values (s.only), as
+  // indices of the joined data xs; undefined (every point) without.
+  function onlyPoints(s, xs) {
+    if (!s.only) return undefined;
+    var at = new Map(xs.map(function (x, i) { return [x, i]; }));
+    var idxs = s.only.map(function (j) { return at.get(s.x[j]); });
+    return function () { return idxs; };
+  }
+
   // readout is the legend value of series s at its point j.
   function readout(ch, s, j) {
     var v = s.y[j];
@@ -253,7 +262,7 @@
         width: 2,
         dash: s.dashed ? [7, 4] : undefined,
         spanGaps: false,
-        points: { show: s.points ? true : false, size: 7, fill: s.color, stroke: s.color },
+        points: { show: s.points ? true : false, size: 7, fill: s.color, stroke: s.color, filter: onlyPoints(s, xs) },
         value: function (u, v, si, di) {
           if (di == null) return "—";
           var j = idx[i].get(u.data[0][di]);
@@ -285,6 +294,22 @@
     };
     var scales = { x: scale(ch.x), y: scale(ch.y) };
     if (ch.series.some(function (s) { return s.points; }) && ch.x.unit !== "s") scales.x.range = padded(ch.x);
+    // The percentile axis runs from 0% to the deepest percentile drawn, as
+    // the PNG's does, not to the next decade.
+    if (ch.x.unit === "percentile") scales.x.range = function (u, min, max) { return [1, Math.max(max, 10)]; };
+    // With intervals, the y range takes them in, so no error bar or band
+    // is cut off.
+    if (ch.series.some(function (s) { return s.ylo; })) {
+      scales.y.range = function (u, min, max) {
+        if (min == null || max == null) return ch.y.log ? [1, 10] : [0, 1]; // nothing shown
+        ch.series.forEach(function (s, i) {
+          if (!s.ylo || !u.series[i + 1].show) return;
+          s.ylo.forEach(function (v) { if (v != null && (v > 0 || !ch.y.log)) min = Math.min(min, v); });
+          s.yhi.forEach(function (v) { if (v != null) max = Math.max(max, v); });
+        });
+        return ch.y.log ? uPlot.rangeLog(min, max, 10, true) : uPlot.rangeNum(min, max, 0.1, true);
+      };
+    }
     var hooks = { draw: [drawIntervals(ch)] };
     if (ch.band) hooks.drawAxes = [drawBand(ch)];
     var opts = {

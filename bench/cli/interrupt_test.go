@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/results"
+)
+
+// lockbenchBinary is a lockbench binary for tests that run it as a child
+// process: the one `make test` builds (LOCKBENCH_ETCD_BIN names it), or
+// one built here.
+func lockbenchBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("LOCKBENCH_ETCD_BIN"); bin != "" {
+		if _, err := os.Stat(bin); err == nil {
+			return bin
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "lockbench")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/lockbench/lockbench/bench/cmd/lockbench").CombinedOutput(); err != nil {
+		t.Fatalf("building lockbench: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// childEnv is the environment of a lockbench child: ours, with TMPDIR tmp
+// and without the variables that would point it at existing servers.
+func childEnv(tmp string) []string {
+	env := []string{"TMPDIR=" + tmp}
+	for _, kv := range os.Environ() {
+		switch {
+		case strings.HasPrefix(kv, "TMPDIR="):
+		case strings.HasPrefix(kv, "LOCKBENCH_") && !strings.HasPrefix(kv, "LOCKBENCH_ETCD_BIN="):
+		default:
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// waitForServers waits until a lockbench child has started its servers
+// in tmp (a temporary directory with redis-0 in it).
+func waitForServers(t *testing.T, tmp string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*", "redis-0", "server.log")); len(m) > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("the child started no Redis within 30s")
+}
+
+// Ctrl-C in the middle of a run: the command exits 130, keeps the partial
+// run (summary.json, marked interrupted), names the run directory on
+// stderr, and stops and removes the servers it started.
+func TestInterruptedRunExits130(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds lockbench and starts Redis; skipped with -short")
+	}
+	bin := lockbenchBinary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "run", "--strategy", "setnx", "--duration", "30s", "--rate", "200", "--out", out)
+	cmd.Env = childEnv(tmp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForServers(t, tmp)
+	time.Sleep(1500 * time.Millisecond) // the load is under way
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 30s after SIGINT; stderr:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v; want exit status 130. stderr:\n%s", err, stderr.String())
+	}
+	ss, _, rerr := results.ReadSummaries(out)
+	if rerr != nil || len(ss) != 1 || !ss[0].Interrupted {
+		t.Errorf("summary.json: %d rows, err %v; want the one partial run, marked interrupted", len(ss), rerr)
+	}
+	if want := "interrupted: partial results in " + out; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr:\n%s\nwant a line %q", stderr.String(), want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*")); len(left) > 0 {
+		t.Errorf("left in TMPDIR after the interrupted run: %v; want nothing", left)
+	}
+}
+
+// A run killed with SIGKILL cannot remove its servers' temporary
+// directory; the next run does.
+func TestKilledRunsTempDirIsRemovedByTheNext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds lockbench and starts Redis; skipped with -short")
+	}
+	bin := lockbenchBinary(t)
+	tmp := t.TempDir()
+	killed := exec.Command(bin, "run", "--strategy", "setnx", "--duration", "30s", "--rate", "100", "--out", filepath.Join(t.TempDir(), "killed"))
+	killed.Env = childEnv(tmp)
+	if err := killed.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitForServers(t, tmp)
+	_ = killed.Process.Signal(syscall.SIGKILL)
+	_ = killed.Wait()
+	stale, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*"))
+	if len(stale) != 1 {
+		t.Fatalf("after SIGKILL, TMPDIR holds %v; want the killed run's directory", stale)
+	}
+	// Its redis-server dies with it (Pdeathsig); give it a moment.
+	time.Sleep(200 * time.Millisecond)
+
+	next := exec.Command(bin, "run", "--strategy", "setnx", "--payments", "50", "--out", filepath.Join(t.TempDir(), "next"))
+	next.Env = childEnv(tmp)
+	if b, err := next.CombinedOutput(); err != nil {
+		t.Fatalf("next run: %v\n%s", err, b)
+	}
+	if _, err := os.Stat(stale[0]); !os.IsNotExist(err) {
+		t.Errorf("%s after the next run: %v; want it removed", stale[0], err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*")); len(left) > 0 {
+		t.Errorf("left in TMPDIR: %v; want nothing", left)
+	}
+}
+
+// A closed-loop --duration run that ends at loadgen.MaxPayments before its
+// duration is said to be cut short; no other run is.
+func TestPaymentCapNote(t *testing.T) {
+	closed := loadgen.DefaultScenario()
+	closed.Payments, closed.Duration = 0, 20*time.Second
+	paced := closed
+	paced.Rate = 1000
+	counted := loadgen.DefaultScenario()
+	capped := results.Summary{Strategy: "nolock", Payments: loadgen.MaxPayments, DurationNs: int64(5 * time.Second)}
+	full := capped
+	full.DurationNs = int64(20 * time.Second)
+	stopped := capped
+	stopped.Interrupted = true
+	short := capped
+	short.Payments = 1000
+	cases := []struct {
+		name string
+		sc   loadgen.Scenario
+		s    results.Summary
+		want bool
+	}{
+		{"capped 5s into 20s", closed, capped, true},
+		{"ran its duration", closed, full, false},
+		{"interrupted", closed, stopped, false},
+		{"ended early below the cap (errors, not the cap)", closed, short, false},
+		{"open loop: sized by rate × duration", paced, capped, false},
+		{"a payment count", counted, capped, false},
+	}
+	for _, tc := range cases {
+		note := paymentCapNote(tc.sc, tc.s)
+		if (note != "") != tc.want {
+			t.Errorf("%s: note %q; want one: %v", tc.name, note, tc.want)
+		}
+		if strings.Contains(note, "\n") {
+			t.Errorf("%s: note %q spans lines; want one", tc.name, note)
+		}
+	}
+}

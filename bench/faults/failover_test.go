@@ -1,0 +1,166 @@
+package faults_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// failoverTimeout bounds TestFailover, every run and the servers' start:
+// each run holds its caught holder 7s.
+const failoverTimeout = 3 * time.Minute
+
+// failoverPayments is 3 seconds of load, the strike at 30%; the fault
+// raises it so that 7 seconds follow the strike (the caught holder's 6s
+// inside and 1s more).
+const failoverPayments = 300
+
+// sentinelServers starts the sentinel topology for one test: a primary,
+// two replicas, three Sentinels.
+func sentinelServers(t *testing.T) *servers.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a replicated Redis and Sentinels; skipped with -short")
+	}
+	// The primary is killed on purpose; go-redis would log every refused
+	// dial to stderr, between the test's own lines.
+	logging.Disable()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c, err := servers.Start(ctx, servers.Needs{Redis: 1}, servers.Options{RedisTopology: servers.TopologySentinel})
+	if err != nil {
+		t.Fatalf("start the sentinel topology: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop the sentinel topology: %v", err)
+		}
+	})
+	return c
+}
+
+// failoverRun is one run of strategy under the designed failover on c:
+// with WAIT wait (0: none), and the store's strict rule when strict.
+func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy string, sc loadgen.Scenario, wait int, strict bool) (results.Summary, store.Counts) {
+	t.Helper()
+	// As the verdict table's cells: enough workers and accounts that the
+	// locks a failover resurrects (released on the old primary after
+	// replication was held back: the new one still has them until their
+	// TTL) do not take every worker.
+	sc.Workers, sc.Accounts = 4, 10
+	spec, err := faults.Parse("failover")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, err = spec.Adjust(sc); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := strategies.Lookup(strategy)
+	target, err := servers.TargetFor(info.Need, c.Endpoints(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := spec.New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := target.Config
+	lock.RedisWait = wait
+	mem := store.NewMemory()
+	var st store.Store = mem
+	if strict {
+		st = strictStore{mem}
+	}
+	began := time.Now()
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategy, Scenario: sc, Lock: lock, Store: st, Fault: f})
+	if err != nil {
+		t.Fatalf("%s under failover: %v", strategy, err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("%s under failover: the test did not finish within %s", strategy, failoverTimeout)
+	}
+	counts, err := mem.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Summary
+	t.Logf("%s (wait %d, fencing %v, strict %v) in %s: %s; duplicates %d, overlaps %d, lost updates %d, stale rejected %d, stale accepted %d, token reused %d, processed %d/%d, not acquired %d, errors %v, acquire p99 %s",
+		strategy, wait, s.Fencing, strict, time.Since(began).Round(time.Millisecond), s.Verdict(), s.Duplicates, s.Overlaps, s.LostUpdates,
+		s.StaleRejected, s.StaleAccepted, counts.TokenReused, s.Processed, s.Payments, s.NotAcquired, s.Errors,
+		results.FormatDuration(s.Latency["acquire"].Max))
+	for _, e := range s.FaultEvents {
+		t.Logf("  %6.3fs %s", time.Duration(e.AtNs).Seconds(), e.What)
+	}
+	if w := s.FaultWindow; w == nil || w.EndNs <= w.StartNs {
+		t.Fatalf("fault window = %+v; want the failover to have struck and ended", w)
+	}
+	return s, counts
+}
+
+// strictStore turns the store's strict fencing rule on (store.Setup.Strict).
+type strictStore struct{ store.Store }
+
+func (s strictStore) Reset(ctx context.Context, su store.Setup) error {
+	su.Strict = true
+	return s.Store.Reset(ctx, su)
+}
+
+// The primary dies with a lock its replicas never got; the Sentinels
+// promote one of them, and the lock is granted again while its first holder
+// is still inside: a double grant, every run. With WAIT 1 nobody acquires
+// while replication is held back, so nothing is lost in the failover: safe,
+// at the price of locks refused while it lasts.
+func TestFailover(t *testing.T) {
+	c := sentinelServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), failoverTimeout)
+	defer cancel()
+	t.Run("setnx", func(t *testing.T) {
+		s, _ := failoverRun(ctx, t, c, "setnx", small(failoverPayments, false), 0, false)
+		if s.Overlaps == 0 || !s.Unsafe {
+			t.Errorf("overlaps %d, unsafe %v; want the lock granted twice: overlaps > 0, unsafe", s.Overlaps, s.Unsafe)
+		}
+	})
+	t.Run("setnx/wait=1", func(t *testing.T) {
+		s, _ := failoverRun(ctx, t, c, "setnx", small(failoverPayments, false), 1, false)
+		if s.Overlaps != 0 || s.Unsafe {
+			t.Errorf("overlaps %d, unsafe %v; want no overlap and safe: no lock was granted on the primary alone", s.Overlaps, s.Unsafe)
+		}
+		if s.NotAcquired == 0 && s.Availability >= 1 {
+			t.Errorf("not acquired %d, availability %.3f; want WAIT's price: locks refused while replication was held back", s.NotAcquired, s.Availability)
+		}
+	})
+}
+
+// fencing's token counter lives in the same asynchronously replicated
+// Redis: the promoted replica never saw the caught holder's INCR, so the
+// next holder gets the same token. The store's "not older than the newest
+// seen" rule lets both writes through; the strict rule (newer than the
+// last applied write's) refuses the reused one.
+func TestFailoverFencing(t *testing.T) {
+	c := sentinelServers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), failoverTimeout)
+	defer cancel()
+	t.Run("on", func(t *testing.T) {
+		s, counts := failoverRun(ctx, t, c, "fencing", small(failoverPayments, true), 0, false)
+		if s.Overlaps == 0 || counts.TokenReused == 0 || !s.Unsafe {
+			t.Errorf("overlaps %d, token reused %d, unsafe %v; want a token handed out twice and let through: overlaps > 0, token reused > 0, unsafe",
+				s.Overlaps, counts.TokenReused, s.Unsafe)
+		}
+	})
+	t.Run("strict", func(t *testing.T) {
+		s, counts := failoverRun(ctx, t, c, "fencing", small(failoverPayments, true), 0, true)
+		if s.Overlaps == 0 || counts.TokenReused == 0 || s.Unsafe {
+			t.Errorf("overlaps %d, token reused %d, unsafe %v; want the reused token refused: overlaps > 0, token reused > 0, safe",
+				s.Overlaps, counts.TokenReused, s.Unsafe)
+		}
+	})
+}

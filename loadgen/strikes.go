@@ -1,0 +1,134 @@
+package loadgen
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/loadgen/store"
+)
+
+// MinStrikeGrace is the shortest time after a strike's end during which an
+// unsafe outcome is still held against it: 1 second. The grace is the
+// longer of the TTL and this: a paused holder writes as soon as it
+// resumes, at the strike's end, and a lock a node forgot is taken by a
+// contender up to a TTL later.
+const MinStrikeGrace = time.Second
+
+// strikeReadTimeout bounds one read of the store's counts for a strike:
+// 5 seconds.
+const strikeReadTimeout = 5 * time.Second
+
+// unsafeCount is the store's count of unsafe outcomes: Summary.Unsafe is
+// whether it is above zero.
+func unsafeCount(c store.Counts) int64 {
+	return c.Duplicates + c.Lost + c.Overdrafts + c.LostUpdates + c.StaleAccepted
+}
+
+// strikeLog counts a run's strikes (FaultEnv.Begin) and judges each. A
+// strike is unsafe when the store's unsafe count rose over its window:
+// from its Begin to the grace after its End, cut short by the next
+// strike's Begin or by the end of the run (the final counts), whichever
+// comes first. The windows never overlap, so one unsafe outcome is held
+// against one strike at most; an outcome between windows (after a grace,
+// before the next strike) is held against none.
+type strikeLog struct {
+	mu    sync.Mutex
+	st    store.Store // nil: strikes are counted, not judged
+	grace time.Duration
+
+	strikes, unsafe int64
+	open            bool  // the last strike's window is still open
+	before          int64 // the unsafe count at its Begin
+	beforeOK        bool  // that count could be read
+	ended           bool  // it has ended: its grace timer is running
+	gen             int   // the strike the grace timer belongs to
+	timer           *time.Timer
+	closed          bool // the run is over: the log is final
+}
+
+// watch makes the log judge strikes by st's counts, with the given grace.
+func (l *strikeLog) watch(st store.Store, grace time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.st, l.grace = st, grace
+}
+
+// read is the store's unsafe count now. It is called without l.mu held:
+// a read of the Postgres store is a query. (Begin runs inside a holder's
+// Enter for the faults that catch one; the memory store's count is cheap.)
+func (l *strikeLog) read() (int64, bool) {
+	l.mu.Lock()
+	st := l.st
+	l.mu.Unlock()
+	if st == nil {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), strikeReadTimeout)
+	defer cancel()
+	c, err := st.Counts(ctx)
+	return unsafeCount(c), err == nil
+}
+
+// begin counts a strike, closing the window of the one before.
+func (l *strikeLog) begin() {
+	u, ok := l.read()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	if l.open {
+		l.judge(u, ok)
+	}
+	l.strikes++
+	l.gen++
+	l.open, l.ended, l.before, l.beforeOK = true, false, u, ok
+}
+
+// end starts the current strike's grace; its window closes when the
+// grace is over (or earlier: begin, finish).
+func (l *strikeLog) end() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.open || l.ended || l.closed {
+		return
+	}
+	l.ended = true
+	gen := l.gen
+	l.timer = time.AfterFunc(l.grace, func() {
+		u, ok := l.read()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		// The window may have closed meanwhile (a new strike, the run's
+		// end); then this read belongs to nobody.
+		if !l.closed && l.open && l.gen == gen {
+			l.judge(u, ok)
+		}
+	})
+}
+
+// judge closes the open window with the unsafe count u at its end.
+func (l *strikeLog) judge(u int64, ok bool) {
+	if ok && l.beforeOK && u > l.before {
+		l.unsafe++
+	}
+	l.open = false
+}
+
+// finish closes the log with the run's final counts and returns the
+// strikes and the unsafe ones.
+func (l *strikeLog) finish(final store.Counts) (strikes, unsafe int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.closed = true
+		if l.timer != nil {
+			l.timer.Stop()
+		}
+		if l.open {
+			l.judge(unsafeCount(final), true)
+		}
+	}
+	return l.strikes, l.unsafe
+}
