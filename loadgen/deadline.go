@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,9 +39,10 @@ type deadlines struct {
 	// time.Time, and keeps a call's context small.
 	epoch time.Time
 	// parentDone is parent.Done(), nil when the parent is never done;
-	// parentDeadline is its deadline, zero when it has none.
+	// parentDeadline is its deadline in nanoseconds since epoch,
+	// math.MaxInt64 when it has none.
 	parentDone     <-chan struct{}
-	parentDeadline time.Time
+	parentDeadline int64
 	stopParent     func() bool
 
 	// cur is the call under way, nil between calls.
@@ -60,9 +62,9 @@ type deadlines struct {
 // newDeadlines returns the contexts of calls bounded by timeout, children
 // of parent. Call close when done with it.
 func newDeadlines(parent context.Context, timeout time.Duration) *deadlines {
-	d := &deadlines{parent: parent, timeout: timeout, epoch: time.Now(), parentDone: parent.Done()}
+	d := &deadlines{parent: parent, timeout: timeout, epoch: time.Now(), parentDone: parent.Done(), parentDeadline: math.MaxInt64}
 	if dl, ok := parent.Deadline(); ok {
-		d.parentDeadline = dl
+		d.parentDeadline = int64(dl.Sub(d.epoch))
 	}
 	if d.parentDone != nil {
 		d.stopParent = context.AfterFunc(parent, d.parentCancelled)
@@ -77,9 +79,7 @@ func newDeadlines(parent context.Context, timeout time.Duration) *deadlines {
 // the next begin.
 func (d *deadlines) begin(c *callCtx, now time.Time) *callCtx {
 	c.d, c.deadline = d, int64(now.Sub(d.epoch)+d.timeout)
-	if !d.parentDeadline.IsZero() {
-		c.deadline = min(c.deadline, int64(d.parentDeadline.Sub(d.epoch)))
-	}
+	c.deadline = min(c.deadline, d.parentDeadline)
 	// Publish c before looking at armed and cancelled; fire and
 	// parentCancelled set those before they look at cur. So either they
 	// see c, or this sees their flag.
@@ -181,9 +181,11 @@ type callCtx struct {
 	extras atomic.Pointer[callExtras]
 }
 
-// callExtras is what only some calls' contexts need.
+// callExtras is what only some calls' contexts need: Done's channel, made
+// on the first call of Done (pgx never asks for it, only registers with
+// AfterFunc), and AfterFunc's functions.
 type callExtras struct {
-	done   chan struct{}
+	done   atomic.Value // of chan struct{}; stored under d.mu
 	closed bool         // done is closed; guarded by d.mu
 	funcs  []*afterFunc // guarded by d.mu
 }
@@ -213,26 +215,34 @@ func (c *callCtx) until() time.Duration {
 // Done is closed when the call's context is done.
 func (c *callCtx) Done() <-chan struct{} {
 	if x := c.extras.Load(); x != nil {
-		return x.done
+		if ch, ok := x.done.Load().(chan struct{}); ok {
+			return ch
+		}
 	}
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
-	return c.extrasLocked().done
+	x := c.extrasLocked()
+	ch, ok := x.done.Load().(chan struct{})
+	if !ok {
+		ch = make(chan struct{})
+		x.done.Store(ch)
+		// After publishing extras and ch; cancel sets state before it
+		// looks for extras, and closes ch under d.mu. So either cancel
+		// closes ch, or it is closed here.
+		if c.state.Load() != callLive {
+			close(ch)
+			x.closed = true
+		}
+	}
+	return ch
 }
 
 // extrasLocked returns c's extras, making them; d.mu is held.
 func (c *callCtx) extrasLocked() *callExtras {
 	x := c.extras.Load()
 	if x == nil {
-		// Publish extras before looking at state; cancel sets state
-		// before looking at extras. So either cancel closes done, or it
-		// is closed here.
-		x = &callExtras{done: make(chan struct{})}
+		x = &callExtras{}
 		c.extras.Store(x)
-		if c.state.Load() != callLive {
-			close(x.done)
-			x.closed = true
-		}
 	}
 	return x
 }
@@ -260,7 +270,7 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 	a := &afterFunc{f: f}
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
-	x := c.extrasLocked() // before looking at state: see extrasLocked
+	x := c.extrasLocked() // before looking at state: see Done
 	if c.state.Load() != callLive {
 		go f()
 		return func() bool { return false }
@@ -289,12 +299,12 @@ func (c *callCtx) cancel(err error) {
 		return
 	}
 	if c.extras.Load() == nil {
-		return // extrasLocked will see state
+		return // Done and AfterFunc will see state
 	}
 	c.d.mu.Lock()
 	x := c.extras.Load()
-	if !x.closed {
-		close(x.done)
+	if ch, ok := x.done.Load().(chan struct{}); ok && !x.closed {
+		close(ch)
 		x.closed = true
 	}
 	funcs := x.funcs

@@ -190,6 +190,8 @@ func (s *Scenario) Validate() error {
 		return usageErr("rate", "want payments per second in 0..%d (0 = closed loop), got %g", MaxRate, s.Rate)
 	case s.Payments == 0 && s.Rate > 0 && s.Rate*(s.Duration+s.Warmup).Seconds() > PaymentLimit:
 		return usageErr("rate", "want --rate × (--duration + --warmup) ≤ %d payments, got %g/s × %s", PaymentLimit, s.Rate, s.Duration+s.Warmup)
+	case s.Duration == 0 && s.Rate > 0 && float64(s.Payments)/s.Rate > MaxDuration.Seconds():
+		return usageErr("rate", "want --payments ÷ --rate (the run's length) ≤ %s, got %d ÷ %g/s", MaxDuration, s.Payments, s.Rate)
 	case s.Deliveries < 1 || s.Deliveries > s.Instances*s.Workers:
 		return usageErr("deliveries", "want 1..%d (--instances × --workers): deliveries go to distinct instances, then to distinct workers of one, got %d", s.Instances*s.Workers, s.Deliveries)
 	case s.LockKey != "account" && s.LockKey != "payment":

@@ -86,14 +86,24 @@ type worker struct {
 	c    Counters
 }
 
-// lockKey names the lock guarding d, in one allocation.
+// lockKey names the lock guarding d: from the instance's table of account
+// keys when it has one, else built in one allocation.
 func (in *Instance) lockKey(d Delivery) string {
+	if a := int(d.Account); a >= 0 && a < len(in.accountKeys) {
+		return in.accountKeys[a]
+	}
+	return formatLockKey(in.cfg.Scenario.LockKey, d.Payment, d.Account)
+}
+
+// formatLockKey names the lock guarding payment p of account a under
+// --lock-key mode.
+func formatLockKey(mode string, p int64, a int32) string {
 	var buf [32]byte
 	var b []byte
-	if in.cfg.Scenario.LockKey == "payment" {
-		b = strconv.AppendInt(append(buf[:0], "lockbench:pay:"...), d.Payment, 10)
+	if mode == "payment" {
+		b = strconv.AppendInt(append(buf[:0], "lockbench:pay:"...), p, 10)
 	} else {
-		b = strconv.AppendInt(append(buf[:0], "lockbench:acct:"...), int64(d.Account), 10)
+		b = strconv.AppendInt(append(buf[:0], "lockbench:acct:"...), int64(a), 10)
 	}
 	return string(b)
 }
@@ -273,7 +283,8 @@ func (w *worker) critical(cx cycleCtx, d Delivery, key string, lease strategies.
 		return
 	}
 	hold := in.cfg.Scenario.Hold.Sample(w.rng)
-	if slow := in.slowOnce.Swap(0); slow > 0 {
+	// Load first: a Swap is a locked instruction every cycle.
+	if slow := in.slowOnce.Load(); slow > 0 && in.slowOnce.CompareAndSwap(slow, 0) {
 		hold = time.Duration(slow)
 	}
 	if hold > 0 {

@@ -47,6 +47,7 @@ func commands() []command {
 		{"plan", "[flags]", "capacity planning from a rate sweep", runPlan},
 		{"compare", "OLD NEW", "two run directories side by side, with significance", runCompareDirs},
 		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runCompare},
+		{"compare-postgres", "[flags]", "pg-onconflict's lock-cycle rate against pgbench's (harness check)", runComparePG},
 	}
 }
 
@@ -68,7 +69,8 @@ var checks = map[string]func(args []string) error{
 	"compare": func(args []string) error {
 		return runCompareDirs(context.Background(), args, io.Discard, io.Discard)
 	},
-	"compare-redis": checkOf(parseCompare),
+	"compare-redis":    checkOf(parseCompare),
+	"compare-postgres": checkOf(parseComparePG),
 }
 
 // checkOf is the check of a command whose parse step is parse.

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
+	"math"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -10,10 +12,66 @@ import (
 	"time"
 )
 
+// compareTable checks the table a comparison printed: the warm-up row,
+// rounds 1..rounds, then the median; each with three rates, three ratios
+// that agree with the rates, three CPU times per cycle and the harness's
+// share (lockbench's less the bare client's). It returns the counted
+// rounds' lockbench/bare ratios.
+func compareTable(t *testing.T, out string, rounds int) []float64 {
+	t.Helper()
+	var vsBare []float64
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 11 || (f[0] != "median" && f[0] != "warm-up" && f[0] != strconv.Itoa(rows+1)) {
+			continue
+		}
+		var v [10]float64
+		for i := range v {
+			x, err := strconv.ParseFloat(f[i+1], 64)
+			if err != nil || (i < 9 && x <= 0) {
+				t.Fatalf("row %q: column %d = %q; want a positive number", line, i+2, f[i+1])
+			}
+			v[i] = x
+		}
+		switch f[0] {
+		case "warm-up":
+			if rows != 0 {
+				t.Errorf("the warm-up round came after round %d", rows)
+			}
+			continue
+		case "median":
+			if rows != rounds {
+				t.Fatalf("median after %d rounds; want %d", rows, rounds)
+			}
+			if want := median(vsBare); math.Abs(v[4]-want) > 0.006 {
+				t.Errorf("median lockbench/bare = %v; want the median of the rounds' %v = %.2f", v[4], vsBare, want)
+			}
+			rows++
+			continue
+		}
+		rows++
+		native, bare, ours := v[0], v[1], v[2]
+		for i, want := range []float64{ours / native, ours / bare, bare / native} {
+			if d := v[3+i] - want; math.Abs(d) > 0.006 {
+				t.Errorf("round %s: ratio column %d = %v; the rates give %.3f", f[0], i+5, v[3+i], want)
+			}
+		}
+		if d := v[9] - (v[8] - v[7]); math.Abs(d) > 0.11 {
+			t.Errorf("round %s: harness cpu %v; want lockbench's %v less the bare client's %v", f[0], v[9], v[8], v[7])
+		}
+		vsBare = append(vsBare, ours/bare)
+	}
+	if rows != rounds+1 {
+		t.Fatalf("found %d of the %d table rows (%d rounds and the median)", rows, rounds+1, rounds)
+	}
+	return vsBare
+}
+
 // compare-redis measures redis-benchmark, go-redis alone and lockbench in
-// interleaved rounds and reports per-round ratios and their medians. (What
-// the ratio comes to is a benchmark's business, not a test's: on a shared
-// machine it moves with the neighbours.)
+// interleaved rounds and reports per-round ratios and CPU per cycle, and
+// their medians. (What the ratio comes to is a benchmark's business, not a
+// test's: on a shared machine it moves with the neighbours.)
 func TestCompareRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Redis and redis-benchmark; skipped with -short")
@@ -24,61 +82,88 @@ func TestCompareRedis(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, errb bytes.Buffer
-	err := Run(ctx, []string{"compare-redis", "--rounds", "3", "--requests", "3000", "--clients", "8"}, &out, &errb)
+	// --fail-below 2 cannot be met: the command prints everything and
+	// exits 4.
+	err := Run(ctx, []string{"compare-redis", "--rounds", "3", "--requests", "3000", "--clients", "8", "--fail-below", "2"}, &out, &errb)
 	if err != nil && strings.HasPrefix(err.Error(), "servers:") {
 		t.Skipf("local servers unavailable: %v", err)
 	}
-	if err != nil {
-		t.Fatalf("compare-redis: %v\n%s", err, errb.String())
+	if !errors.Is(err, ErrBelowTarget) {
+		t.Fatalf("compare-redis --fail-below 2: %v; want ErrBelowTarget\n%s", err, errb.String())
+	}
+	if code := ExitCode(err, &bytes.Buffer{}); code != 4 {
+		t.Errorf("exit code %d; want 4", code)
 	}
 	t.Logf("\n%s", out.String())
+	compareTable(t, out.String(), 3)
+	for _, want := range []string{
+		"ratio lockbench / redis-benchmark: ", "median of 3 rounds",
+		"ratio lockbench / go-redis alone:  ", "target ≥ 0.95",
+		"ratio go-redis / redis-benchmark:  ",
+		"cpu per cycle (medians): redis-benchmark ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
 
-	// The rows: the warm-up, rounds 1..3, then the median; each with three rates and
-	// three ratios that agree with the rates.
-	var ratios []float64
-	rows := 0
-	for _, line := range strings.Split(out.String(), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 7 || (f[0] != "median" && f[0] != "warm-up" && f[0] != strconv.Itoa(rows+1)) {
-			continue
-		}
-		var v [6]float64
-		for i := range v {
-			x, err := strconv.ParseFloat(f[i+1], 64)
-			if err != nil || x <= 0 {
-				t.Fatalf("row %q: column %d = %q; want a positive number", line, i+2, f[i+1])
+// --fail-below takes a ratio; anything else is a usage error (exit 2,
+// one line) before any server starts.
+func TestCompareFailBelowFlag(t *testing.T) {
+	for _, cmd := range []string{"compare-redis", "compare-postgres"} {
+		for _, v := range []string{"-0.5", "3", "NaN", "half"} {
+			var errb bytes.Buffer
+			err := Run(context.Background(), []string{cmd, "--fail-below", v}, &bytes.Buffer{}, &errb)
+			if code := ExitCode(err, &errb); code != 2 {
+				t.Errorf("%s --fail-below %s: exit %d (%v); want 2", cmd, v, code, err)
 			}
-			v[i] = x
-		}
-		if f[0] == "warm-up" {
-			if rows != 0 {
-				t.Errorf("the warm-up round came after round %d", rows)
-			}
-			continue
-		}
-		if f[0] == "median" {
-			if rows != 3 {
-				t.Fatalf("median after %d rounds; want 3", rows)
-			}
-			if want := median(ratios); v[3]-want > 0.006 || want-v[3] > 0.006 {
-				t.Errorf("median lockbench/redis-benchmark = %v; want the median of the rounds' %v = %.2f", v[3], ratios, want)
-			}
-			rows++
-			continue
-		}
-		rows++
-		theirs, alone, ours := v[0], v[1], v[2]
-		for i, want := range []float64{ours / theirs, ours / alone, alone / theirs} {
-			if d := v[3+i] - want; d > 0.006 || d < -0.006 {
-				t.Errorf("round %s: ratio column %d = %v; the rates give %.3f", f[0], i+5, v[3+i], want)
+			if lines := strings.Split(strings.TrimSpace(errb.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "fail-below") {
+				t.Errorf("%s --fail-below %s: stderr %q; want one line naming --fail-below", cmd, v, errb.String())
 			}
 		}
-		ratios = append(ratios, ours/theirs)
 	}
-	if rows != 4 {
-		t.Fatalf("found %d of the 4 table rows (3 rounds and the median)", rows)
+}
+
+// The closing lines of a comparison: the ratios' medians and ranges over
+// the counted rounds, the target, the CPU medians, and --fail-below's
+// verdict on the median ratio to the bare client.
+func TestComparisonClosingLines(t *testing.T) {
+	rounds := [][3]cycleRate{
+		{{1000, 10 * time.Microsecond}, {900, 20 * time.Microsecond}, {880, 21 * time.Microsecond}}, // warm-up
+		{{1000, 10 * time.Microsecond}, {800, 20 * time.Microsecond}, {760, 21 * time.Microsecond}},
+		{{1000, 10 * time.Microsecond}, {800, 20 * time.Microsecond}, {800, 20 * time.Microsecond}},
+		{{1000, 10 * time.Microsecond}, {800, 20 * time.Microsecond}, {720, 22 * time.Microsecond}},
 	}
-	if !strings.Contains(out.String(), "ratio lockbench / redis-benchmark: ") || !strings.Contains(out.String(), "median of 3 rounds") {
-		t.Errorf("no ratio line:\n%s", out.String())
+	for _, tc := range []struct {
+		failBelow float64
+		wantErr   bool
+	}{
+		{0, false},    // off
+		{0.95, false}, // the median is exactly 0.95
+		{0.96, true},
+	} {
+		i := 0
+		c := comparison{
+			name: "test", native: "tool", bare: "client alone", ours: "lockbench x",
+			nativeShort: "tool", bareShort: "client", bareWhy: "why", rounds: 3, failBelow: tc.failBelow,
+			round: func() ([3]cycleRate, error) { i++; return rounds[i-1], nil },
+		}
+		var out bytes.Buffer
+		err := c.run(context.Background(), &out, &bytes.Buffer{})
+		if got := errors.Is(err, ErrBelowTarget); got != tc.wantErr {
+			t.Errorf("--fail-below %v: err %v; want ErrBelowTarget %v", tc.failBelow, err, tc.wantErr)
+		}
+		compareTable(t, out.String(), 3)
+		for _, want := range []string{
+			"ratio lockbench / tool:         0.76 (median of 3 rounds, range 0.72–0.80)\n",
+			"ratio lockbench / client alone: 0.95 (median of 3 rounds, range 0.90–1.00; the harness's own cost; target ≥ 0.95)\n",
+			"ratio client / tool:            0.80 (why)\n",
+			"cpu per cycle (medians): tool 10.0 µs, client alone 20.0 µs, lockbench 21.0 µs; the harness +1.0 µs, lockbench / client alone 1.05 (target ≤ 1.05)\n",
+		} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("no %q in:\n%s", want, out.String())
+			}
+		}
 	}
 }

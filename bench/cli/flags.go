@@ -454,7 +454,7 @@ const maxTrials = 1000
 // trialsFlag registers --trials on fs.
 func trialsFlag(fs *flag.FlagSet) *int {
 	n := 1
-	fs.Func("trials", fmt.Sprintf("run each cell this many times, with seeds seed, seed+1, … and fresh state; from %d up, every figure gets a 95%% confidence interval (default 1)", results.MinTrialsForCI), func(v string) error {
+	fs.Func("trials", fmt.Sprintf("run each cell this many times, 1..%d, with seeds seed, seed+1, … and fresh state; from %d up, every figure gets a 95%% confidence interval (default 1)", maxTrials, results.MinTrialsForCI), func(v string) error {
 		t, err := strconv.Atoi(v)
 		if err != nil || t < 1 || t > maxTrials {
 			return fmt.Errorf("want a number of trials 1..%d", maxTrials)
@@ -469,7 +469,7 @@ func trialsFlag(fs *flag.FlagSet) *int {
 // their own (verdicts, matrix).
 func seedFlag(fs *flag.FlagSet) *int64 {
 	seed := int64(loadgen.DefaultSeed)
-	fs.Func("seed", fmt.Sprintf("seed of the first trial's payment stream; trial k uses seed+k−1 (default %d)", loadgen.DefaultSeed), func(v string) error {
+	fs.Func("seed", fmt.Sprintf("seed of the first trial's payment stream, any 64-bit integer; trial k uses seed+k−1 (default %d)", loadgen.DefaultSeed), func(v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return errors.New("want an integer")
@@ -491,7 +491,7 @@ type faultValues struct {
 // faultsFlag registers --fault on fs, repeatable, with the default def.
 func faultsFlag(fs *flag.FlagSet, def, help string) *faultValues {
 	v := &faultValues{def: def}
-	fs.Var(v, "fault", help+"; repeat --fault for specs with parameters (default "+def+")")
+	fs.Var(v, "fault", help+"; repeatable, one spec each")
 	return v
 }
 

@@ -36,6 +36,7 @@ func FuzzArgs(f *testing.F) {
 		{"matrix\x00--quick\x00--dry-run", ""},
 		{"up\x00--redis\x003", ""},
 		{"compare-redis\x00--rounds\x003", ""},
+		{"compare-postgres\x00--rounds\x003", ""},
 		{"report\x00.", ""},
 		{"compare\x00.\x00.", ""},
 		{"strategies", ""},

@@ -327,9 +327,13 @@ func loadRisks(path string) (plan.Risks, string, error) {
 	if path == "" {
 		return plan.Expected, "expected from the registry; pass --verdicts FILE for measured risks", nil
 	}
+	// Stat before Open: opening a FIFO would wait for a writer.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, "", usageErr("--verdicts: %q is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, "", usageErr("--verdicts: cannot read %s: %v", path, errors.Unwrap(err))
+		return nil, "", usageErr("--verdicts: cannot read %q: %v", path, errors.Unwrap(err))
 	}
 	defer f.Close()
 	ss, err := results.ReadJSON(f)

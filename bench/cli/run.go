@@ -58,11 +58,11 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	out := fs.String("out", "", "run directory (default out/run-DATE-TIME)")
 	asJSON := fs.Bool("json", false, "print summary.json to stdout instead of the table")
 	failOnUnsafe := fs.Bool("fail-on-unsafe", false, "exit 3 when any strategy lost safety (for CI)")
-	faultSpec := faultsFlag(fs, "none", "fault to inject: "+faultHelp()+"; repeated, one run per spec")
+	faultSpec := faultsFlag(fs, "none", "fault to inject: "+faultHelp()+", one run per spec")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of lockbench itself to this file (to check the harness)")
 	trials := trialsFlag(fs)
 	from := fs.String("from", "", "run directory to take the scenario, strategy and fault from (its summary.json row --row); flags override them")
-	row := fs.Int("row", 1, "with --from: the row of summary.json to run again, 1 = the first")
+	row := fs.Int("row", 1, "with --from: the row of summary.json to run again, 1..its rows, 1 = the first")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}

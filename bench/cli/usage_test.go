@@ -68,6 +68,7 @@ func TestBadInput(t *testing.T) {
 		{"rate infinite", []string{"run", "--rate", "+Inf", "--duration", "1s", "--payments", "0"}, "--rate"},
 		{"rate too high", []string{"run", "--rate", "1e9"}, "--rate"},
 		{"rate × duration too many payments", []string{"run", "--rate", "1000000", "--duration", "24h"}, "--rate"},
+		{"payments ÷ rate longer than a day", []string{"run", "--rate", "0.001", "--payments", "1000"}, "--rate"},
 		{"funding NaN", []string{"run", "--funding", "NaN"}, "--funding"},
 		{"zipf NaN", []string{"run", "--account-dist", "zipf:NaN"}, "--account-dist"},
 		{"hot infinite", []string{"run", "--account-dist", "hot:Inf"}, "-account-dist"},
@@ -168,18 +169,33 @@ func TestScenarioFileRanges(t *testing.T) {
 	}
 }
 
-// A command cut short by Ctrl-C exits 130 (here before its first run
-// finished, so it has nothing to keep, and says so).
+// A command cut short by Ctrl-C exits 130, whichever it is (here before
+// its first run finished, so it has nothing to keep). The commands that
+// keep results say on stderr that there are none.
 func TestInterruptedExits130(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	var errb bytes.Buffer
-	err := Run(ctx, []string{"run", "--strategy", "nolock", "--payments", "10", "--out", t.TempDir() + "/run"}, io.Discard, &errb)
-	if code := ExitCode(err, &errb); code != 130 {
-		t.Fatalf("exit code = %d (err %v); want 130", code, err)
+	cases := []struct {
+		name string
+		args []string
+		want string // a line stderr must have; "" for any
+	}{
+		{"run", []string{"run", "--strategy", "nolock", "--payments", "10"}, "interrupted before a run finished: no results kept"},
+		{"verdicts", []string{"verdicts", "--strategy", "nolock", "--fault", "none"}, "interrupted before a run finished: no results kept"},
+		{"matrix", []string{"matrix", "--quick", "--strategy", "nolock", "--fault", "none"}, ""},
+		{"plan", []string{"plan", "--strategy", "nolock", "--target-rate", "100"}, ""},
 	}
-	if got := strings.TrimSpace(errb.String()); got != "interrupted before a run finished: no results kept" {
-		t.Errorf("stderr = %q; want the one line saying nothing was kept", got)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var errb bytes.Buffer
+			err := Run(ctx, append(tc.args, "--out", t.TempDir()+"/out"), io.Discard, &errb)
+			if code := ExitCode(err, &errb); code != 130 {
+				t.Fatalf("exit code = %d (err %v); want 130", code, err)
+			}
+			if tc.want != "" && !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("stderr = %q; want the line %q", errb.String(), tc.want)
+			}
+		})
 	}
 }
 

@@ -8,7 +8,16 @@
 //
 // A fault is chosen with --fault NAME[:key=value,…] (Parse). Every fault
 // takes at=SHARE, the share of the run's payments offered before it strikes
-// (default DefaultAt, 0.3). The others:
+// (default DefaultAt, 0.3), and schedule=designed|random: with random
+// (schedule.go) it strikes again and again from the start of the measured
+// run, each strike after an exponential wait with mean every=D (default
+// DefaultEvery, 2s) counted from the end of the previous one, until the
+// load ends; the waits, and every duration given as a range MIN-MAX (for=,
+// down=, hold=), are drawn from the run's seed. Each fault is one strike
+// step (striker) that Inject runs on the schedule; Setup and Close run once
+// per run, and the faults that catch a holder re-arm their trap per strike.
+// Every strike is marked with FaultEnv.Begin and End, which the load
+// generator counts and judges (Summary.Strikes, UnsafeStrikes). The others:
 //
 //   - pause: instance=N (default any), for=D (default 1.5 × TTL + 1s; for
 //     etcd its lease, the TTL rounded up to whole seconds and at least 2s).

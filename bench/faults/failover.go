@@ -54,9 +54,7 @@ const (
 	// writeGrace is how long a continued holder process has to write
 	// before later holders of its key are let in: 500ms.
 	writeGrace = 500 * time.Millisecond
-	// gateTimeout bounds how long watchContender holds a later holder at
-	// its entry: 3s.
-	gateTimeout = 3 * time.Second
+
 	// relinkTimeout bounds the wait for a replica's link through its proxy
 	// (or to the new primary, when healing): 5s.
 	relinkTimeout = 5 * time.Second
@@ -64,7 +62,8 @@ const (
 
 const failoverParams = "hold=D (how long the caught holder stays inside, within its lock's validity; default 0.6 × TTL), " +
 	"catch=D (how long to wait for a holder once replication is held back, default 2s), " +
-	"promote=D (how long the Sentinels may take before the failover is forced, default 3s), at=SHARE (default 0.3)"
+	"promote=D (how long the Sentinels may take before the failover is forced, default 3s), " +
+	"acked=N (replicas whose replication is not held back, so that they acknowledge WAIT, and that die with the primary; default 0), at=SHARE (default 0.3)"
 
 func init() {
 	register(Kind{
@@ -130,6 +129,7 @@ type failoverConfig struct {
 	hold    time.Duration // 0: failoverHoldShare × TTL, decided at Setup
 	catch   time.Duration
 	promote time.Duration
+	acked   int
 	at      float64
 }
 
@@ -139,6 +139,7 @@ func parseFailover(p map[string]string) (failoverConfig, error) {
 		hold:    ps.duration("hold", 0),
 		catch:   ps.duration("catch", DefaultFailoverCatch),
 		promote: ps.duration("promote", DefaultFailoverPromote),
+		acked:   ps.index("acked", 0),
 		at:      ps.share("at", DefaultAt),
 	}
 	return c, ps.done()
@@ -162,9 +163,6 @@ func (c failoverConfig) adjust(sc loadgen.Scenario) (loadgen.Scenario, error) {
 	if err := c.check(sc); err != nil {
 		return sc, err
 	}
-	// Process instances, so that the caught holder can be stopped and
-	// continued as soon as a second holder is in (awaitContender).
-	sc.InstanceMode = "process"
 	after := c.holdFor(sc.TTL) + failoverTail
 	if sc.Rate > 0 && sc.Payments > 0 {
 		sc.Payments = max(sc.Payments, int(math.Ceil(sc.Rate*after.Seconds()/(1-c.at))))
@@ -202,17 +200,21 @@ type failover struct {
 	cfg    failoverConfig
 	target servers.Target
 
-	env      *loadgen.FaultEnv
-	trap     *trap
-	handles  []loadgen.InstanceHandle
-	primary  servers.Member
+	env     *loadgen.FaultEnv
+	trap    *trap
+	handles []loadgen.InstanceHandle
+	primary servers.Member
+	// replicas are those whose replication is held back, each with its
+	// proxy and a direct client; acked those that keep replicating
+	// (acked=N) and die with the primary.
 	replicas []servers.Member
 	proxies  []*proxy
-	checks   []*redis.Client // direct clients of the replicas
+	checks   []*redis.Client
+	acked    []servers.Member
 
 	mu      sync.Mutex
-	stopped int  // pid of a holder process we stopped, 0 when none
-	killed  bool // the primary is down and not started again
+	stopped int              // pid of a holder process we stopped, 0 when none
+	killed  []servers.Member // killed and not started again
 	healed  bool
 	// caught is the caught holder while it is inside; contended is closed
 	// once a second holder of its lock key entered (watchContender), and
@@ -250,6 +252,10 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 		return fmt.Errorf("failover: %w", err)
 	}
 	f.primary = p
+	if f.cfg.acked >= len(others) {
+		return fmt.Errorf("failover: acked=%d leaves none of the %d replicas to promote", f.cfg.acked, len(others))
+	}
+	f.acked, others = others[:f.cfg.acked], others[f.cfg.acked:]
 	password := f.target.Config.RedisPassword
 	for i, r := range others {
 		px, err := newProxy(fmt.Sprintf("replication-%d", i), p.Addr)
@@ -273,7 +279,7 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 // watchContender runs inside every Enter. It records the first holder of
 // the caught holder's lock key that enters while the caught holder is
 // inside (the lock granted twice), and holds any later one at its entry
-// until the caught holder has written (gateTimeout at most). So the writes
+// until the caught holder has written (cfg.hold at most). So the writes
 // land in one order every run: the second holder's (from the same read as
 // the caught holder's), then the caught holder's, with no third holder's
 // newer token seen in between; a token handed out twice then reaches the
@@ -301,7 +307,7 @@ func (f *failover) watchContender(r store.EnterReq) {
 			f.env.Event(fmt.Sprintf("a third holder of %s held at its entry until the caught holder has written: instance %d, payment %d, token %d",
 				r.LockKey, r.Instance, r.Payment, r.Token))
 		}
-		t := time.NewTimer(gateTimeout)
+		t := time.NewTimer(f.cfg.hold)
 		defer t.Stop()
 		select {
 		case <-written:
@@ -358,8 +364,13 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	if err := f.holdBack(ctx); err != nil {
 		return errors.Join(err, f.heal())
 	}
-	env.Begin(fmt.Sprintf("replication from the primary %s to %s held back (their links through proxies that drop every byte): a lock taken now exists on the primary alone",
-		f.primary.Node.Name(), f.replicaNames()))
+	what := fmt.Sprintf("replication from the primary %s to %s held back (their links through proxies that drop every byte): a lock taken now exists on the primary alone",
+		f.primary.Node.Name(), names(f.replicas))
+	if len(f.acked) > 0 {
+		what = fmt.Sprintf("replication from the primary %s to %s held back (their links through proxies that drop every byte), not to %s: a lock taken now is on the primary and %s only, which acknowledge it (WAIT)",
+			f.primary.Node.Name(), names(f.replicas), names(f.acked), names(f.acked))
+	}
+	env.Begin(what)
 	f.trap.arm()
 	tctx, cancel := context.WithTimeout(ctx, f.cfg.catch)
 	_, caught := f.trap.wait(tctx)
@@ -371,14 +382,14 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	if ctx.Err() != nil {
 		return errors.Join(f.resumeHolder(), f.heal())
 	}
-	f.mu.Lock()
-	err := f.primary.Node.Kill()
-	f.killed = err == nil
-	f.mu.Unlock()
-	if err != nil {
-		return errors.Join(fmt.Errorf("failover: kill %s: %w", f.primary.Node.Name(), err), f.resumeHolder(), f.heal())
+	if err := f.kill(); err != nil {
+		return errors.Join(err, f.restartOld(ctx), f.resumeHolder(), f.heal())
 	}
-	env.Event(f.primary.Node.Name() + " (the primary) killed")
+	if len(f.acked) > 0 {
+		env.Event(fmt.Sprintf("%s (the primary) and %s (which acknowledged its writes) killed", f.primary.Node.Name(), names(f.acked)))
+	} else {
+		env.Event(f.primary.Node.Name() + " (the primary) killed")
+	}
 	promoted, how, err := f.awaitPromotion(ctx)
 	if err != nil {
 		return errors.Join(fmt.Errorf("failover: %w", err), f.restartOld(ctx), f.resumeHolder(), f.heal())
@@ -387,7 +398,7 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	if err := f.restartOld(ctx); err != nil {
 		return errors.Join(err, f.resumeHolder(), f.heal())
 	}
-	env.Event(fmt.Sprintf("%s started again: rejoined as a replica of %s", f.primary.Node.Name(), promoted))
+	env.Event(fmt.Sprintf("%s started again: rejoined as replicas of %s", names(append([]servers.Member{f.primary}, f.acked...)), promoted))
 	if caught {
 		f.awaitContender(ctx, at)
 		err := f.resumeHolder()
@@ -494,20 +505,33 @@ func forceFailover(ctx context.Context, sentinels []string, master string) error
 	return errors.Join(errs...)
 }
 
-// restartOld starts the killed primary again: the servers package starts a
+// kill kills the primary and the replicas that die with it.
+func (f *failover) kill() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range append([]servers.Member{f.primary}, f.acked...) {
+		if err := m.Node.Kill(); err != nil {
+			return fmt.Errorf("failover: kill %s: %w", m.Node.Name(), err)
+		}
+		f.killed = append(f.killed, m)
+	}
+	return nil
+}
+
+// restartOld starts the killed nodes again: the servers package starts a
 // node of the group as a replica of the primary the Sentinels name.
 func (f *failover) restartOld(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.killed {
-		return nil
-	}
 	uctx, cancel := undoCtx(ctx)
 	defer cancel()
-	if err := f.primary.Node.Start(uctx); err != nil {
-		return fmt.Errorf("failover: start %s again: %w", f.primary.Node.Name(), err)
+	for len(f.killed) > 0 {
+		m := f.killed[0]
+		if err := m.Node.Start(uctx); err != nil {
+			return fmt.Errorf("failover: start %s again: %w", m.Node.Name(), err)
+		}
+		f.killed = f.killed[1:]
 	}
-	f.killed = false
 	return nil
 }
 
@@ -575,12 +599,13 @@ func (f *failover) closeProxies() {
 	f.proxies = nil
 }
 
-func (f *failover) replicaNames() string {
-	names := make([]string, len(f.replicas))
-	for i, r := range f.replicas {
-		names[i] = r.Node.Name()
+// names names the members for an event: "redis-1 (…) and redis-2 (…)".
+func names(ms []servers.Member) string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Node.Name()
 	}
-	return strings.Join(names, " and ")
+	return strings.Join(out, " and ")
 }
 
 // replicaOf sends REPLICAOF addr to the node behind c.

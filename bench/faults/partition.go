@@ -216,7 +216,7 @@ func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur 
 }
 
 // holdHolder runs inside the caught holder's Enter: it keeps the holder in
-// its critical section for cfg.hold, by slowing that section (an in-process
+// its critical section for the strike's hold, by slowing that section (an in-process
 // instance, whose goroutine this is) or by stopping its process (continued
 // by strikeReset).
 func (f *partition) holdHolder(r store.EnterReq) {

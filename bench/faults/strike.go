@@ -157,7 +157,7 @@ func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 }
 
 // holdHolder runs inside the caught holder's Enter: it keeps the holder in
-// its critical section for cfg.hold, by slowing that section (an in-process
+// its critical section for the strike's hold, by slowing that section (an in-process
 // instance, whose goroutine this is) or by stopping its process (resumed by
 // Inject).
 func (s *strike) holdHolder(r store.EnterReq) {

@@ -33,10 +33,19 @@ type Memory struct {
 	// epoch is the monotonic origin of the overlaps' times.
 	epoch  time.Time
 	shards [memShards]shard
-	// accounts[a], and keys[k] for every lock key k of account a's
-	// payments, are guarded by the shard of account a.
+	// accounts[a], and the lock state of every lock key of account a's
+	// payments, are guarded by the shard of account a. In AccountMode an
+	// account's lock state is in the account itself (one cache line for
+	// both, 64 bytes: a cycle reads and writes both); in PaymentMode it
+	// is keys[p], for payment p.
 	accounts []account
 	keys     []keyState
+	// overlapSince[k] is when lock key k's active count last rose to 2
+	// (ns since epoch): the start of the overlap under way, if any. k is
+	// the account in AccountMode and the payment in PaymentMode. Apart
+	// from the lock state because it is touched only when an overlap
+	// begins or ends.
+	overlapSince []int64
 	// payments[p] is payment p's state, guarded by the shard of its
 	// account.
 	payments []paymentState
@@ -55,32 +64,43 @@ type paymentState struct {
 type shard struct {
 	mu sync.Mutex
 	c  Counts
+	// log holds the versions of the shard's accounts (AccountMode), in
+	// the order they were written, each linked to its account's version
+	// before it. Appending to one log per shard, rather than to a slice
+	// per account, writes to a cache line the shard wrote a moment ago,
+	// not to one of a random account's (a cache miss every Finish). Reset
+	// gives it room for one version per payment of the shard's accounts;
+	// only duplicate writes grow it.
+	log []recordVersion
 	// keep neighbouring shards' mutexes off one cache line
 	_ [64]byte
 }
 
+// account is one account record and, in AccountMode, its lock's state: 64
+// bytes, one cache line.
 type account struct {
-	balance   int64
-	version   int64
-	overdrawn bool
-	// versions[v-1] is the write that made version v (account mode only:
-	// in payment mode every write's parent is the version before it). It
-	// starts as the account's share of one slice made by Reset, room for
-	// one write per payment of the account, so that a Finish does not
-	// allocate; only duplicate writes grow it beyond.
-	versions []recordVersion
+	balance int64
+	version int64
 	// appliedDebits counts the applications with a debit the store
 	// applied to this account; inRecordDebits those reflected in its
 	// current record. The difference is the account's lost updates.
 	appliedDebits  int64
 	inRecordDebits int64
+	key            keyState // AccountMode's lock state
+	// last is where the write that made the current version is in the
+	// shard's log, -1 for version 0 (AccountMode). A log has fewer than
+	// 2³¹ versions: each takes 24 bytes.
+	last      int32
+	overdrawn bool
 }
 
 // recordVersion is one version of an account record: the version it was
-// computed from, and the application written with it.
+// computed from, the application written with it, and where the account's
+// version before it is in the shard's log (-1 for version 0).
 type recordVersion struct {
 	parent  int64
 	payment int64
+	prev    int32
 	debit   bool
 }
 
@@ -89,9 +109,6 @@ type keyState struct {
 	maxToken int64
 	// lastApplied is the token of the last applied write (Setup.Strict).
 	lastApplied int64
-	// overlapSince is when active last rose to 2 (ns since the store's
-	// epoch): the start of the overlap under way, if any.
-	overlapSince int64
 }
 
 var _ Store = (*Memory)(nil)
@@ -114,25 +131,24 @@ func (m *Memory) Reset(_ context.Context, s Setup) error {
 	m.accounts = make([]account, len(s.Balances))
 	for a, b := range s.Balances {
 		m.accounts[a].balance = b
+		m.accounts[a].last = -1
 	}
-	if s.Mode == AccountMode {
-		// Each account's versions get a window of one slice, as long as
-		// its payments: a counting sort of the payments by account.
-		perAccount := make([]int, len(s.Balances))
-		for _, a := range s.PaymentAccount {
-			perAccount[a]++
-		}
-		all := make([]recordVersion, s.Payments)
-		off := 0
-		for a, n := range perAccount {
-			m.accounts[a].versions = all[off:off:min(off+n, len(all))]
-			off += n
+	var perShard [memShards]int
+	for _, a := range s.PaymentAccount {
+		perShard[uint32(a)%memShards]++
+	}
+	for i := range m.shards {
+		m.shards[i].log = nil
+		if s.Mode == AccountMode {
+			m.shards[i].log = make([]recordVersion, 0, perShard[i])
 		}
 	}
+	m.keys = nil
 	if s.Mode == PaymentMode {
 		m.keys = make([]keyState, s.Payments)
+		m.overlapSince = make([]int64, s.Payments)
 	} else {
-		m.keys = make([]keyState, len(s.Balances))
+		m.overlapSince = make([]int64, len(s.Balances))
 	}
 	m.payments = make([]paymentState, s.Payments)
 	return nil
@@ -170,12 +186,13 @@ func validateSetup(s Setup) error {
 
 func (m *Memory) shard(a int32) *shard { return &m.shards[uint32(a)%memShards] }
 
-// key is the state of the lock that guards payment p of account a.
-func (m *Memory) key(p int64, a int32) *keyState {
+// key is the state of the lock that guards payment p of account a, and
+// its index in overlapSince.
+func (m *Memory) key(p int64, a int32) (*keyState, int64) {
 	if m.setup.Mode == PaymentMode {
-		return &m.keys[p]
+		return &m.keys[p], p
 	}
-	return &m.keys[a]
+	return &m.accounts[a].key, int64(a)
 }
 
 // payment is payment p's state.
@@ -198,14 +215,14 @@ func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
 	if err := m.check(r.Payment, r.Account); err != nil {
 		return EnterResp{}, err
 	}
-	ks := m.key(r.Payment, r.Account)
+	ks, k := m.key(r.Payment, r.Account)
 	if ks.active > 0 {
 		sh.c.Overlaps++
 	}
 	if ks.active == 1 {
 		// A second holder: the window of exposure opens (the clock is read
 		// only when an overlap begins or ends, not on every call).
-		ks.overlapSince = int64(time.Since(m.epoch))
+		m.overlapSince[k] = int64(time.Since(m.epoch))
 	}
 	ks.active++
 	if r.Token > ks.maxToken {
@@ -227,7 +244,7 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	if err := m.check(r.Payment, r.Account); err != nil {
 		return FinishResp{}, err
 	}
-	ks := m.key(r.Payment, r.Account)
+	ks, k := m.key(r.Payment, r.Account)
 	if ks.active == 0 {
 		return FinishResp{}, errFinishWithoutEnter
 	}
@@ -239,7 +256,7 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	ks.active--
 	if ks.active == 1 {
 		// Back to one holder: the overlap is over.
-		d := int64(time.Since(m.epoch)) - ks.overlapSince
+		d := int64(time.Since(m.epoch)) - m.overlapSince[k]
 		sh.c.OverlapNs += d
 		sh.c.OverlapMaxNs = max(sh.c.OverlapMaxNs, d)
 	}
@@ -267,9 +284,10 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	case AccountMode:
 		// The record is replaced by what the holder computed from its read
 		// of version BaseVersion: the new version's parent.
-		m.rebase(acc, r.BaseVersion)
+		m.rebase(sh, acc, r.BaseVersion)
 		acc.balance = r.NewBalance
-		acc.versions = append(acc.versions, recordVersion{parent: r.BaseVersion, payment: r.Payment, debit: debit})
+		sh.log = append(sh.log, recordVersion{parent: r.BaseVersion, payment: r.Payment, prev: acc.last, debit: debit})
+		acc.last = int32(len(sh.log) - 1)
 	case PaymentMode:
 		// An atomic debit: computed from the current version, so the
 		// record keeps everything it held.
@@ -299,24 +317,39 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 // version's side) and those that come back into it (on base's side: a
 // write from a read older than an overwrite resurrects what it had read).
 // When the lock works, base is the current version and nothing is walked.
-func (m *Memory) rebase(acc *account, base int64) {
-	for cur := acc.version; cur != base; {
+//
+// The versions are found in the shard's log by the links from each to the
+// account's version before it: ci and bi are where versions cur and base
+// are, and both only move down.
+func (m *Memory) rebase(sh *shard, acc *account, base int64) {
+	cur, ci := acc.version, acc.last
+	bi := sh.down(ci, cur, base)
+	for cur != base {
 		if cur > base {
-			v := acc.versions[cur-1]
+			v := sh.log[ci]
 			m.payment(v.payment).inRecord--
 			if v.debit {
 				acc.inRecordDebits--
 			}
-			cur = v.parent
+			ci, cur = sh.down(ci, cur, v.parent), v.parent
 		} else {
-			v := acc.versions[base-1]
+			v := sh.log[bi]
 			m.payment(v.payment).inRecord++
 			if v.debit {
 				acc.inRecordDebits++
 			}
-			base = v.parent
+			bi, base = sh.down(bi, base, v.parent), v.parent
 		}
 	}
+}
+
+// down returns where in the log version to of an account is, given where
+// its version from (≥ to) is.
+func (sh *shard) down(i int32, from, to int64) int32 {
+	for ; from > to; from-- {
+		i = sh.log[i].prev
+	}
+	return i
 }
 
 // Counts computes the verdict from the store's state.

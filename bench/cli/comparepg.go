@@ -1,0 +1,310 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/pgonconflict"
+)
+
+// pgClaimSQL and pgReleaseSQL are pg-onconflict's claim and release
+// statements (claimSQL and releaseSQL in strategies/pgonconflict/sql.go,
+// unexported there), which pgx alone and pgbench run.
+// TestComparePostgresStatements keeps them the same.
+const (
+	pgClaimSQL = `INSERT INTO lockbench_locks AS l (key, owner, token, expires_at)
+SELECT $1::text, $2::text, nextval('lockbench_lock_tokens'), now() + $3::interval
+WHERE NOT EXISTS (SELECT 1 FROM lockbench_locks WHERE key = $1::text AND expires_at > now())
+ON CONFLICT (key) DO UPDATE
+	SET owner = EXCLUDED.owner,
+	    token = nextval('lockbench_lock_tokens'),
+	    expires_at = EXCLUDED.expires_at
+	WHERE l.expires_at <= now()
+RETURNING token`
+	pgReleaseSQL = `UPDATE lockbench_locks SET expires_at = '-infinity'
+WHERE key = $1 AND owner = $2 AND token = $3 AND expires_at > now()`
+)
+
+// parseComparePG parses and checks the flags of compare-postgres.
+func parseComparePG(args []string, stdout, stderr io.Writer) (compareOptions, error) {
+	fs := newFlagSet("compare-postgres", stderr)
+	o := compareOptions{clients: 16, n: 20000}
+	o.register(fs, "pgbench -c", "pgbench run", "pgx alone")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		return o, err
+	}
+	return o, o.check()
+}
+
+// runComparePG is `lockbench compare-postgres` (`make compare-postgres`):
+// compare-redis's check against Postgres. pgbench (-M prepared) runs
+// pg-onconflict's own claim and release statements, with the same client
+// count and key space, against the local Postgres lockbench starts; then
+// the same cycle from pgx alone (the strategy's pool settings and
+// statement timeouts, no harness); then lockbench's pg-onconflict with
+// zero hold and --lock-key payment, one instance of --clients workers.
+//
+// The key space is one key per lock cycle of a measurement, the same
+// keys every round (lockbench's payment ids; pgbench's client c takes
+// keys c, c + clients, c + 2·clients, …): after the warm-up round every
+// claim takes the update path of the ON CONFLICT, as lockbench's do.
+// pgbench's keys are the numbers themselves (its scripts cannot build
+// strings), lockbench's and pgx's "lockbench:pay:N".
+func runComparePG(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseComparePG(args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	bin, err := findPgbench()
+	if err != nil {
+		return err
+	}
+	// Whole cycles per client: pgbench's -t counts per client.
+	perClient := (o.n + o.clients - 1) / o.clients
+	n := perClient * o.clients
+	cluster, err := servers.Start(ctx, servers.Needs{Postgres: true}, servers.Options{})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	dsn := cluster.Endpoints().PostgresDSN
+
+	sc := loadgen.DefaultScenario()
+	sc.Name = "compare-postgres"
+	sc.Instances, sc.Workers, sc.Deliveries = 1, o.clients, 1
+	sc.Payments = n
+	sc.LockKey = "payment" // one key per cycle, as pgbench's
+	sc.Accounts = 1000
+	sc.Hold, _ = loadgen.ParseHold("0s")
+	sc.Warmup = 0
+	sess := &session{ep: cluster.Endpoints(), stderr: stderr, stores: map[string]store.Store{}}
+	defer sess.Close()
+	if err := sess.serveMetrics(o.mf); err != nil {
+		return err
+	}
+	// The lock table and its sequence, as the strategy makes them, before
+	// pgbench runs first.
+	lock := strategies.Config{PostgresDSN: dsn, TTL: sc.TTL, Owner: "compare-postgres"}
+	s, err := pgonconflict.New(ctx, lock)
+	if err != nil {
+		return fmt.Errorf("pg-onconflict: %s", servers.Redact(err.Error()))
+	}
+	_ = s.Close()
+
+	script, err := writePgbenchScript(o.clients)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(script)
+	owner, err := randomOwner("pgbench")
+	if err != nil {
+		return err
+	}
+	ttl := sc.TTL.Truncate(time.Microsecond)
+	pgbench := func() (cycleRate, error) {
+		c := exec.CommandContext(ctx, bin, "-n", "-M", "prepared", "-c", strconv.Itoa(o.clients), "-t", strconv.Itoa(perClient),
+			"-f", script, "-D", "n=0", "-D", "nclients="+strconv.Itoa(o.clients), "-D", "owner="+owner,
+			"-D", fmt.Sprintf("ttl=%d microseconds", ttl.Microseconds()), dsn)
+		var errb strings.Builder
+		c.Stderr = &errb
+		out, err := c.Output()
+		if err != nil {
+			if ctx.Err() != nil {
+				return cycleRate{}, ctx.Err()
+			}
+			return cycleRate{}, fmt.Errorf("pgbench: %w: %s", err, servers.Redact(oneLine(errb.String())))
+		}
+		tps, err := parsePgbenchTPS(out)
+		return cycleRate{perSec: tps, cpu: childCPU(c.ProcessState) / time.Duration(n)}, err
+	}
+
+	fmt.Fprintf(stdout, "lock cycles/s: pg-onconflict's claim then release, %d clients, %d cycles a measurement (one key each), local Postgres\n", o.clients, n)
+	fmt.Fprintf(stdout, "pgbench is `pgbench -M prepared -c %d` on the same two statements; lockbench is `run --strategy pg-onconflict --instances 1 --workers %d --deliveries 1 --hold 0 --lock-key payment`\n", o.clients, o.clients)
+	cmp := comparison{
+		name:   "compare-postgres",
+		native: "pgbench", bare: "pgx alone", ours: "lockbench pg-onconflict",
+		nativeShort: "pgbench", bareShort: "pgx",
+		bareWhy:   "the Go client's cost against pgbench's C",
+		rounds:    o.rounds,
+		failBelow: o.failBelow,
+		round: func() (m [3]cycleRate, err error) {
+			if m[0], err = pgbench(); err != nil {
+				return m, err
+			}
+			if m[1], err = pgxCycles(ctx, dsn, o.clients, n, ttl); err != nil {
+				return m, err
+			}
+			m[2], err = lockbenchCycles(ctx, sess, "pg-onconflict", sc)
+			return m, err
+		},
+	}
+	return cmp.run(ctx, stdout, stderr)
+}
+
+// findPgbench returns the newest Debian PostgreSQL's pgbench
+// (/usr/lib/postgresql/N/bin, shipped with the server package), else the
+// one on PATH.
+func findPgbench() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
+	slices.SortFunc(dirs, func(a, b string) int {
+		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(a))))
+		vb, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(b))))
+		return vb - va
+	})
+	for _, p := range dirs {
+		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("pgbench"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("pgbench not found: install PostgreSQL (Debian: apt-get install postgresql-15, which ships /usr/lib/postgresql/15/bin/pgbench)")
+}
+
+// pgbenchScript is a pgbench script running pg-onconflict's lock cycle:
+// the claim, its token kept (\gset), then the release. Client c's n-th
+// cycle takes key c + clients·(n−1).
+func pgbenchScript() string {
+	claim := strings.NewReplacer("$1", ":key", "$2", ":owner", "$3", ":ttl").Replace(pgClaimSQL)
+	release := strings.NewReplacer("$1", ":key", "$2", ":owner", "$3", ":token").Replace(pgReleaseSQL)
+	return `\set n :n + 1
+\set key :client_id + :nclients * (:n - 1)
+` + claim + ` \gset
+` + release + ";\n"
+}
+
+// writePgbenchScript writes pgbenchScript to a temporary file.
+func writePgbenchScript(clients int) (string, error) {
+	f, err := os.CreateTemp("", "lockbench-pgbench-*.sql")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(pgbenchScript())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+var tpsLine = regexp.MustCompile(`(?m)^tps = ([0-9.]+)`)
+
+// parsePgbenchTPS reads pgbench's transactions per second (one lock cycle
+// each) from its report.
+func parsePgbenchTPS(out []byte) (float64, error) {
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench: no tps line in %q", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// randomOwner is prefix/16 hex digits, like the strategy's owner values.
+func randomOwner(prefix string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return prefix + "/" + hex.EncodeToString(b[:]), nil
+}
+
+// pgxCycles runs n lock cycles of pg-onconflict's statements from clients
+// goroutines with the strategy's pool settings (pgonconflict.DefaultMaxConns,
+// DefaultConnectTimeout, DefaultWarmConns opened first) and its statement
+// timeout, and nothing else: no store, no histograms, no dispatch. Cycle i
+// takes key "lockbench:pay:i", as lockbench's payment i does. The CPU is
+// the process's over the loop.
+func pgxCycles(ctx context.Context, dsn string, clients, n int, ttl time.Duration) (cycleRate, error) {
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return cycleRate{}, errors.New("pgx baseline: the Postgres DSN does not parse")
+	}
+	pcfg.MaxConns = pgonconflict.DefaultMaxConns
+	pcfg.ConnConfig.ConnectTimeout = pgonconflict.DefaultConnectTimeout
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return cycleRate{}, fmt.Errorf("pgx baseline: %s", servers.Redact(err.Error()))
+	}
+	defer pool.Close()
+	var warm []*pgxpool.Conn
+	for range pgonconflict.DefaultWarmConns {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			break
+		}
+		warm = append(warm, c)
+	}
+	for _, c := range warm {
+		c.Release()
+	}
+	owner, err := randomOwner("pgx")
+	if err != nil {
+		return cycleRate{}, err
+	}
+	cycle := func(key string) error {
+		sctx, cancel := context.WithTimeout(ctx, pgonconflict.DefaultStatementTimeout)
+		var token int64
+		err := pool.QueryRow(sctx, pgClaimSQL, key, owner, ttl).Scan(&token)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("claim %s: %w", key, err)
+		}
+		sctx, cancel = context.WithTimeout(ctx, pgonconflict.DefaultStatementTimeout)
+		tag, err := pool.Exec(sctx, pgReleaseSQL, key, owner, token)
+		cancel()
+		if err == nil && tag.RowsAffected() != 1 {
+			err = errors.New("not the owner")
+		}
+		if err != nil {
+			return fmt.Errorf("release %s: %w", key, err)
+		}
+		return nil
+	}
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start, cpu0 := time.Now(), processCPU()
+	for range clients {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				if err := cycle("lockbench:pay:" + strconv.FormatInt(i, 10)); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cpu, secs := processCPU()-cpu0, time.Since(start).Seconds()
+	if err, _ := firstErr.Load().(error); err != nil {
+		if ctx.Err() != nil {
+			return cycleRate{}, ctx.Err()
+		}
+		return cycleRate{}, fmt.Errorf("pgx baseline: %s", servers.Redact(err.Error()))
+	}
+	return cycleRate{perSec: float64(n) / secs, cpu: cpu / time.Duration(n)}, nil
+}

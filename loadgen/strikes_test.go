@@ -1,0 +1,66 @@
+package loadgen
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/loadgen/store"
+)
+
+// countStore is a store whose only ability is its unsafe count, set by the
+// test: the strike log's logic is ours, the store's judging is not tested
+// here.
+type countStore struct {
+	store.Store
+	dups atomic.Int64
+}
+
+func (c *countStore) Counts(context.Context) (store.Counts, error) {
+	return store.Counts{Duplicates: c.dups.Load()}, nil
+}
+
+// A strike is unsafe when the store's unsafe count rose between its Begin
+// and the grace after its End, the next strike's Begin, or the run's end.
+func TestStrikeLog(t *testing.T) {
+	st := &countStore{}
+	var l strikeLog
+	l.watch(st, 50*time.Millisecond)
+
+	// 1: a duplicate inside the strike: unsafe.
+	l.begin()
+	st.dups.Add(1)
+	l.end()
+	time.Sleep(100 * time.Millisecond)
+	// A duplicate after the grace belongs to no strike.
+	st.dups.Add(1)
+
+	// 2: nothing happens: safe, closed by its grace.
+	l.begin()
+	l.end()
+	time.Sleep(100 * time.Millisecond)
+
+	// 3: a duplicate within the grace after the end: unsafe.
+	l.begin()
+	l.end()
+	st.dups.Add(1)
+	time.Sleep(100 * time.Millisecond)
+
+	// 4: ended, closed early by the next Begin before the grace: safe;
+	// 5: a duplicate, then the run ends inside the grace: unsafe.
+	l.begin()
+	l.end()
+	l.begin()
+	st.dups.Add(1)
+	l.end()
+	strikes, unsafe := l.finish(store.Counts{Duplicates: st.dups.Load()})
+	if strikes != 5 || unsafe != 3 {
+		t.Errorf("strikes %d, unsafe %d; want 5 strikes, 3 unsafe", strikes, unsafe)
+	}
+	// Marks after the run's end change nothing.
+	l.begin()
+	if s, u := l.finish(store.Counts{}); s != 5 || u != 3 {
+		t.Errorf("after finish: strikes %d, unsafe %d; want 5, 3", s, u)
+	}
+}
