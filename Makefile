@@ -6,7 +6,7 @@ BIN     := bin/lockbench
 OUT     ?= out/bench
 RACE_PKGS := ./loadgen/... ./strategies/... ./results/...
 
-.PHONY: all build deps test test-short vet bench bench-go compare-redis reference clean
+.PHONY: all build deps test test-short vet bench bench-go compare-redis compare-postgres reference clean
 
 all: build
 
@@ -31,7 +31,7 @@ test: vet build
 	@echo "etcd members run from $(BIN) (LOCKBENCH_ETCD_BIN)"
 	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -race $(RACE_PKGS)
 	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /results)
-	$(GO) test -run '^$$' -fuzz FuzzArgs -fuzztime 20s ./bench/cli/
+	$(GO) test -run '^$$' -fuzz FuzzArgs -fuzztime 10s ./bench/cli/
 
 # bench: the published matrix, quick form (under 5 minutes), into $(OUT).
 bench: build
@@ -47,6 +47,11 @@ bench-go:
 # same two commands, the same clients and the same local Redis.
 compare-redis: build
 	$(BIN) compare-redis
+
+# compare-postgres: our pg-onconflict lock-cycle rate against pgbench's with
+# the same two statements, the same clients and the same local Postgres.
+compare-postgres: build
+	$(BIN) compare-postgres
 
 # reference: regenerate the committed reference run shown in the README:
 # the quick matrix's sizes, but every strategy and every fault (about 10

@@ -312,6 +312,24 @@ func PrimaryAddr(ctx context.Context, sentinels []string, master string) (string
 	return "", fmt.Errorf("servers: no Sentinel named the primary %q: %w", master, errors.Join(errs...))
 }
 
+// ForceFailover asks the Sentinels, in turn until one starts it, for a
+// failover without agreement (SENTINEL FAILOVER): what an operator does
+// when the Sentinels would not fail over on their own yet (a vote that
+// split is retried only after twice the failover timeout).
+func ForceFailover(ctx context.Context, sentinels []string, master string) error {
+	var errs []error
+	for _, addr := range sentinels {
+		_, err := askSentinel(ctx, addr, func(c *redis.SentinelClient) (string, error) {
+			return c.Failover(ctx, master).Result()
+		})
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("sentinel %s: %w", addr, err))
+	}
+	return fmt.Errorf("servers: no Sentinel started a failover of %q: %w", master, errors.Join(errs...))
+}
+
 // askSentinel runs f on a one-connection client of the Sentinel at addr.
 func askSentinel[T any](ctx context.Context, addr string, f func(c *redis.SentinelClient) (T, error)) (T, error) {
 	c := redis.NewSentinelClient(&redis.Options{

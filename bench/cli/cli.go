@@ -92,8 +92,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if ctx.Err() == nil || errors.Is(err, flag.ErrHelp) || isUsage(err) {
 		return err
 	}
-	if err == nil {
-		return ErrInterrupted
+	if err == nil || errors.Is(err, context.Canceled) {
+		return ErrInterrupted // the command stopped because it was told to
 	}
 	return fmt.Errorf("%w: %w", ErrInterrupted, err)
 }
@@ -185,9 +185,13 @@ func ExitCode(err error, stderr io.Writer) int {
 	return 1
 }
 
-// sayInterrupted is the line an interrupted command ends with on stderr:
-// where its partial results are, or that none were kept.
-func sayInterrupted(stderr io.Writer, d *runDir) {
+// sayInterruptedAtExit is, for a command's defer, the line an interrupted
+// command ends with on stderr, whichever way it returns: where its partial
+// results are, or that none were kept.
+func sayInterruptedAtExit(ctx context.Context, stderr io.Writer, d *runDir) {
+	if ctx.Err() == nil {
+		return
+	}
 	if len(d.runs) == 0 {
 		fmt.Fprintln(stderr, "interrupted before a run finished: no results kept")
 		return

@@ -165,6 +165,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
+	defer sayInterruptedAtExit(ctx, stderr, dir) // after the report is written
 	defer dir.closeAtExit(&err)
 	dir.meta.Notes = append(dir.meta.Notes, notes...)
 	need := needs(names, loadgen.DefaultScenario())
@@ -264,9 +265,6 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	fmt.Fprintf(stdout, "matrix: %d runs in %s; report: %s/report.md (and report.html)\n", len(dir.runs), time.Since(began).Round(time.Second), dir.dir)
-	if ctx.Err() != nil {
-		sayInterrupted(stderr, dir)
-	}
 	if len(failed) > 0 {
 		return fmt.Errorf("matrix: %d fault runs failed: %v", len(failed), failed)
 	}

@@ -148,6 +148,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
+	defer sayInterruptedAtExit(ctx, stderr, dir) // after the report is written
 	defer dir.closeAtExit(&err)
 	sess, err := openSession(ctx, o.ef, needs(names, sc), cellServerOptions(o.cells), stderr)
 	if err != nil {
@@ -206,9 +207,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	} else {
 		results.Table(stdout, sums)
 		fmt.Fprintf(stdout, "\nrun directory: %s\n", dir.dir)
-	}
-	if ctx.Err() != nil {
-		sayInterrupted(stderr, dir)
 	}
 	if o.failOnUnsafe {
 		for _, s := range sums {

@@ -380,6 +380,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err != nil {
 		return err
 	}
+	defer sayInterruptedAtExit(ctx, stderr, dir) // after the report is written
 	defer dir.closeAtExit(&err)
 	began := time.Now()
 	sess, err := openSession(ctx, o.ef, need, opts, stderr)
@@ -435,9 +436,6 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	for _, s := range skipped {
 		fmt.Fprintln(stderr, "skipped:", s)
-	}
-	if ctx.Err() != nil {
-		sayInterrupted(stderr, dir)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("verdicts: %d of %d runs failed:\n  %s", len(failed), len(cases), strings.Join(failed, "\n  "))

@@ -480,29 +480,13 @@ func (f *failover) awaitPromotion(ctx context.Context) (addr, how string, err er
 		case ctx.Err() != nil:
 			return "", "", ctx.Err()
 		case time.Now().After(deadline) && !forced:
-			forced = forceFailover(ctx, cfg.RedisSentinels, cfg.RedisMaster) == nil
+			forced = servers.ForceFailover(ctx, cfg.RedisSentinels, cfg.RedisMaster) == nil
 			deadline = time.Now().Add(f.cfg.promote)
 		case time.Now().After(deadline):
 			return "", "", fmt.Errorf("no replica promoted %s after a forced failover (last answer: %v)", ms(f.cfg.promote), err)
 		}
 		sleep(ctx, 50*time.Millisecond)
 	}
-}
-
-// forceFailover asks the Sentinels, in turn, for a failover without
-// agreement (SENTINEL FAILOVER), until one starts it.
-func forceFailover(ctx context.Context, sentinels []string, master string) error {
-	var errs []error
-	for _, addr := range sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second})
-		err := c.Failover(ctx, master).Err()
-		c.Close()
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
 }
 
 // kill kills the primary and the replicas that die with it.

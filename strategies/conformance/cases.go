@@ -62,6 +62,10 @@ func makeCases() []testCase {
 		// A quorum strategy still acquires with a minority of its nodes dead
 		// and fails promptly with a majority dead.
 		{name: "quorum", notRun: noQuorum, run: testQuorum},
+		// On a replicated Redis, the primary killed in the middle of a
+		// stream of acquires: each returns a lease or an error within 5s,
+		// and once a replica is promoted the same object acquires again.
+		{name: "failover", notRun: notReplicated, run: testFailoverStream},
 		// A transactional strategy's factory fails within 5s with its
 		// database down, and works again after a restart.
 		{name: "transaction-down", notRun: locking, run: testTransactionDown, noLock: true},

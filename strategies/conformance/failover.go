@@ -1,0 +1,108 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// Timing of the failover case.
+const (
+	// FailoverStreamLimit bounds one Acquire of the stream while the
+	// primary is dead or being replaced: DownLimit, as for a dead server.
+	FailoverStreamLimit = DownLimit
+	// FailoverRecoverLimit is how soon after the primary died Acquire must
+	// succeed again on the new one: 30s (the Sentinels take about 2s; the
+	// case forces a failover after failoverForceAfter, as an operator
+	// would, since a vote that split is retried only after twice the
+	// failover timeout).
+	FailoverRecoverLimit = 30 * time.Second
+
+	failoverForceAfter = 8 * time.Second
+	failoverStreamGap  = 20 * time.Millisecond
+)
+
+// notReplicated is notRun for the failover case.
+func notReplicated(h *harness) string {
+	if !h.target.Replicated() {
+		return "not a replicated Redis (run on the sentinel topology)"
+	}
+	return cannotStop(h)
+}
+
+// testFailoverStream kills the primary in the middle of a stream of
+// acquires: no call hangs (each returns a lease or an error within
+// FailoverStreamLimit), and once the Sentinels have promoted a replica the
+// same strategy object acquires again, on the new primary.
+func testFailoverStream(t *testing.T, h *harness) {
+	s := h.open(t, LongTTL, "A")
+	cfg := h.target.Config
+	ctx, cancel := context.WithTimeout(context.Background(), FailoverRecoverLimit+restartTimeout)
+	defer cancel()
+	old, _, err := h.target.Roles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One key per attempt: a lock taken on the old primary just before it
+	// died may live on (replicated) on the new one until its TTL.
+	attempt := 0
+	try := func() (strategies.Lease, error, time.Duration) {
+		attempt++
+		key := h.key(t) + "/" + time.Now().Format("150405.000000") + "/" + string(rune('a'+attempt%26))
+		var (
+			l   strategies.Lease
+			err error
+		)
+		took, ok := within(FailoverStreamLimit, func(ctx context.Context) { l, err = s.Acquire(ctx, key) })
+		if !ok {
+			t.Fatalf("attempt %d: Acquire still running after %v; want a lease or an error within %v", attempt, took, FailoverStreamLimit)
+		}
+		return l, err, took
+	}
+	for range 10 { // the stream before the failover
+		l, err, _ := try()
+		if err != nil {
+			t.Fatalf("before the failover: Acquire: got %v; want a lease", err)
+		}
+		release(t, l)
+	}
+	restart := h.stop(t, []servers.Node{old.Node})
+	killed := time.Now()
+	forced := false
+	failures := 0
+	for {
+		l, err, took := try()
+		if err == nil {
+			now, _ := servers.PrimaryAddr(ctx, cfg.RedisSentinels, cfg.RedisMaster)
+			if now == old.Addr {
+				t.Fatalf("Acquire succeeded %v after the primary was killed, with the Sentinels still naming it", time.Since(killed))
+			}
+			release(t, l)
+			t.Logf("acquires succeed again %v after the primary was killed (new primary %s; %d failed meanwhile, each within %v)",
+				time.Since(killed).Round(time.Millisecond), now, failures, FailoverStreamLimit)
+			break
+		}
+		failures++
+		if failures == 1 {
+			t.Logf("first failure after the kill, in %v: %v", took.Round(time.Millisecond), err)
+		}
+		switch elapsed := time.Since(killed); {
+		case elapsed > FailoverRecoverLimit:
+			t.Fatalf("no Acquire succeeded %v after the primary was killed (last: %v); want the new primary used within %v", elapsed, err, FailoverRecoverLimit)
+		case elapsed > failoverForceAfter && !forced:
+			forced = true
+			if ferr := servers.ForceFailover(ctx, cfg.RedisSentinels, cfg.RedisMaster); ferr != nil {
+				t.Logf("force a failover: %v", ferr)
+			} else {
+				t.Logf("no promotion after %v: failover forced", failoverForceAfter)
+			}
+		}
+		time.Sleep(failoverStreamGap)
+	}
+	// The old primary comes back as a replica of the new one.
+	restart()
+	release(t, acquire(t, s, h.key(t)+"/after-rejoin"))
+}

@@ -1,0 +1,38 @@
+package conformance_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies/conformance"
+)
+
+// TestConformanceSentinel runs the single-node Redis strategies through
+// the suite on the replicated topology lockbench starts itself (a primary,
+// two replicas, three Sentinels): they find the primary through the
+// Sentinels, and the failover case kills it in the middle of a stream of
+// acquires.
+func TestConformanceSentinel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a replicated Redis and Sentinels and kills them; run without -short")
+	}
+	logging.Disable()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := servers.Start(ctx, servers.Needs{Redis: 1}, servers.Options{RedisTopology: servers.TopologySentinel})
+	if err != nil {
+		t.Fatalf("start the sentinel topology: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("stop servers: %v", err)
+		}
+	})
+	env := conformance.EnvOf(cl)
+	env.Strategies = []string{"setnx", "fencing", "redislock", "setnx-watchdog"}
+	conformance.Run(t, env)
+}
