@@ -23,7 +23,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 
 # test: every package against real servers; -race on the concurrent packages;
-# then 20 s of fuzzing the command line and scenario files (plain go test
+# then 10 s of fuzzing the command line and scenario files (plain go test
 # already runs the fuzz corpus, bench/cli/testdata/fuzz). The fuzz build
 # instruments every package: about 30 s with a warm build cache, minutes
 # with a cold one.
