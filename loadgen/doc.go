@@ -1,0 +1,36 @@
+// Package loadgen is the load generator: the tiny bank's payments, the
+// instances (app servers) that process them through a lock strategy, and
+// the run that drives them and collects what they measured.
+//
+// A Scenario says everything that shapes a run: accounts and their
+// distribution, payments and how many times each is delivered (to distinct
+// instances first, then to distinct workers of one), instances and their
+// workers, open loop at a rate (latency from each payment's intended start,
+// the Pacer's) or closed loop, the work inside the lock, TTL, retries, the
+// store and its fencing check. NewWorkload turns it into a reproducible
+// payment stream from its seed. Run drives one strategy through it under at
+// most one Fault and returns a results.Run: the store's judgement (counts)
+// and the workers' latency histograms, per phase, per interval and by
+// acquire outcome.
+//
+// Processing a delivery is: acquire the lock on the lock key (with the
+// scenario's retry policy), read "processed?" and the balance from the
+// store, do the work, write the new balance and mark the payment processed
+// with the lease's fencing token, release. A transactional strategy
+// (strategies.Info.Transactional, pg-unique) takes no lock: each delivery is
+// one transaction on the Postgres store (store.Transactor).
+//
+// Instances run as goroutines, or as OS processes (the test or lockbench
+// binary re-executed: call MaybeRunChild first thing in main or TestMain)
+// so that a fault can SIGSTOP a whole instance. Process instances reach the
+// coordinator's store and report their measurements over a local
+// connection.
+//
+// loadgen knows strategies only through package strategies' interface and
+// registry; servers, faults and the command live above it and hand it what
+// it needs (a lock config, a store, a Fault already built on its target).
+//
+// Caveats: every figure is taken on this host's monotonic clock; a run
+// keeps per-payment state in memory (about 60 bytes plus 64 per delivery),
+// so a closed-loop --duration run stops at MaxPayments.
+package loadgen
