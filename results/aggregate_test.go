@@ -65,7 +65,7 @@ func TestAggregate(t *testing.T) {
 		t.Errorf("3 trials: payments_per_sec = %+v; want range [910, 930]", e)
 	}
 
-	// The JSON field names are a contract (SPEC §2).
+	// The JSON field names are a contract (the README's field table).
 	var buf bytes.Buffer
 	if err := WriteAggregate(&buf, cells); err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ const pausePayments = 200
 
 // Under pause, a lock alone does not protect the store: the paused holder's
 // lock expires, the payment's other delivery takes it and processes the
-// payment, and the resumed holder writes too (SPEC §4).
+// payment, and the resumed holder writes too.
 func TestPauseUnfencedRedis(t *testing.T) {
 	ctx := deadline(t)
 	for _, strategy := range []string{"setnx", "redlock"} {

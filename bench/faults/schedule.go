@@ -9,7 +9,7 @@ import (
 	"github.com/lockbench/lockbench/loadgen"
 )
 
-// Schedules: when a fault strikes (SPEC §4).
+// Schedules: when a fault strikes.
 const (
 	// ScheduleDesigned strikes once, at the designed moment (at=SHARE of
 	// the payments offered): a proof that the failure is possible. The

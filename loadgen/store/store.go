@@ -38,7 +38,7 @@ type Setup struct {
 	// Fencing makes the store reject writes with a stale token.
 	Fencing bool
 	// Strict, with Fencing, also rejects a write whose token is not newer
-	// than the last applied write's to its lock key (the seed's WHERE
+	// than the last applied write's to its lock key (the WHERE
 	// fencing_token < $new): a token handed out twice, as a counter that
 	// lost its last increments in a failover does.
 	Strict bool

@@ -2,7 +2,7 @@
 // script takes the lock with SET key value NX PX ttl and, only if that
 // succeeded, INCRs a per-key counter and returns it as the lease's token.
 // Tokens are therefore strictly increasing across successive holders of a key
-// and never issued to a contender that did not get the lock (the seed INCRs
+// and never issued to a contender that did not get the lock (a common recipe INCRs
 // before it knows whether the SET succeeded, wasting tokens on losers).
 //
 // Leases implement strategies.Extender, as setnx's do; an extension keeps the
@@ -11,7 +11,7 @@
 // The lock alone is exactly as unsafe as setnx under a pause or slow work
 // longer than the TTL. What makes it safe is the store: it remembers the
 // highest token it has seen for a key and refuses writes carrying an older one
-// (the seed's WriteWithFencing, with its result checked).
+// (a fenced write, with its result checked).
 //
 // Caveats:
 //   - The counter lives on the lock node. A node restarted without

@@ -11,7 +11,7 @@ import (
 	"github.com/lockbench/lockbench/strategies/fencing"
 )
 
-// TestLosersDoNotConsumeTokens checks the seed's flaw is gone: a contender
+// TestLosersDoNotConsumeTokens checks the common recipe's flaw is gone: a contender
 // that does not get the lock does not INCR the counter, so the next holder's
 // token is the previous holder's plus one. (The conformance suite checks that
 // tokens increase; this checks what they count.)

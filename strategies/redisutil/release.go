@@ -21,7 +21,7 @@ func LockKey(key string) string { return KeyPrefix + key }
 // value of the lease releasing it, and returns the number of keys deleted.
 // GET and DEL must be one atomic step: between a separate GET and DEL the
 // lock can expire and be taken by someone else, whose lock the DEL would
-// then delete (the seed's T35).
+// then delete (a holder whose lock expired must not delete its successor's).
 var ReleaseScript = redis.NewScript(`
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("DEL", KEYS[1])

@@ -4,7 +4,7 @@
 //  1. Pick a unique owner value and note the time.
 //  2. Send SET key value NX PX ttl to every node in parallel, each bounded by a
 //     short per-node timeout, so one slow or dead node costs one timeout, not
-//     one per node (the seed asks the nodes one after another).
+//     one per node (unlike the common recipe that asks the nodes one after another).
 //  3. The lock is taken if a quorum N/2+1 said yes and some validity is left:
 //     validity = ttl − elapsed − drift, with drift = ttl×1% + 2ms for clock
 //     rate differences between the nodes (redsync's factor).
