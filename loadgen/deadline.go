@@ -53,6 +53,14 @@ type deadlines struct {
 	armed atomic.Bool
 	// cancelled is set once the parent is done, parentErr then its error.
 	cancelled atomic.Bool
+	// asksDone is set once a call's Done was asked for: the caller asks
+	// every call (go-redis does, per command, and the context package
+	// when it derives a context), so from then on begin makes the channel
+	// up front, where Done reads it without synchronising.
+	asksDone atomic.Bool
+	// A worker's deadlines are made next to other workers': keep the
+	// fields each call writes off their cache lines.
+	_ [64]byte
 
 	mu        sync.Mutex // guards the timer, parentErr, and the calls' Done channels and funcs
 	timer     *time.Timer
@@ -80,6 +88,9 @@ func newDeadlines(parent context.Context, timeout time.Duration) *deadlines {
 func (d *deadlines) begin(c *callCtx, now time.Time) *callCtx {
 	c.d, c.deadline = d, int64(now.Sub(d.epoch)+d.timeout)
 	c.deadline = min(c.deadline, d.parentDeadline)
+	if d.asksDone.Load() {
+		c.done = make(chan struct{})
+	}
 	// Publish c before looking at armed and cancelled; fire and
 	// parentCancelled set those before they look at cur. So either they
 	// see c, or this sees their flag.
@@ -175,9 +186,12 @@ type callCtx struct {
 	deadline int64
 	// state is why the context is done (one of the call states), set once.
 	state atomic.Int32
-	// extras holds Done's channel and AfterFunc's functions, made on the
-	// first call of either (nolock's Acquire calls neither); set under
-	// d.mu.
+	// done, when not nil, is Done's channel, made by begin (asksDone) and
+	// not changed after; else Done makes one in extras.
+	done chan struct{}
+	// extras holds the channel of a Done that begin did not make and
+	// AfterFunc's functions, made on the first call of either (nolock's
+	// Acquire calls neither); set under d.mu.
 	extras atomic.Pointer[callExtras]
 }
 
@@ -214,6 +228,10 @@ func (c *callCtx) until() time.Duration {
 
 // Done is closed when the call's context is done.
 func (c *callCtx) Done() <-chan struct{} {
+	if c.done != nil {
+		return c.done
+	}
+	c.d.asksDone.Store(true)
 	if x := c.extras.Load(); x != nil {
 		if ch, ok := x.done.Load().(chan struct{}); ok {
 			return ch
@@ -297,6 +315,9 @@ func (c *callCtx) cancel(err error) {
 	}
 	if !c.state.CompareAndSwap(callLive, state) {
 		return
+	}
+	if c.done != nil {
+		close(c.done)
 	}
 	if c.extras.Load() == nil {
 		return // Done and AfterFunc will see state

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -146,6 +147,17 @@ func (in *Instance) Deliver(ctx context.Context, d Delivery) error {
 		queue = in.queues[d.Worker]
 	}
 	// A send alone first: a select with two cases locks both channels.
+	select {
+	case queue <- d:
+		return nil
+	default:
+	}
+	// The queue is full. Let the workers that are ready run first, once:
+	// those that finish take from the queue while the dispatcher is
+	// runnable rather than parked, so that taking does not wake it (a
+	// wake-up, often of a whole thread, for every delivery). If a place
+	// is free after that, no park either.
+	runtime.Gosched()
 	select {
 	case queue <- d:
 		return nil

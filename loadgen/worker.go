@@ -84,6 +84,10 @@ type worker struct {
 	rec  *results.Recorder
 	rng  *rand.Rand
 	c    Counters
+	// The workers of an instance are allocated one after another; without
+	// this their counters would share cache lines, and every count one
+	// worker makes would take the line from the core of its neighbour.
+	_ [64]byte
 }
 
 // lockKey names the lock guarding d: from the instance's table of account

@@ -56,18 +56,21 @@ const (
 	// SentinelQuorum is how many Sentinels must agree that the primary is
 	// down: 2.
 	SentinelQuorum = 2
-	// SentinelDownAfter is the Sentinels' down-after-milliseconds: 500ms
-	// without a valid reply and a Sentinel deems the primary down
-	// (Redis' default is 30s).
-	SentinelDownAfter = 500 * time.Millisecond
-	// SentinelFailoverTimeout is the Sentinels' failover-timeout: 10s. It
+	// SentinelDownAfter is the Sentinels' down-after-milliseconds: 1s
+	// without a valid reply and a Sentinel deems the primary down (Redis'
+	// default is 30s). A Sentinel pings every second or every
+	// down-after, whichever is shorter; at 500ms a new primary that was
+	// slow to answer its first pings on a busy machine was sometimes
+	// deemed down right after its promotion, and failed over again.
+	SentinelDownAfter = time.Second
+	// SentinelFailoverTimeout is the Sentinels' failover-timeout: 6s. It
 	// also sets how long a Sentinel lets a replica replicate from an
 	// address other than the primary's before it re-points it
 	// (+fix-slave-config): the failover fault routes replication through
 	// proxies for a few seconds, and this keeps the Sentinels from undoing
-	// that while it lasts. A failover that does not get going (a split
-	// vote) is retried after twice this.
-	SentinelFailoverTimeout = 10 * time.Second
+	// that while it lasts. A failover that did not get going (a split
+	// vote, or no replica to promote) is tried again after twice this.
+	SentinelFailoverTimeout = 6 * time.Second
 	// SentinelParallelSyncs is how many replicas resynchronise with a new
 	// primary at once: 1.
 	SentinelParallelSyncs = 1
@@ -78,6 +81,11 @@ const (
 	sentinelReadyTimeout = 30 * time.Second
 	// sentinelAskTimeout bounds one question to a Sentinel: 1s.
 	sentinelAskTimeout = time.Second
+	// primaryAskTimeout bounds how long a starting data node waits for a
+	// majority of the Sentinels to name one primary: 5s.
+	primaryAskTimeout = 5 * time.Second
+	// settleTimeout bounds Roles' wait for a settled group: 15s.
+	settleTimeout = 15 * time.Second
 )
 
 // ErrNeedsMasters is wrapped by TargetFor's error for a strategy that needs
@@ -257,14 +265,31 @@ func (g *sentinelGroup) replicationArgs(r *Redis) []string {
 }
 
 // primaryForStart is the primary a starting data node replicates from: the
-// one the Sentinels name, or the last one they named when none answers
-// (before they run: the first primary).
+// one the Sentinels name, asked again for up to primaryAskTimeout while
+// they disagree (right after a failover: a node started as the primary on
+// a stale answer would be a second master), then the one a majority
+// names; the last one they named when none answers (before they run: the
+// first primary).
 func (g *sentinelGroup) primaryForStart() string {
 	if len(g.sentinels) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), sentinelAskTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), primaryAskTimeout)
 		defer cancel()
-		if addr, err := g.primaryAddr(ctx); err == nil {
-			return addr
+		majority := ""
+		for ctx.Err() == nil {
+			addr, unanimous, err := g.votes(ctx)
+			if err == nil && unanimous {
+				return addr
+			}
+			if err == nil {
+				majority = addr
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if majority != "" {
+			return majority
 		}
 	}
 	g.mu.Lock()
@@ -272,15 +297,21 @@ func (g *sentinelGroup) primaryForStart() string {
 	return g.lastPrimary
 }
 
-// primaryAddr asks the Sentinels, in turn, for the primary's address.
+// primaryAddr is the primary a majority of the group's Sentinels name.
 func (g *sentinelGroup) primaryAddr(ctx context.Context) (string, error) {
-	addr, err := PrimaryAddr(ctx, g.sentinelAddrs(), g.master)
+	addr, _, err := g.votes(ctx)
+	return addr, err
+}
+
+// votes is primaryVotes for the group's Sentinels.
+func (g *sentinelGroup) votes(ctx context.Context) (string, bool, error) {
+	addr, unanimous, err := primaryVotes(ctx, g.sentinelAddrs(), g.master)
 	if err == nil {
 		g.mu.Lock()
 		g.lastPrimary = addr
 		g.mu.Unlock()
 	}
-	return addr, err
+	return addr, unanimous, err
 }
 
 func (g *sentinelGroup) sentinelAddrs() []string {
@@ -291,9 +322,20 @@ func (g *sentinelGroup) sentinelAddrs() []string {
 	return addrs
 }
 
-// PrimaryAddr asks the Sentinels at sentinels, one after another until one
-// answers, for the address of the primary they know as master.
+// PrimaryAddr asks every Sentinel at sentinels for the address of the
+// primary they know as master and returns the one a majority of them name.
+// Sentinels learn of a failover from its leader within a second or two, so
+// right after one a single Sentinel's answer can be stale, and a node
+// started as the primary on such an answer would be a second master.
 func PrimaryAddr(ctx context.Context, sentinels []string, master string) (string, error) {
+	addr, _, err := primaryVotes(ctx, sentinels, master)
+	return addr, err
+}
+
+// primaryVotes is PrimaryAddr, and whether every Sentinel that answered
+// named the same primary.
+func primaryVotes(ctx context.Context, sentinels []string, master string) (addr string, unanimous bool, err error) {
+	votes := map[string]int{}
 	var errs []error
 	for _, addr := range sentinels {
 		actx, cancel := context.WithTimeout(ctx, sentinelAskTimeout)
@@ -302,14 +344,23 @@ func PrimaryAddr(ctx context.Context, sentinels []string, master string) (string
 		})
 		cancel()
 		if err == nil && len(hp) == 2 {
-			return net.JoinHostPort(hp[0], hp[1]), nil
+			votes[net.JoinHostPort(hp[0], hp[1])]++
+			continue
 		}
 		errs = append(errs, fmt.Errorf("sentinel %s: %v", addr, err))
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return "", fmt.Errorf("servers: no Sentinel named the primary %q: %w", master, errors.Join(errs...))
+	for addr, n := range votes {
+		if n > len(sentinels)/2 {
+			return addr, len(votes) == 1, nil
+		}
+	}
+	if len(votes) > 1 {
+		errs = append(errs, fmt.Errorf("the Sentinels disagree: %v", votes))
+	}
+	return "", false, fmt.Errorf("servers: no majority of the Sentinels named the primary %q: %w", master, errors.Join(errs...))
 }
 
 // ForceFailover asks the Sentinels, in turn until one starts it, for a
@@ -456,8 +507,13 @@ type Member struct {
 func (t Target) Replicated() bool { return len(t.Config.RedisSentinels) > 0 }
 
 // Roles returns the current primary of a replicated Redis lockbench
-// started, as its Sentinels name it, and the other data nodes (its
-// replicas, or nodes that are down), in the order of Nodes.
+// started and the other data nodes (its replicas, or nodes that are down),
+// in the order of Nodes, once the group has settled: the Sentinels all
+// name the primary and see it up with no failover under way, it says it is
+// one, and no other node that runs says it is one too. Right after a failover, or after every
+// node was restarted at once, a node can believe itself a primary for a
+// few seconds (until the Sentinels convert it); Roles waits that out, for
+// up to settleTimeout.
 func (t Target) Roles(ctx context.Context) (primary Member, others []Member, err error) {
 	if !t.Replicated() {
 		return primary, nil, errors.New("servers: not a replicated Redis (set --redis-topology sentinel)")
@@ -465,21 +521,58 @@ func (t Target) Roles(ctx context.Context) (primary Member, others []Member, err
 	if t.group == nil {
 		return primary, nil, fmt.Errorf("%w: the Sentinels were given (%s)", ErrNotLocal, t.Given())
 	}
-	addr, err := t.group.primaryAddr(ctx)
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	for {
+		if primary, others, err = t.group.roles(ctx); err == nil {
+			return primary, others, nil
+		}
+		select {
+		case <-ctx.Done():
+			return primary, nil, fmt.Errorf("servers: the replicated Redis has not settled: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// roles is one look at the group for Roles.
+func (g *sentinelGroup) roles(ctx context.Context) (primary Member, others []Member, err error) {
+	addr, unanimous, err := g.votes(ctx)
 	if err != nil {
 		return primary, nil, err
 	}
+	if !unanimous {
+		return primary, nil, errors.New("the Sentinels do not all name the same primary yet")
+	}
+	for _, sn := range g.sentinels {
+		m, err := askSentinel(ctx, sn.Addr, func(c *redis.SentinelClient) (map[string]string, error) {
+			return c.Master(ctx, g.master).Result()
+		})
+		if err != nil {
+			return primary, nil, fmt.Errorf("%s: %v", sn.name, err)
+		}
+		if m["flags"] != "master" { // s_down, o_down, failover_in_progress…
+			return primary, nil, fmt.Errorf("%s sees the primary as %q", sn.name, m["flags"])
+		}
+	}
 	found := false
-	for _, r := range t.group.nodes {
+	for _, r := range g.nodes {
 		m := Member{Node: r, Addr: r.Addr}
-		if r.Addr == addr && !found {
+		info, ierr := redisInfo(ctx, r.Addr, "replication")
+		switch {
+		case r.Addr == addr:
+			if ierr != nil || info["role"] != "master" {
+				return primary, nil, fmt.Errorf("the Sentinels name %s, which is not a primary (role %q, %v)", r.name, info["role"], ierr)
+			}
 			primary, found = m, true
 			continue
+		case ierr == nil && info["role"] == "master":
+			return primary, nil, fmt.Errorf("%s is a second primary beside %s", r.name, addr)
 		}
 		others = append(others, m)
 	}
 	if !found {
-		return primary, nil, fmt.Errorf("servers: the Sentinels name %s as primary, which is none of the group's nodes", addr)
+		return primary, nil, fmt.Errorf("the Sentinels name %s as primary, which is none of the group's nodes", addr)
 	}
 	return primary, others, nil
 }

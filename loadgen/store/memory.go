@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // memShards is the number of independently locked shards of the memory
@@ -151,8 +152,32 @@ func (m *Memory) Reset(_ context.Context, s Setup) error {
 		m.overlapSince = make([]int64, len(s.Balances))
 	}
 	m.payments = make([]paymentState, s.Payments)
+	// Touch what the workers will write, so that its pages are mapped
+	// now rather than by page faults inside the run's critical sections.
+	prefault(m.payments)
+	prefault(m.keys)
+	for i := range m.shards {
+		prefault(m.shards[i].log[:cap(m.shards[i].log)])
+	}
 	return nil
 }
+
+// prefault writes the zero value to one element of every page of s (a
+// slice fresh from the allocator, which large ones get straight from the
+// kernel without touching them).
+func prefault[T any](s []T) {
+	var zero T
+	step := 1
+	if size := int(unsafe.Sizeof(zero)); size > 0 && size < pageSize {
+		step = pageSize / size
+	}
+	for i := 0; i < len(s); i += step {
+		s[i] = zero
+	}
+}
+
+// pageSize is the smallest page size prefault assumes: 4 KB.
+const pageSize = 4096
 
 // lockAll locks every shard, in order; unlockAll unlocks them.
 func (m *Memory) lockAll() {

@@ -15,14 +15,14 @@ const (
 	// primary is dead or being replaced: DownLimit, as for a dead server.
 	FailoverStreamLimit = DownLimit
 	// FailoverRecoverLimit is how soon after the primary died Acquire must
-	// succeed again on the new one: 30s. The Sentinels take about 2s; the
-	// case forces a failover after failoverForceAfter, as an operator
-	// would, because Sentinels that just gave up a failover (all nodes
-	// down in the server-down case) try again only after twice the
-	// failover timeout.
+	// succeed again on the new one: 30s. The Sentinels take about 2s, but
+	// Sentinels that just gave up a failover (every node down, in the
+	// server-down case before this one) try again only twice the failover
+	// timeout (12s) later; should that not do, the case forces a failover
+	// after failoverForceAfter, as an operator would.
 	FailoverRecoverLimit = 30 * time.Second
 
-	failoverForceAfter = 4 * time.Second
+	failoverForceAfter = 15 * time.Second
 	failoverStreamGap  = 20 * time.Millisecond
 )
 
