@@ -31,8 +31,9 @@ type refVersion struct {
 }
 
 type refKey struct {
-	active   int
-	maxToken int64
+	active      int
+	maxToken    int64
+	lastApplied int64 // the token of the last applied write
 }
 
 func newRefStore(s Setup) *refStore {
@@ -122,8 +123,16 @@ func (r *refStore) Finish(q FinishReq) (FinishResp, error) {
 			return FinishResp{StaleRejected: true}, nil
 		}
 		r.c.StaleAccepted++
+	} else if q.Token > 0 && q.Token <= k.lastApplied {
+		// Not older than the newest seen, but not newer than the last
+		// write applied: a token handed out twice.
+		r.c.TokenReused++
+		if r.setup.Fencing && r.setup.Strict {
+			return FinishResp{StaleRejected: true}, nil
+		}
 	}
 	k.maxToken = max(k.maxToken, q.Token)
+	k.lastApplied = max(k.lastApplied, q.Token)
 	v := refVersion{parent: q.BaseVersion, payment: q.Payment, debit: q.Debit}
 	if r.setup.Mode == AccountMode {
 		r.balances[q.Account] = q.NewBalance
@@ -142,7 +151,7 @@ func (r *refStore) Finish(q FinishReq) (FinishResp, error) {
 // Counts is the verdict by the definitions of results.Summary's fields and
 // the model.
 func (r *refStore) Counts() Counts {
-	c := Counts{Overlaps: r.c.Overlaps, StaleRejected: r.c.StaleRejected, StaleAccepted: r.c.StaleAccepted}
+	c := Counts{Overlaps: r.c.Overlaps, StaleRejected: r.c.StaleRejected, StaleAccepted: r.c.StaleAccepted, TokenReused: r.c.TokenReused}
 	marked := map[int64]bool{}
 	for a, vs := range r.versions {
 		if r.overdrawn[a] {

@@ -434,7 +434,8 @@ var storeCases = []storeCase{
 			finish(FinishReq{LockKey: "p1", Payment: 1, Account: 1, Apply: true, Debit: 10}, applied),
 			finish(FinishReq{LockKey: "p1", Payment: 1, Account: 1, Apply: true, Debit: 10}, applied),
 		},
-		want: Counts{Processed: 2, Duplicates: 2, Overlaps: 2, Applications: 4},
+		// Not stale, but the second write's token was the first's: reused.
+		want: Counts{Processed: 2, Duplicates: 2, Overlaps: 2, Applications: 4, TokenReused: 1},
 	},
 	{
 		// Tokens are per lock key: a small token on another key is not
