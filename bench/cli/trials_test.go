@@ -235,7 +235,7 @@ func TestDryRun(t *testing.T) {
 		want []string
 	}{
 		{[]string{"verdicts", "--strategy", "setnx,fencing", "--fault", "pause", "--trials", "6"},
-			[]string{"setnx × pause (fencing off)", "fencing × pause (fencing on)", "3 cells × 6 trials = 18 runs", "nothing was run"}},
+			[]string{"setnx × pause (fencing off)", "fencing × pause (fencing on)", "fencing [fencing=strict] × pause (fencing on)", "4 cells × 6 trials = 24 runs", "nothing was run"}},
 		{[]string{"matrix", "--quick"},
 			[]string{"base (closed loop)", "contention", "rate sweep", "faults (the verdict table)", "etcd × pause (fencing on)"}},
 	}
