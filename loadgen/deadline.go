@@ -3,7 +3,6 @@ package loadgen
 import (
 	"context"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,7 +200,21 @@ type callCtx struct {
 type callExtras struct {
 	done   atomic.Value // of chan struct{}; stored under d.mu
 	closed bool         // done is closed; guarded by d.mu
-	funcs  []*afterFunc // guarded by d.mu
+	// funcs are AfterFunc's functions by registration, nil once stopped
+	// or run; a call registers one or two (a strategy's statement
+	// timeout, and each of its derived contexts), so the first two need
+	// no slice. Guarded by d.mu.
+	funcs [2]func()
+	more  []func()
+	n     int
+}
+
+// slot is where AfterFunc's i-th function is.
+func (x *callExtras) slot(i int) *func() {
+	if i < len(x.funcs) {
+		return &x.funcs[i]
+	}
+	return &x.more[i-len(x.funcs)]
 }
 
 // The states of a callCtx.
@@ -210,9 +223,6 @@ const (
 	callCanceled
 	callExpired
 )
-
-// afterFunc is a function registered with callCtx.AfterFunc.
-type afterFunc struct{ f func() }
 
 var _ context.Context = (*callCtx)(nil)
 
@@ -285,7 +295,6 @@ func (c *callCtx) Value(key any) any { return c.d.parent.Value(key) }
 // statement's timeout inside a strategy, pgx's watch on a query) registers
 // through it instead of starting a goroutine to wait for Done.
 func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
-	a := &afterFunc{f: f}
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
 	x := c.extrasLocked() // before looking at state: see Done
@@ -293,15 +302,20 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 		go f()
 		return func() bool { return false }
 	}
-	x.funcs = append(x.funcs, a)
+	i := x.n
+	x.n++
+	if i >= len(x.funcs) {
+		x.more = append(x.more, nil)
+	}
+	*x.slot(i) = f
 	return func() bool {
 		c.d.mu.Lock()
 		defer c.d.mu.Unlock()
-		i := slices.Index(x.funcs, a)
-		if i < 0 {
+		s := x.slot(i)
+		if *s == nil {
 			return false
 		}
-		x.funcs = slices.Delete(x.funcs, i, i+1)
+		*s = nil
 		return true
 	}
 }
@@ -328,10 +342,15 @@ func (c *callCtx) cancel(err error) {
 		close(ch)
 		x.closed = true
 	}
-	funcs := x.funcs
-	x.funcs = nil
+	var funcs []func()
+	for i := range x.n {
+		if s := x.slot(i); *s != nil {
+			funcs = append(funcs, *s)
+			*s = nil
+		}
+	}
 	c.d.mu.Unlock()
-	for _, a := range funcs {
-		go a.f()
+	for _, f := range funcs {
+		go f()
 	}
 }

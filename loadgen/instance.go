@@ -126,7 +126,7 @@ func (in *Instance) Start(ctx context.Context) {
 			detached := context.WithoutCancel(wctx)
 			timeout := in.cfg.Scenario.AcquireTimeout
 			cx := cycleCtx{run: wctx, detached: detached,
-				acquire: newDeadlines(wctx, timeout), release: newDeadlines(detached, timeout)}
+				acquire: newDeadlines(wctx, timeout), release: newDeadlines(detached, timeout), anchor: time.Now()}
 			defer cx.acquire.close()
 			defer cx.release.close()
 			for d := range queue {

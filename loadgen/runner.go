@@ -246,7 +246,7 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, insts []instance, 
 	measureStart := start.Add(sc.Warmup)
 	var timer *time.Timer
 	for i, p := range wl.Payments {
-		now := time.Now()
+		now := nowFrom(start) // one clock read, not two
 		if !deadline.IsZero() && now.After(deadline) {
 			break
 		}

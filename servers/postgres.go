@@ -2,6 +2,7 @@ package servers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -173,4 +174,26 @@ func (p *Postgres) Kill() error { return p.kill() }
 // runs crash recovery first after Kill) and waits until a connection works.
 // Starting a running server does nothing; after Cluster.Stop it returns
 // ErrStopped.
-func (p *Postgres) Start(ctx context.Context) error { return p.start(ctx) }
+func (p *Postgres) Start(ctx context.Context) error {
+	// A backend of the killed server that is slow to die still holds its
+	// shared memory, and postgres refuses to start beside it: try again a
+	// few times, a moment apart.
+	var err error
+	for range pgRestartAttempts {
+		if err = p.start(ctx); err == nil || ctx.Err() != nil || errors.Is(err, ErrStopped) {
+			return err
+		}
+		select {
+		case <-time.After(pgRestartPause):
+		case <-ctx.Done():
+			return err
+		}
+	}
+	return err
+}
+
+// pgRestartAttempts and pgRestartPause bound Start's retries: 3, 300ms apart.
+const (
+	pgRestartAttempts = 3
+	pgRestartPause    = 300 * time.Millisecond
+)

@@ -115,12 +115,14 @@ func (p *proc) exited() bool {
 func (p *proc) kill() error {
 	// Children that left the group (postgres backends call setsid) die too:
 	// a backend outliving a killed postmaster would still answer queries.
-	for _, c := range descendants(p.pid) {
+	kids := descendants(p.pid)
+	for _, c := range kids {
 		_ = syscall.Kill(c, syscall.SIGKILL)
 	}
 	err := syscall.Kill(-p.pid, syscall.SIGKILL)
 	<-p.done
 	p.waitGroupGone()
+	waitGone(kids)
 	if errors.Is(err, syscall.ESRCH) {
 		err = nil
 	}
@@ -151,6 +153,27 @@ func (p *proc) waitGroupGone() {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitGone waits (bounded by groupGoneTimeout) until every pid in pids has
+// exited: gone, or a zombie (which has let go of its memory, shared memory
+// included). A backend that left the group still holds the old shared
+// memory until then, and a restarted postgres refuses to start beside it.
+func waitGone(pids []int) {
+	deadline := time.Now().Add(groupGoneTimeout)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			if err != nil {
+				break // gone
+			}
+			// The state follows the command name in parentheses.
+			if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 }
 
