@@ -101,7 +101,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	if sc.LockKey == "payment" {
 		mode = store.PaymentMode
 	}
-	setup := store.Setup{Mode: mode, Fencing: sc.Fencing, Balances: wl.Balances, Payments: len(wl.Payments), PaymentAccount: wl.PaymentAccounts()}
+	setup := store.Setup{Mode: mode, Fencing: sc.Fencing, Strict: sc.Fencing && sc.FencingStrict && info.Fencing, Balances: wl.Balances, Payments: len(wl.Payments), PaymentAccount: wl.PaymentAccounts()}
 	if err := o.Store.Reset(ctx, setup); err != nil {
 		return results.Run{}, fmt.Errorf("store reset: %w", err)
 	}
@@ -367,6 +367,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 		OverlapMaxNs:  c.OverlapMaxNs,
 		StaleRejected: c.StaleRejected,
 		StaleAccepted: c.StaleAccepted,
+		TokenReused:   c.TokenReused,
 		NotAcquired:   snap.NotAcquired,
 		Errors:        snap.ErrorMap(),
 		Latency:       total.Latencies(),

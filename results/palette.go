@@ -15,7 +15,7 @@ func strategyRank(name string) int { return strategies.Rank(name) }
 
 // FaultOrder is the order faults appear in in tables and the safety grid;
 // faults not listed follow, sorted by name.
-var FaultOrder = []string{"none", "pause", "slow", "kill-node", "restart-node", "partition", "clock-jump"}
+var FaultOrder = []string{"none", "pause", "slow", "kill-node", "restart-node", "partition", "clock-jump", "failover"}
 
 func faultRank(name string) int {
 	if name == "" {

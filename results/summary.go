@@ -122,6 +122,9 @@ type Params struct {
 	// summary's own Fencing is whether the store checked this strategy's
 	// tokens, false for a strategy without any.
 	Fencing bool `json:"fencing"`
+	// FencingStrict is --fencing strict: the store also refused a write
+	// whose token was not newer than the last one it accepted.
+	FencingStrict bool `json:"fencing_strict,omitempty"`
 	// IntervalNs is the length of the run's latency intervals (its
 	// interval logs' resolution); 0 in files written before it was
 	// recorded, which used 1 s.

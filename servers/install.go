@@ -34,6 +34,10 @@ type aptPackage struct {
 }
 
 var (
+	// redis-server also runs the Sentinels of the sentinel topology
+	// (redis-server sentinel.conf --sentinel): Debian's redis-sentinel
+	// package only adds a service and a redis-sentinel link to the same
+	// binary, so it is not needed.
 	aptRedis    = &aptPackage{name: "redis-server"}
 	aptPostgres = &aptPackage{name: "postgresql-15"}
 	aptFaketime = &aptPackage{name: "faketime"}

@@ -144,7 +144,7 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	if err != nil {
 		return results.Run{}, err
 	}
-	lock, sc, st := s.lockOf(info, target, sc, st)
+	lock, sc := s.lockOf(info, target, sc)
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Fault: fault}
 	faultName, trial := results.FaultNone, s.trialOf(sc)
 	if fault != nil {
@@ -180,19 +180,14 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	if err != nil {
 		return run, fmt.Errorf("%s: %s", name, servers.Redact(err.Error()))
 	}
-	// loadgen's summary predates the counter: take it from the store,
-	// which keeps its state until the next Reset.
-	if c, err := st.Counts(context.WithoutCancel(ctx)); err == nil {
-		run.Summary.TokenReused = c.TokenReused
-	}
 	return run, nil
 }
 
 // lockOf is what a run of the strategy uses beyond its target: WAIT on a
 // replicated Redis, the strict fencing rule for a fenced strategy
-// (strictStore), and the variant label that says so
+// (store.Setup.Strict, which loadgen.Run sets), and the variant label that says so
 // ("topology=sentinel,wait=1", "fencing=strict").
-func (s *session) lockOf(info strategies.Info, target servers.Target, sc loadgen.Scenario, st store.Store) (strategies.Config, loadgen.Scenario, store.Store) {
+func (s *session) lockOf(info strategies.Info, target servers.Target, sc loadgen.Scenario) (strategies.Config, loadgen.Scenario) {
 	lock := target.Config
 	var parts []string
 	if sc.Variant != "" {
@@ -206,11 +201,10 @@ func (s *session) lockOf(info strategies.Info, target servers.Target, sc loadgen
 		}
 	}
 	if sc.FencingStrict && sc.Fencing && info.Fencing {
-		st = strictStore{st}
 		parts = append(parts, "fencing=strict")
 	}
 	sc.Variant = strings.Join(parts, ",")
-	return lock, sc, st
+	return lock, sc
 }
 
 // applicable drops the strategies the session's servers cannot serve
@@ -235,13 +229,4 @@ func (s *session) applicable(names []string, spec faults.Spec, w io.Writer) ([]s
 		return nil, usageErr("--strategy: %s", strings.Join(why, "; "))
 	}
 	return keep, nil
-}
-
-// strictStore asks the store for the strict fencing rule (store.Setup.
-// Strict) at every Reset: loadgen.Run's Setup carries the on/off rule only.
-type strictStore struct{ store.Store }
-
-func (s strictStore) Reset(ctx context.Context, su store.Setup) error {
-	su.Strict = true
-	return s.Store.Reset(ctx, su)
 }

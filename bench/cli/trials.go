@@ -43,7 +43,7 @@ func paramsOf(sc loadgen.Scenario, spec faults.Spec) results.Params {
 		InstanceMode: sc.InstanceMode, Seed: sc.Seed,
 		Payments: sc.Payments, DurationNs: int64(sc.Duration), WarmupNs: int64(sc.Warmup),
 		Funding: sc.Funding, AcquireTimeoutNs: int64(sc.AcquireTimeout), Retry: sc.Retry.String(),
-		Fencing: sc.Fencing, IntervalNs: int64(sc.LatencyInterval()), Fault: specString(spec),
+		Fencing: sc.Fencing, FencingStrict: sc.Fencing && sc.FencingStrict, IntervalNs: int64(sc.LatencyInterval()), Fault: specString(spec),
 	}
 }
 
@@ -83,7 +83,7 @@ func scenarioOfRow(s results.Summary) (loadgen.Scenario, string, error) {
 	sc.Accounts, sc.LockKey, sc.Rate = p.Accounts, p.LockKey, p.Rate
 	sc.TTL, sc.Store, sc.InstanceMode, sc.Seed = time.Duration(p.TTLNs), p.Store, p.InstanceMode, p.Seed
 	sc.Payments, sc.Duration, sc.Warmup = p.Payments, time.Duration(p.DurationNs), time.Duration(p.WarmupNs)
-	sc.Fencing, sc.Interval = p.Fencing, time.Duration(p.IntervalNs)
+	sc.Fencing, sc.FencingStrict, sc.Interval = p.Fencing, p.FencingStrict, time.Duration(p.IntervalNs)
 	if p.Funding > 0 {
 		sc.Funding = p.Funding
 	}

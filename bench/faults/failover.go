@@ -31,6 +31,9 @@ const (
 	// as under pause, and WAIT could not be told apart from no WAIT. A
 	// shorter --ttl is raised to this.
 	FailoverMinTTL = 10 * time.Second
+	// FailoverMinWorkers is the fewest workers per instance a failover run
+	// has: 8 (a smaller --workers is raised to this; see adjust).
+	FailoverMinWorkers = 8
 	// DefaultFailoverCatch is how long the fault waits for a holder to
 	// catch once replication is held back: 2s. With WAIT nobody acquires
 	// while it is (every WAIT times out), so the fault goes on without one.
@@ -154,15 +157,21 @@ func (c failoverConfig) holdFor(ttl time.Duration) time.Duration {
 }
 
 // adjust is the scenario a failover needs: a TTL of at least
-// FailoverMinTTL, and (open loop) enough load after the strike for a
-// contender to come while the caught holder is inside: payments (or a
-// duration) raised so that the caught holder's time and failoverTail are
-// offered after the share at.
+// FailoverMinTTL, FailoverMinWorkers workers, and (open loop) enough load
+// after the strike for a contender to come while the caught holder is
+// inside: payments (or a duration) raised so that the caught holder's time
+// and failoverTail are offered after the share at.
 func (c failoverConfig) adjust(sc loadgen.Scenario) (loadgen.Scenario, error) {
 	sc.TTL = max(sc.TTL, FailoverMinTTL)
 	if err := c.check(sc); err != nil {
 		return sc, err
 	}
+	// The locks a failover resurrects (released on the old primary after
+	// replication was held back, or whose release failed while there was
+	// no primary: the new one has them until their TTL) keep the workers
+	// that want them waiting; with few workers they would be all, and no
+	// contender would come for the caught holder's key in time.
+	sc.Workers = max(sc.Workers, FailoverMinWorkers)
 	after := c.holdFor(sc.TTL) + failoverTail
 	if sc.Rate > 0 && sc.Payments > 0 {
 		sc.Payments = max(sc.Payments, int(math.Ceil(sc.Rate*after.Seconds()/(1-c.at))))
@@ -195,7 +204,25 @@ func (c failoverConfig) check(sc loadgen.Scenario) error {
 // would be on them), keeps it inside its critical section, and the primary
 // is killed. The Sentinels promote a replica, which never had that lock;
 // clients find the new primary through the Sentinels, and the next holder
-// of the lock key gets it there while the caught holder is still inside.
+// of the lock key gets it there while the caught holder is still inside
+// (watchContender then fixes the order of their writes). The old primary
+// is started again and rejoins as a replica of the new one.
+//
+// With WAIT nobody acquires while replication is held back: every WAIT
+// times out, the lock is released and counts as not acquired. The fault
+// waits cfg.catch for a holder, then kills the primary anyway, so that
+// the failover's cost is measured too. With acked=N the first N replicas
+// keep replicating, acknowledge WAIT N, and are killed with the primary:
+// the replica promoted never had the lock, WAIT or not.
+//
+// Caveats: the kill leaves, on the new primary, the locks that were
+// released on the old one after the cut, and those whose release failed
+// while there was no primary: they block their keys until their TTL (the
+// availability a failover costs besides its outage). A contender that was
+// already waiting for the caught holder's lock gives up when the primary
+// dies (the load generator does not retry an unavailable server), so the
+// lock is granted twice to a later delivery of the same key: with
+// --lock-key payment there is none, and the run shows only the outage.
 type failover struct {
 	cfg    failoverConfig
 	target servers.Target
@@ -222,6 +249,7 @@ type failover struct {
 	caught    *store.EnterReq
 	contended chan struct{}
 	written   chan struct{}
+	letGo     sync.Once
 	seen      bool
 	gated     bool // a third holder was held at its entry
 }
@@ -245,9 +273,9 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 	}
 	f.cfg.hold = f.cfg.holdFor(env.Scenario.TTL)
 	f.env = env
-	rctx, cancel := context.WithTimeout(ctx, relinkTimeout)
-	defer cancel()
-	p, others, err := f.target.Roles(rctx)
+	// Roles waits for a settled group: an earlier fault may have left a
+	// failover under way, or a node that still believes it is a primary.
+	p, others, err := f.target.Roles(ctx)
 	if err != nil {
 		return fmt.Errorf("failover: %w", err)
 	}
@@ -349,7 +377,7 @@ func (f *failover) holdHolder(r store.EnterReq) {
 	f.mu.Lock()
 	f.caught = &r
 	f.mu.Unlock()
-	f.env.Event(fmt.Sprintf("holder caught inside its critical section with a lock only the primary has (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
+	f.env.Event(fmt.Sprintf("holder caught inside its critical section with a lock no replica that can be promoted has (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
 		how, ms(f.cfg.hold), r.Instance, r.LockKey, r.Payment, r.Token))
 }
 
@@ -357,6 +385,7 @@ func (f *failover) holdHolder(r store.EnterReq) {
 // primary, waits for the promotion, starts the old primary again as a
 // replica, lets the holder go, and puts the replication links back.
 func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
+	defer f.forget() // whichever way Inject ends, nobody is held at entry after it
 	f.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
 	if env.WaitOffered(ctx, f.cfg.at) != nil {
 		return nil
@@ -403,10 +432,7 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 		f.awaitContender(ctx, at)
 		err := f.resumeHolder()
 		sleep(ctx, writeGrace)
-		f.mu.Lock()
-		f.caught = nil
-		close(f.written)
-		f.mu.Unlock()
+		f.forget()
 		if err != nil {
 			return errors.Join(err, f.heal())
 		}
@@ -415,6 +441,17 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 		env.End("failover over")
 	}
 	return f.heal()
+}
+
+// forget ends the caught holder's turn: later holders of its key are let
+// in (watchContender) and no longer watched.
+func (f *failover) forget() {
+	f.letGo.Do(func() {
+		f.mu.Lock()
+		f.caught = nil
+		close(f.written)
+		f.mu.Unlock()
+	})
 }
 
 // awaitContender keeps the caught holder inside until cfg.hold has passed
@@ -569,6 +606,7 @@ func (f *failover) resumeHolder() error {
 // the replication links.
 func (f *failover) Close() error {
 	err := errors.Join(f.resumeHolder(), f.restartOld(context.Background()), f.heal())
+	f.forget()
 	for _, c := range f.checks {
 		_ = c.Close()
 	}

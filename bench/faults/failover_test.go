@@ -53,11 +53,10 @@ func sentinelServers(t *testing.T) *servers.Cluster {
 // when strict.
 func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy, fault string, sc loadgen.Scenario, wait int, strict bool) (results.Summary, store.Counts) {
 	t.Helper()
-	// As the verdict table's cells: enough workers and accounts that the
-	// locks a failover resurrects (released on the old primary after
-	// replication was held back: the new one still has them until their
-	// TTL) do not take every worker.
-	sc.Workers, sc.Accounts, sc.AcquireTimeout = 4, 10, 5*time.Second
+	// As the verdict table's cells: ten accounts and a 5s acquire
+	// timeout, so that the locks a failover resurrects (the new primary
+	// has them until their TTL) hold few workers, and not for long.
+	sc.Accounts, sc.AcquireTimeout = 10, 5*time.Second
 	spec, err := faults.Parse(fault)
 	if err != nil {
 		t.Fatal(err)

@@ -18,5 +18,13 @@
 //     persistence starts counting from 1 again, so tokens go backwards and the
 //     store may refuse the new holder (or, with a store that forgot too,
 //     accept a stale one). Run Redis with AOF when the tokens matter.
+//   - On a replicated Redis (Config.RedisSentinels) the counter is
+//     replicated asynchronously like the lock: a failover to a replica
+//     that missed the last INCRs hands the same tokens out again, and a
+//     store that only refuses tokens older than the newest it has seen
+//     lets a reused one through (lockbench's failover fault shows it);
+//     --fencing strict, which also refuses a token no newer than the last
+//     applied write's, does not. WAIT (Config.RedisWait) narrows the gap;
+//     only a counter in a linearizable store closes it.
 //   - Counters are never deleted: one small key per lock key, forever.
 package fencing

@@ -28,6 +28,12 @@
 // key expired or holds another value), and errors from the node classified
 // by redisutil.Classify (strategies.ErrUnavailable when it is unreachable).
 //
+// With Config.RedisWait, Acquire obtains the lock through a redislock
+// client over one pinned connection (redislock.New takes any script
+// runner), sends WAIT on it, and the lease keeps that connection for its
+// Release: WAIT counts the acknowledgements of its own connection's writes
+// only, and the library alone would send its script on any pooled one.
+//
 // Caveats: those of package setnx (unsafe under a process pause or slow work
 // longer than the TTL, no fencing token, one node a single point of
 // failure that forgets every lock when it restarts without persistence),

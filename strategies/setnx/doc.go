@@ -17,4 +17,11 @@
 //   - One node is a single point of failure: when it is down, nobody gets the
 //     lock (kill-node), and when it restarts without persistence every lock
 //     is forgotten (restart-node).
+//   - Behind Sentinels (Config.RedisSentinels) the lock lives on the
+//     primary and reaches its replicas asynchronously: a primary that dies
+//     right after granting a lock can be replaced by a replica that never
+//     had it, and the lock is granted again (the failover fault).
+//     Config.RedisWait makes Acquire wait for replicas (WAIT) and count a
+//     lock they did not acknowledge as not acquired; see
+//     redisutil.Node.Take.
 package setnx
