@@ -12,6 +12,7 @@ const (
 	EnvEtcdEndpoints = "LOCKBENCH_ETCD_ENDPOINTS" // comma-separated URLs
 	EnvPostgresDSN   = "LOCKBENCH_PG_DSN"         // pgx connection string
 	EnvZKServers     = "LOCKBENCH_ZK_SERVERS"     // comma-separated host:port
+	EnvNATSURL       = "LOCKBENCH_NATS_URL"       // nats://[user:pass@]host:port, comma-separated for a cluster
 	// EnvRedisSentinels names the Sentinels of a replicated Redis
 	// (comma-separated host:port): single-node Redis strategies then find
 	// the primary through them.
@@ -34,6 +35,9 @@ type Endpoints struct {
 	EtcdEndpoints  []string
 	PostgresDSN    string
 	ZKServers      []string
+	// NATSURL is a NATS server URL (JetStream enabled), for the queue
+	// strategy; user and password or a token may be in it.
+	NATSURL string
 }
 
 // Needs says which servers a run needs.
@@ -42,6 +46,7 @@ type Needs struct {
 	Etcd      bool // an etcd cluster
 	Postgres  bool
 	ZooKeeper bool // a ZooKeeper ensemble
+	NATS      bool // a NATS server with JetStream
 }
 
 // Options configure locally started servers.

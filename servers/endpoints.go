@@ -7,7 +7,7 @@ import (
 
 // EndpointsFromEnv reads existing servers' endpoints from EnvRedisAddrs,
 // EnvRedisPassword, EnvRedisSentinels, EnvRedisMaster, EnvEtcdEndpoints,
-// EnvPostgresDSN and EnvZKServers.
+// EnvPostgresDSN, EnvZKServers and EnvNATSURL.
 // Lists are comma-separated; blanks around items and empty items are
 // ignored.
 func EndpointsFromEnv() Endpoints {
@@ -19,6 +19,7 @@ func EndpointsFromEnv() Endpoints {
 		EtcdEndpoints:  splitList(os.Getenv(EnvEtcdEndpoints)),
 		PostgresDSN:    strings.TrimSpace(os.Getenv(EnvPostgresDSN)),
 		ZKServers:      splitList(os.Getenv(EnvZKServers)),
+		NATSURL:        strings.TrimSpace(os.Getenv(EnvNATSURL)),
 	}
 }
 
@@ -48,6 +49,9 @@ func (e Endpoints) Env() []string {
 	}
 	if len(e.ZKServers) > 0 {
 		lines = append(lines, EnvZKServers+"="+strings.Join(e.ZKServers, ","))
+	}
+	if e.NATSURL != "" {
+		lines = append(lines, EnvNATSURL+"="+e.NATSURL)
 	}
 	return lines
 }

@@ -52,6 +52,9 @@ type Config struct {
 	// ZKServers are host:port addresses of the servers of one ZooKeeper
 	// ensemble.
 	ZKServers []string
+	// NATSURL is the URL of a NATS server with JetStream (the queue
+	// strategy); user and password or a token may be in it.
+	NATSURL string
 }
 
 // ttl returns c.TTL or DefaultTTL.

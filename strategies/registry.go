@@ -19,6 +19,7 @@ const (
 	BackendEtcd      Backend = "etcd"
 	BackendPostgres  Backend = "postgres"
 	BackendZooKeeper Backend = "zookeeper"
+	BackendNATS      Backend = "nats"
 )
 
 // Need is what a strategy needs from the servers: a backend and how many of
