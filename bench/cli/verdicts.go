@@ -483,8 +483,20 @@ func windowTable(w io.Writer, runs []results.Run) error {
 			rows[k].rates[i] = append(rows[k].rates[i], v)
 		}
 	}
+	// The strategy column names the variant too, as the verdict table
+	// does: two rows of one strategy and fault differ in it.
+	label := func(k key) string {
+		if k.variant == "" {
+			return k.strategy
+		}
+		return k.strategy + " [" + k.variant + "]"
+	}
+	width := len("strategy")
+	for _, k := range order {
+		width = max(width, len(label(k)))
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-14s %-12s %-7s %-15s %8s %8s %8s\n", "strategy", "fault", "fencing", "window", "before", "during", "after")
+	fmt.Fprintf(&b, "%-*s %-12s %-7s %-15s %8s %8s %8s\n", width, "strategy", "fault", "fencing", "window", "before", "during", "after")
 	for _, k := range order {
 		r := rows[k]
 		rate := func(i int) string {
@@ -494,7 +506,7 @@ func windowTable(w io.Writer, runs []results.Run) error {
 			return "-"
 		}
 		win := fmt.Sprintf("%.1f–%.1fs", time.Duration(r.s.FaultWindow.StartNs).Seconds(), time.Duration(r.s.FaultWindow.EndNs).Seconds())
-		fmt.Fprintf(&b, "%-14s %-12s %-7s %-15s %8s %8s %8s\n", r.s.Strategy, r.s.Fault, onOff(r.s.Fencing), win, rate(0), rate(1), rate(2))
+		fmt.Fprintf(&b, "%-*s %-12s %-7s %-15s %8s %8s %8s\n", width, label(k), r.s.Fault, onOff(r.s.Fencing), win, rate(0), rate(1), rate(2))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
