@@ -66,7 +66,8 @@ const (
 const failoverParams = "hold=D (how long the caught holder stays inside, within its lock's validity; default 0.6 × TTL), " +
 	"catch=D (how long to wait for a holder once replication is held back, default 2s), " +
 	"promote=D (how long the Sentinels may take before the failover is forced, default 3s), " +
-	"acked=N (replicas whose replication is not held back, so that they acknowledge WAIT, and that die with the primary; default 0), at=SHARE (default 0.3)"
+	"acked=N (replicas whose replication is not held back, so that they acknowledge WAIT, and that die with the primary; default 0), " +
+	scheduleParams + " (schedule=random: the primary is killed at random moments, nothing held back or caught; promote= and every= apply)"
 
 func init() {
 	register(Kind{
@@ -89,6 +90,9 @@ func init() {
 			c, err := parseFailover(p)
 			if err != nil {
 				return nil, err
+			}
+			if c.sched.random {
+				return &randomFailover{promote: c.promote, sched: c.sched, target: target}, nil
 			}
 			return &failover{cfg: c, target: target}, nil
 		},
@@ -134,16 +138,20 @@ type failoverConfig struct {
 	promote time.Duration
 	acked   int
 	at      float64
+	sched   schedule
 }
 
+// parseFailover reads failover's parameters. With schedule=random only
+// promote= and every= apply: a random strike kills whatever primary there
+// is at a random moment, with no holder caught (randomFailover).
 func parseFailover(p map[string]string) (failoverConfig, error) {
 	ps := newParams("failover", p)
-	c := failoverConfig{
-		hold:    ps.duration("hold", 0),
-		catch:   ps.duration("catch", DefaultFailoverCatch),
-		promote: ps.duration("promote", DefaultFailoverPromote),
-		acked:   ps.index("acked", 0),
-		at:      ps.share("at", DefaultAt),
+	c := failoverConfig{sched: ps.schedule(), promote: ps.duration("promote", DefaultFailoverPromote)}
+	if !c.sched.random {
+		c.hold = ps.duration("hold", 0)
+		c.catch = ps.duration("catch", DefaultFailoverCatch)
+		c.acked = ps.index("acked", 0)
+		c.at = c.sched.at
 	}
 	return c, ps.done()
 }
@@ -419,7 +427,7 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	} else {
 		env.Event(f.primary.Node.Name() + " (the primary) killed")
 	}
-	promoted, how, err := f.awaitPromotion(ctx)
+	promoted, how, err := awaitPromotion(ctx, f.target, f.primary.Addr, f.cfg.promote)
 	if err != nil {
 		return errors.Join(fmt.Errorf("failover: %w", err), f.restartOld(ctx), f.resumeHolder(), f.heal())
 	}
@@ -497,19 +505,19 @@ func (f *failover) holdBack(ctx context.Context) error {
 	return nil
 }
 
-// awaitPromotion waits until the Sentinels name another primary, forcing a
-// failover after cfg.promote.
-func (f *failover) awaitPromotion(ctx context.Context) (addr, how string, err error) {
-	cfg := f.target.Config
-	deadline := time.Now().Add(f.cfg.promote)
+// awaitPromotion waits until the Sentinels of target name a primary other
+// than old, forcing a failover after promote.
+func awaitPromotion(ctx context.Context, target servers.Target, old string, promote time.Duration) (addr, how string, err error) {
+	cfg := target.Config
+	deadline := time.Now().Add(promote)
 	forced := false
 	for {
 		actx, cancel := context.WithTimeout(ctx, time.Second)
 		addr, err := servers.PrimaryAddr(actx, cfg.RedisSentinels, cfg.RedisMaster)
 		cancel()
-		if err == nil && addr != f.primary.Addr {
+		if err == nil && addr != old {
 			if forced {
-				return addr, "(failover forced after " + ms(f.cfg.promote) + ")", nil
+				return addr, "(failover forced after " + ms(promote) + ")", nil
 			}
 			return addr, "by the Sentinels", nil
 		}
@@ -518,9 +526,9 @@ func (f *failover) awaitPromotion(ctx context.Context) (addr, how string, err er
 			return "", "", ctx.Err()
 		case time.Now().After(deadline) && !forced:
 			forced = servers.ForceFailover(ctx, cfg.RedisSentinels, cfg.RedisMaster) == nil
-			deadline = time.Now().Add(f.cfg.promote)
+			deadline = time.Now().Add(promote)
 		case time.Now().After(deadline):
-			return "", "", fmt.Errorf("no replica promoted %s after a forced failover (last answer: %v)", ms(f.cfg.promote), err)
+			return "", "", fmt.Errorf("no replica promoted %s after a forced failover (last answer: %v)", ms(promote), err)
 		}
 		sleep(ctx, 50*time.Millisecond)
 	}

@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,13 +76,10 @@ func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy
 	}
 	lock := target.Config
 	lock.RedisWait = wait
+	sc.FencingStrict = strict
 	mem := store.NewMemory()
-	var st store.Store = mem
-	if strict {
-		st = strictStore{mem}
-	}
 	began := time.Now()
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategy, Scenario: sc, Lock: lock, Store: st, Fault: f})
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategy, Scenario: sc, Lock: lock, Store: mem, Fault: f})
 	if err != nil {
 		t.Fatalf("%s under %s: %v", strategy, fault, err)
 	}
@@ -106,14 +104,6 @@ func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy
 	return s, counts
 }
 
-// strictStore turns the store's strict fencing rule on (store.Setup.Strict).
-type strictStore struct{ store.Store }
-
-func (s strictStore) Reset(ctx context.Context, su store.Setup) error {
-	su.Strict = true
-	return s.Store.Reset(ctx, su)
-}
-
 // The primary dies with a lock its replicas never got; the Sentinels
 // promote one of them, and the lock is granted again while its first holder
 // is still inside: a double grant, every run. With WAIT 1 nobody acquires
@@ -136,6 +126,33 @@ func TestFailover(t *testing.T) {
 		}
 		if s.NotAcquired == 0 && s.Availability >= 1 {
 			t.Errorf("not acquired %d, availability %.3f; want WAIT's price: locks refused while replication was held back", s.NotAcquired, s.Availability)
+		}
+	})
+	// On a random schedule the primary of the moment is killed again and
+	// again, nothing held back: every strike is a kill, a promotion and a
+	// rejoin, and is judged.
+	t.Run("random", func(t *testing.T) {
+		sc := small(600, false)
+		sc.Seed = 3
+		s, _ := failoverRun(ctx, t, c, "setnx", "failover:schedule=random,every=1s", sc, 0, false)
+		var killed, promoted, rejoined int64
+		for _, e := range s.FaultEvents {
+			switch {
+			case strings.HasSuffix(e.What, "(the primary) killed"):
+				killed++
+			case strings.Contains(e.What, " promoted to primary "):
+				promoted++
+			case strings.Contains(e.What, " rejoined as a replica of "):
+				rejoined++
+			}
+		}
+		t.Logf("strikes %d, unsafe strikes %d", s.Strikes, s.UnsafeStrikes)
+		// The run's end may cut the last strike short of its promotion.
+		if s.Strikes < 1 || killed != s.Strikes || promoted < s.Strikes-1 || rejoined != promoted || promoted < 1 {
+			t.Errorf("strikes %d, kills %d, promotions %d, rejoins %d; want strikes, each a kill, then a promotion and a rejoin (all but the last at least)", s.Strikes, killed, promoted, rejoined)
+		}
+		if s.UnsafeStrikes > s.Strikes {
+			t.Errorf("unsafe strikes %d > strikes %d", s.UnsafeStrikes, s.Strikes)
 		}
 	})
 	// WAIT 1 counts one acknowledgement, from whichever replica: when the
