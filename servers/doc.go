@@ -15,6 +15,22 @@
 // a proxy) is one descriptor in backend.go, so that no other package
 // branches on the kind of server.
 //
+// # Topologies
+//
+// Redis comes in two layouts (Options.RedisTopology, --redis-topology):
+// TopologyMasters, the default, is independent masters, one per node a
+// strategy needs (redlock's five); TopologySentinel is one primary with two
+// replicas and three Sentinels (sentinel.go), as most teams run Redis. On
+// the replicated layout the single-node strategies find the primary
+// through the Sentinels (Config.RedisSentinels) and follow it after a
+// failover, Target.Roles names the primary and the replicas of the moment
+// for the failover fault, and a killed node is started again as a replica
+// of whichever primary the Sentinels name. Multi-node strategies (redlock,
+// redsync) need independent masters and are not applicable there
+// (ErrReplicated). The Sentinels run with short timeouts (down after
+// SentinelDownAfter) so that a failover takes seconds, not the default's
+// half minute.
+//
 // Ensure is the usual entry point: it starts only the kinds of server that the
 // given endpoints do not already name. Start always starts everything asked
 // for. Cluster.Stop stops it all and removes the temporary directory.
