@@ -77,7 +77,10 @@ type matrixOptions struct {
 	out    string
 	dryRun bool
 	trials int
-	seed   int64
+	// sweepTrials are the contention and rate sweeps' trials
+	// (--sweep-trials; default trials).
+	sweepTrials int
+	seed        int64
 }
 
 // parseMatrix parses and checks the input of `lockbench matrix` and builds
@@ -93,6 +96,7 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 	faultList := faultsFlag(fs, "all", "comma-separated faults for the verdict part, none to skip it; or one NAME:key=value,…")
 	out := fs.String("out", "", "run directory (default out/matrix-DATE-TIME)")
 	trials := trialsFlag(fs)
+	sweepTrials := fs.Int("sweep-trials", 0, fmt.Sprintf("trials of the contention and rate sweeps' cells, 1..%d (default: --trials); the base scenario and the verdict cells take --trials", maxTrials))
 	seed := seedFlag(fs)
 	dryRun := fs.Bool("dry-run", false, "print the runs the matrix would make, with an estimated time, and run nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -101,6 +105,15 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var notes []string
+	if !given["sweep-trials"] {
+		*sweepTrials = *trials
+	}
+	if *sweepTrials < 1 || *sweepTrials > maxTrials {
+		return o, usageErr("--sweep-trials: want a number of trials 1..%d", maxTrials)
+	}
+	if *sweepTrials < *trials {
+		notes = append(notes, fmt.Sprintf("The contention and rate sweeps ran %d trial(s) a cell, the base scenario and the verdict cells %d.", *sweepTrials, *trials))
+	}
 	if *quick && !given["strategy"] {
 		*strategyList = strings.Join(quickStrategies, ",")
 		notes = append(notes, "Quick matrix: a representative subset of the strategies ("+*strategyList+"); `lockbench matrix` runs them all.")
@@ -146,7 +159,7 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 		return o, err
 	}
 	return matrixOptions{ef: ef, mf: mf, names: names, cases: cases, size: size, notes: notes, out: *out,
-		dryRun: *dryRun, trials: *trials, seed: *seed}, nil
+		dryRun: *dryRun, trials: *trials, sweepTrials: *sweepTrials, seed: *seed}, nil
 }
 
 // runMatrix is `lockbench matrix`: every strategy through the base scenario,
@@ -159,7 +172,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	names, cases, size, notes := o.names, o.cases, o.size, o.notes
 	if o.dryRun {
-		return printMatrix(stdout, size, names, cases, o.trials, o.seed)
+		return printMatrix(stdout, size, names, cases, o.trials, o.sweepTrials, o.seed, o.ef)
 	}
 	dir, err := newRunDir(o.out, "matrix", args)
 	if err != nil {
@@ -189,17 +202,17 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// step runs one cell and says so on stderr: what part of the matrix,
 	// the strategy and, where the rows of a part differ in a parameter
 	// (varies, "accounts=24"), which.
-	step := func(what, name, varies string, sc loadgen.Scenario) ([]results.Run, error) {
+	step := func(what, name, varies string, sc loadgen.Scenario, trials int) ([]results.Run, error) {
 		sc.Seed = o.seed
 		var runs []results.Run
-		for trial := 1; trial <= o.trials; trial++ {
+		for trial := 1; trial <= trials; trial++ {
 			t0 := time.Now()
 			r, err := runTrial(ctx, sess, name, sc, faults.Spec{}, trial)
 			if err != nil {
 				return runs, err
 			}
 			label := what
-			if o.trials > 1 {
+			if trials > 1 {
 				label += fmt.Sprintf(" #%d", trial)
 			}
 			p99 := results.Dash
@@ -224,14 +237,14 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// 1b. The base scenario on the Postgres store, every strategy: what no
 	// lock costs against the locks, like for like.
 	for _, c := range size.baseCells(locks, onPostgres) {
-		if _, err := step(c.what, c.name, "", c.sc); err != nil || ctx.Err() != nil {
+		if _, err := step(c.what, c.name, "", c.sc, o.trials); err != nil || ctx.Err() != nil {
 			return firstErr(err, ctx.Err())
 		}
 	}
 	// 2. Contention: the same load on fewer and fewer accounts.
 	for _, name := range locks {
 		for _, accounts := range size.accounts {
-			if _, err := step("contention", name, fmt.Sprintf("accounts=%d", accounts), size.contentionScenario(accounts)); err != nil || ctx.Err() != nil {
+			if _, err := step("contention", name, fmt.Sprintf("accounts=%d", accounts), size.contentionScenario(accounts), o.sweepTrials); err != nil || ctx.Err() != nil {
 				return firstErr(err, ctx.Err())
 			}
 		}
@@ -241,7 +254,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// knee.
 	for _, name := range locks {
 		for _, rate := range size.rates {
-			runs, err := step(fmt.Sprintf("rate %g", rate), name, "", size.sweepScenario(rate))
+			runs, err := step(fmt.Sprintf("rate %g", rate), name, "", size.sweepScenario(rate), o.sweepTrials)
 			if err != nil || ctx.Err() != nil {
 				return firstErr(err, ctx.Err())
 			}
@@ -334,42 +347,59 @@ func splitLocks(names []string) (locks, onPostgres []string) {
 // printMatrix is the matrix's --dry-run: what it would run, section by
 // section, with estimated times (the sweep's at most: it stops at the
 // first rate a strategy cannot sustain).
-func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase, trials int, seed int64) error {
+func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase, trials, sweepTrials int, seed int64, ef endpointFlags) error {
 	locks, onPostgres := splitLocks(names)
 	var b strings.Builder
 	var total time.Duration
-	section := func(what string, runs int, d time.Duration) {
+	section := func(what string, runs int, d time.Duration, trials int) {
 		d *= time.Duration(trials)
 		total += d
 		fmt.Fprintf(&b, "%-46s %4d cells × %d trials  %9s\n", what, runs, trials, fmtEstimate(d))
+	}
+	// A failover needs the replicated Redis: on the masters topology its
+	// cells are listed as not run, as the run itself would skip them.
+	var skipped []string
+	if topo, _ := ef.topology(); topo != servers.TopologySentinel {
+		var keep []verdictCase
+		for _, c := range cases {
+			if c.spec.Name == "failover" {
+				skipped = append(skipped, c.label())
+				continue
+			}
+			keep = append(keep, c)
+		}
+		cases = keep
 	}
 	var d time.Duration
 	base := m.baseCells(locks, onPostgres)
 	for _, c := range base {
 		d += estimate(c.sc)
 	}
-	section("base (closed loop)", len(base), d)
+	section("base (closed loop)", len(base), d, trials)
 	d = 0
 	for range locks {
 		for _, a := range m.accounts {
 			d += estimate(m.contentionScenario(a))
 		}
 	}
-	section(fmt.Sprintf("contention (accounts %v)", m.accounts), len(locks)*len(m.accounts), d)
+	section(fmt.Sprintf("contention (accounts %v)", m.accounts), len(locks)*len(m.accounts), d, sweepTrials)
 	d = 0
 	for range locks {
 		for _, r := range m.rates {
 			d += estimate(m.sweepScenario(r))
 		}
 	}
-	section(fmt.Sprintf("rate sweep (%v/s, at most)", m.rates), len(locks)*len(m.rates), d)
+	section(fmt.Sprintf("rate sweep (%v/s, at most)", m.rates), len(locks)*len(m.rates), d, sweepTrials)
 	d = 0
 	for _, c := range cases {
 		d += estimate(c.sc)
 	}
-	section("faults (the verdict table)", len(cases), d)
+	section("faults (the verdict table)", len(cases), d, trials)
 	fmt.Fprintf(&b, "\nstrategies: %s\nseed %d; %s in all with server start-up (estimated; nothing was run)\n",
 		strings.Join(names, ", "), seed, fmtEstimate(total+estimateServers))
+	for _, l := range skipped {
+		fmt.Fprintf(&b, "not applicable, not run: %s (needs --redis-topology sentinel)\n", l)
+	}
 	fmt.Fprintln(&b, "\nfault cells:")
 	_, err := io.WriteString(w, b.String())
 	if err != nil {

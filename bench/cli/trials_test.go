@@ -25,6 +25,7 @@ func TestTrialsBadInput(t *testing.T) {
 		{"zero trials", []string{"run", "--trials", "0"}, "-trials"},
 		{"trials not a number", []string{"verdicts", "--trials", "many"}, "-trials"},
 		{"too many trials", []string{"matrix", "--trials", "1001"}, "-trials"},
+		{"zero sweep trials", []string{"matrix", "--sweep-trials", "0"}, "--sweep-trials"},
 		{"row without from", []string{"run", "--row", "2"}, "--row"},
 		{"from a missing directory", []string{"run", "--from", "/nonexistent/run"}, "--from"},
 		{"interval too short", []string{"run", "--interval", "1ms"}, "-interval"},
@@ -238,6 +239,11 @@ func TestDryRun(t *testing.T) {
 			[]string{"setnx × pause (fencing off)", "fencing × pause (fencing on)", "fencing [fencing=strict] × pause (fencing on)", "4 cells × 6 trials = 24 runs", "nothing was run"}},
 		{[]string{"matrix", "--quick"},
 			[]string{"base (closed loop)", "contention", "rate sweep", "faults (the verdict table)", "etcd × pause (fencing on)"}},
+		// The reference's shape: the sweeps at one trial, the rest at six;
+		// failover cells need the replicated Redis.
+		{[]string{"matrix", "--trials", "6", "--sweep-trials", "1", "--strategy", "setnx,etcd", "--fault", "none,failover"},
+			[]string{"base (closed loop)                                2 cells × 6 trials", "contention (accounts [96 24 6 2 1])              10 cells × 1 trials",
+				"not applicable, not run: setnx × failover (fencing off)", "setnx × none (fencing off)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.args[0], func(t *testing.T) {
