@@ -28,7 +28,7 @@ func runCompareDirs(_ context.Context, args []string, stdout, stderr io.Writer) 
 	failPct := math.NaN()
 	fs.Func("fail-on-regression", "exit 4 when a figure slows down significantly by more than PCT percent, or a verdict turns unsafe", func(v string) error {
 		p, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-		if err != nil || p < 0 || math.IsInf(p, 0) {
+		if err != nil || !(p >= 0) || math.IsInf(p, 0) { // refuses NaN too
 			return errors.New("want a percentage ≥ 0 such as 5")
 		}
 		failPct = p

@@ -271,16 +271,16 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&ef.master, "redis-master", "", "the name those Sentinels know the primary by (env "+servers.EnvRedisMaster+", default "+strategies.DefaultRedisMaster+")")
 	fs.Func("redis-wait", "single-node Redis strategies call WAIT N after taking a lock, on the same connection; fewer acknowledgements count as not acquired (needs --redis-topology sentinel; default 0: no WAIT)", func(v string) error {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return errors.New("want a number of replicas ≥ 0")
+		if err != nil || n < 0 || n > maxRedisWait {
+			return fmt.Errorf("want a number of replicas 0..%d", maxRedisWait)
 		}
 		ef.wait = n
 		return nil
 	})
 	fs.Func("redis-wait-timeout", fmt.Sprintf("WAIT's timeout (default: the TTL ÷ %d)", strategies.RedisWaitDivisor), func(v string) error {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Millisecond {
-			return errors.New("want a duration ≥ 1ms such as 100ms")
+		if err != nil || d < time.Millisecond || d > time.Minute {
+			return errors.New("want a duration from 1ms to 1m such as 100ms")
 		}
 		ef.waitTimeout = d
 		return nil
@@ -452,6 +452,10 @@ const faultInterval = 250 * time.Millisecond
 const maxTrials = 1000
 
 // trialsFlag registers --trials on fs.
+// maxRedisWait bounds --redis-wait: 100 replicas, more than any Redis
+// deployment acknowledges a write from.
+const maxRedisWait = 100
+
 func trialsFlag(fs *flag.FlagSet) *int {
 	n := 1
 	fs.Func("trials", fmt.Sprintf("run each cell this many times, 1..%d, with seeds seed, seed+1, … and fresh state; from %d up, every figure gets a 95%% confidence interval (default 1)", maxTrials, results.MinTrialsForCI), func(v string) error {

@@ -14,6 +14,11 @@ import (
 // strikes, when its at= parameter is not given: 0.3.
 const DefaultAt = 0.3
 
+// MaxDuration bounds every duration a fault takes (for=, down=, every=,
+// hold=, …): 1 hour. A fault is a moment of a run, and a run that waited
+// longer for one is a typo, not a benchmark.
+const MaxDuration = time.Hour
+
 // params reads one fault's key=value parameters, remembering which keys were
 // read so that a misspelt one is reported instead of silently ignored.
 type params struct {
@@ -48,8 +53,8 @@ func (ps *params) duration(key string, def time.Duration) time.Duration {
 		return def
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		ps.fail(key, "a duration > 0 such as 500ms or 3s")
+	if err != nil || d <= 0 || d > MaxDuration {
+		ps.fail(key, "a duration in (0, 1h] such as 500ms or 3s")
 		return def
 	}
 	return d
@@ -77,7 +82,7 @@ func (ps *params) share(key string, def float64) float64 {
 		return def
 	}
 	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 || f >= 1 {
+	if err != nil || !(f >= 0 && f < 1) { // refuses NaN too
 		ps.fail(key, "a share of the payments in [0, 1), such as 0.3")
 		return def
 	}
@@ -173,8 +178,8 @@ func (ps *params) span(key string, def span) span {
 	}
 	a, errA := time.ParseDuration(lo)
 	b, errB := time.ParseDuration(hi)
-	if errA != nil || errB != nil || a <= 0 || b < a {
-		ps.fail(key, "a duration > 0 such as 500ms, or a range MIN-MAX with 0 < MIN ≤ MAX such as 300ms-800ms")
+	if errA != nil || errB != nil || a <= 0 || b < a || b > MaxDuration {
+		ps.fail(key, "a duration in (0, 1h] such as 500ms, or a range MIN-MAX with 0 < MIN ≤ MAX ≤ 1h such as 300ms-800ms")
 		return def
 	}
 	return span{a, b}
