@@ -39,6 +39,9 @@ type Instance struct {
 		store.Transactor
 		Close() error
 	}
+	// broker is the strategy when it queues deliveries instead of taking
+	// a lock (queue); nil otherwise.
+	broker   broker
 	queue    chan Delivery   // shared by the workers; nil when routed
 	queues   []chan Delivery // one per worker when routed
 	workers  []*worker
@@ -92,6 +95,18 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 			return nil, err
 		}
 		in.tx = tx
+	}
+	if b, ok := s.(broker); ok {
+		in.broker = b
+		// The broker keeps messages and the duplicate window over payment
+		// ids across runs; the first instance of the run, built before
+		// any other and before any delivery, starts it afresh.
+		if r, ok := s.(resetter); ok && cfg.ID == 0 {
+			if err := r.Reset(ctx); err != nil {
+				_ = s.Close()
+				return nil, err
+			}
+		}
 	}
 	if cfg.Scenario.Deliveries > cfg.Scenario.Instances {
 		for range cfg.Scenario.Workers {

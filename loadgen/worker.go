@@ -37,18 +37,22 @@ type Counters struct {
 	NotAcquired atomic.Int64
 	// Measured counts lock cycles completed outside the warmup.
 	Measured atomic.Int64
-	Errors   [numErrClasses]atomic.Int64
+	// Redeliveries counts messages a broker strategy (queue) delivered
+	// again after another consumer's ack deadline passed.
+	Redeliveries atomic.Int64
+	Errors       [numErrClasses]atomic.Int64
 }
 
 // Snapshot is a plain copy of Counters, for sending and summing.
 type Snapshot struct {
 	Deliveries, Acquired, NotAcquired, Measured int64
+	Redeliveries                                int64
 	Errors                                      [numErrClasses]int64
 }
 
 // Snapshot copies c.
 func (c *Counters) Snapshot() Snapshot {
-	s := Snapshot{Deliveries: c.Deliveries.Load(), Acquired: c.Acquired.Load(), NotAcquired: c.NotAcquired.Load(), Measured: c.Measured.Load()}
+	s := Snapshot{Deliveries: c.Deliveries.Load(), Acquired: c.Acquired.Load(), NotAcquired: c.NotAcquired.Load(), Measured: c.Measured.Load(), Redeliveries: c.Redeliveries.Load()}
 	for i := range s.Errors {
 		s.Errors[i] = c.Errors[i].Load()
 	}
@@ -61,6 +65,7 @@ func (s *Snapshot) Add(o Snapshot) {
 	s.Acquired += o.Acquired
 	s.NotAcquired += o.NotAcquired
 	s.Measured += o.Measured
+	s.Redeliveries += o.Redeliveries
 	for i := range s.Errors {
 		s.Errors[i] += o.Errors[i]
 	}
@@ -140,11 +145,14 @@ func nowFrom(anchor time.Time) time.Time { return anchor.Add(time.Since(anchor))
 func (w *worker) process(cx cycleCtx, d Delivery) {
 	in := w.inst
 	sc := &in.cfg.Scenario
-	ctx := cx.run
 	w.c.Deliveries.Add(1)
 	key := in.lockKey(d)
 	if in.tx != nil {
 		w.transact(cx, d, key)
+		return
+	}
+	if in.broker != nil {
+		w.consume(cx, d, key)
 		return
 	}
 
@@ -157,21 +165,7 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	t1 := time.Since(t0)
 	if err != nil {
 		// A give-up still has an acquire time: how long it tried.
-		if d.Record {
-			w.rec.Record(results.Acquire, t1)
-		}
-		switch {
-		case ctx.Err() != nil:
-			// The run is ending: neither a give-up nor a server error.
-		case errors.Is(err, strategies.ErrNotAcquired),
-			actx.Err() != nil && !errors.Is(err, strategies.ErrUnavailable):
-			w.c.NotAcquired.Add(1)
-			if d.Record {
-				w.rec.RecordOutcome(results.GaveUp, t1)
-			}
-		default:
-			w.c.Errors[classify(err)].Add(1)
-		}
+		w.gaveUp(cx, d, actx, err, t1)
 		return
 	}
 	w.c.Acquired.Add(1)

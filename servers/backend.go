@@ -121,6 +121,26 @@ var backends = map[strategies.Backend]*backend{
 		hostPort:     splitHostPort("ZooKeeper server"),
 		withHostPort: func(_, addr string) (string, error) { return addr, nil },
 	},
+	strategies.BackendNATS: {
+		kind: strategies.BackendNATS, noun: "NATS server",
+		flag: "--nats-url", env: EnvNATSURL,
+		// One URL per server; a comma-separated list names a cluster.
+		endpoints:  func(ep Endpoints) []string { return splitList(ep.NATSURL) },
+		fromConfig: func(c strategies.Config) []string { return splitList(c.NATSURL) },
+		toConfig:   func(c *strategies.Config, e []string) { c.NATSURL = strings.Join(e, ",") },
+		nodes: func(c *Cluster) []Node {
+			if c.nats == nil {
+				return nil
+			}
+			return []Node{c.nats}
+		},
+		need:         func(n *Needs, _ int) { n.NATS = true },
+		hostPort:     hostOfNATSURL,
+		withHostPort: replaceNATSHost,
+		// lockbench's NATS server comes back without its JetStream store
+		// (NATSServer.Start).
+		forgets: true,
+	},
 }
 
 // Forgets reports whether a node of kind, killed and started again by
@@ -176,6 +196,34 @@ func replaceURLHost(ep, addr string) (string, error) {
 	u, err := url.Parse(ep)
 	if err != nil {
 		return "", fmt.Errorf("etcd endpoint %q cannot be parsed", Redact(ep))
+	}
+	u.Host = addr
+	return u.String(), nil
+}
+
+// hostOfNATSURL returns the host:port of a NATS URL (nats://[user:pass@]host:port,
+// or host:port). Errors never quote the URL: it may hold a password or a
+// token.
+func hostOfNATSURL(ep string) (string, error) {
+	if !strings.Contains(ep, "://") {
+		return splitHostPort("NATS server")(ep)
+	}
+	u, err := url.Parse(ep)
+	if err != nil || u.Port() == "" {
+		return "", errors.New("a NATS URL has no host:port (not shown: it may hold a password or a token)")
+	}
+	return u.Host, nil
+}
+
+// replaceNATSHost points a NATS URL at addr, keeping its user, password or
+// token.
+func replaceNATSHost(ep, addr string) (string, error) {
+	if !strings.Contains(ep, "://") {
+		return addr, nil
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		return "", errors.New("a NATS URL cannot be parsed (not shown: it may hold a password or a token)")
 	}
 	u.Host = addr
 	return u.String(), nil

@@ -24,6 +24,9 @@ type state struct {
 	stopErr  error
 
 	logMu sync.Mutex // serialises lines written to opts.Log
+
+	// nats is the NATS server (Cluster.NATS); nil when none was started.
+	nats *NATSServer
 }
 
 // logWriter returns where the named server's output is copied besides its
@@ -72,7 +75,7 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	// The kinds start concurrently (initdb, an etcd election and a JVM
 	// start dominate); each goroutine writes only its own field of c.
 	var wg sync.WaitGroup
-	var redisErr, etcdErr, pgErr, zkErr error
+	var redisErr, etcdErr, pgErr, zkErr, natsErr error
 	if needs.Redis > 0 {
 		wg.Go(func() { redisErr = c.startRedis(ctx, needs.Redis, bins) })
 	}
@@ -85,8 +88,11 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	if needs.ZooKeeper {
 		wg.Go(func() { zkErr = c.startZooKeeper(ctx, opts.ZKMembers, bins) })
 	}
+	if needs.NATS {
+		wg.Go(func() { natsErr = c.startNATS(ctx) })
+	}
 	wg.Wait()
-	if err := errors.Join(redisErr, etcdErr, pgErr, zkErr); err != nil {
+	if err := errors.Join(redisErr, etcdErr, pgErr, zkErr, natsErr); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -115,6 +121,7 @@ func Ensure(ctx context.Context, needs Needs, existing Endpoints, opts Options) 
 	start.Etcd = needs.Etcd && len(existing.EtcdEndpoints) == 0
 	start.Postgres = needs.Postgres && existing.PostgresDSN == ""
 	start.ZooKeeper = needs.ZooKeeper && len(existing.ZKServers) == 0
+	start.NATS = needs.NATS && existing.NATSURL == ""
 	if start == (Needs{}) {
 		return existing, nil, nil
 	}
@@ -137,6 +144,9 @@ func Ensure(ctx context.Context, needs Needs, existing Endpoints, opts Options) 
 	}
 	if start.ZooKeeper {
 		ep.ZKServers = got.ZKServers
+	}
+	if start.NATS {
+		ep.NATSURL = got.NATSURL
 	}
 	return ep, c, nil
 }
@@ -163,6 +173,9 @@ func (c *Cluster) Endpoints() Endpoints {
 	}
 	for _, m := range c.ZooKeeper {
 		ep.ZKServers = append(ep.ZKServers, m.Addr)
+	}
+	if c.nats != nil {
+		ep.NATSURL = c.nats.URL
 	}
 	return ep
 }
@@ -207,6 +220,9 @@ func (c *Cluster) servers() []*server {
 	}
 	for _, m := range c.ZooKeeper {
 		all = append(all, &m.server)
+	}
+	if c.nats != nil {
+		all = append(all, &c.nats.server)
 	}
 	return all
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Node is one server lockbench started that a fault or a test can stop and
-// start again: a *Redis, an *EtcdMember, a *Postgres or a *ZKMember.
+// start again: a *Redis, an *EtcdMember, a *Postgres, a *ZKMember or a *NATSServer.
 type Node interface {
 	// Name names the node and its address for people: "redis-2 (127.0.0.1:6390)".
 	Name() string
@@ -211,6 +211,7 @@ func (n *Needs) Merge(o Needs) {
 	n.Etcd = n.Etcd || o.Etcd
 	n.Postgres = n.Postgres || o.Postgres
 	n.ZooKeeper = n.ZooKeeper || o.ZooKeeper
+	n.NATS = n.NATS || o.NATS
 }
 
 // Config returns the endpoints as a lock config (TTL and Owner unset).
@@ -223,5 +224,6 @@ func (e Endpoints) Config() strategies.Config {
 		EtcdEndpoints:  e.EtcdEndpoints,
 		PostgresDSN:    e.PostgresDSN,
 		ZKServers:      e.ZKServers,
+		NATSURL:        e.NATSURL,
 	}
 }

@@ -28,6 +28,7 @@ var canon = []struct {
 	{"pg-onconflict", color.RGBA{0x56, 0xb4, 0xe9, 0xff}},  // sky blue
 	{"pg-advisory", color.RGBA{0xaa, 0x44, 0x99, 0xff}},    // purple (Tol)
 	{"pg-unique", color.RGBA{0xdd, 0xcc, 0x77, 0xff}},      // sand (Tol): no lock, the database's constraint
+	{"queue", color.RGBA{0x99, 0x99, 0x33, 0xff}},          // olive (Tol): no lock, the broker's dedupe
 }
 
 // fallbackColors are for strategies missing from canon, picked by a hash of

@@ -10,6 +10,7 @@ import (
 	_ "github.com/lockbench/lockbench/strategies/pgadvisory"   // pg-advisory
 	_ "github.com/lockbench/lockbench/strategies/pgonconflict" // pg-onconflict
 	_ "github.com/lockbench/lockbench/strategies/pgunique"     // pg-unique
+	_ "github.com/lockbench/lockbench/strategies/queue"        // queue
 	_ "github.com/lockbench/lockbench/strategies/redislock"    // redislock
 	_ "github.com/lockbench/lockbench/strategies/redlock"      // redlock
 	_ "github.com/lockbench/lockbench/strategies/redsync"      // redsync

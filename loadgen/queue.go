@@ -1,0 +1,155 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// broker is implemented by a strategy that takes no lock but queues the
+// deliveries (queue): a delivery publishes its payment, and the delivery
+// whose publish the broker kept takes the next message of its key's shard
+// and processes the payment that message carries.
+type broker interface {
+	// Enqueue publishes one delivery of a payment on key's shard and
+	// reports whether the broker kept it (false: dropped as a duplicate).
+	Enqueue(ctx context.Context, key string, payment int64, account int32, amount int64) (bool, error)
+	// Next waits for the next message of key's shard, until ctx is done,
+	// and returns the lease on it: Release acknowledges it.
+	Next(ctx context.Context, key string) (strategies.Lease, error)
+}
+
+// carrier is implemented by a broker's leases: the payment the message
+// carries (ok false when it carries none).
+type carrier interface {
+	Carries() (payment int64, account int32, amount int64, ok bool)
+}
+
+// redelivery is implemented by a broker's leases: whether the broker had
+// delivered the message before, to a consumer that did not acknowledge it
+// within its ack deadline.
+type redelivery interface {
+	Redelivered() bool
+}
+
+// resetter is implemented by a strategy whose server keeps, across runs,
+// state a new run must not see (the queue's stream: its messages and the
+// duplicate window over payment ids that every run reuses). The first
+// instance of a run calls Reset before any delivery is dispatched.
+type resetter interface {
+	Reset(ctx context.Context) error
+}
+
+// consume handles one delivery of a broker strategy: publish the payment;
+// when the broker kept it, take the next message of the key's shard,
+// process the payment it carries as a lock's critical section is (read,
+// work, write, with the message's delivery sequence as the fencing
+// token), then acknowledge it. Its phases: acquire is the publish and the
+// wait for the message, critical the processing, release the ack; total is
+// from the delivery's intended start to the ack (publish to processed). A
+// delivery whose publish was dropped as a duplicate has nothing to
+// process and records no cycle.
+//
+// A redelivered message took the place of the one this delivery
+// published, which is still in the shard: the worker takes one more
+// message for it, and so on while the messages it takes are redeliveries.
+func (w *worker) consume(cx cycleCtx, d Delivery, key string) {
+	in := w.inst
+	calls := new([2]callCtx)
+	t0 := nowFrom(cx.anchor)
+	actx := cx.acquire.begin(&calls[0], t0)
+	kept, err := in.broker.Enqueue(actx, key, d.Payment, d.Account, d.Amount)
+	if err == nil && kept {
+		var lease strategies.Lease
+		lease, err = in.broker.Next(actx, key)
+		cx.acquire.end(actx)
+		if err == nil {
+			w.consumed(cx, d, lease, t0, calls)
+			return
+		}
+	} else {
+		cx.acquire.end(actx)
+	}
+	if err != nil {
+		w.gaveUp(cx, d, actx, err, time.Since(t0))
+	}
+}
+
+// consumed processes the message of lease, taken for delivery d whose
+// cycle began at t0, and the ones it owes after a redelivery.
+func (w *worker) consumed(cx cycleCtx, d Delivery, lease strategies.Lease, t0 time.Time, calls *[2]callCtx) {
+	in := w.inst
+	t1 := time.Since(t0)
+	intended := d.IntendedNs
+	for {
+		w.c.Acquired.Add(1)
+		p := d
+		if c, ok := lease.(carrier); ok {
+			if pay, acct, amount, ok := c.Carries(); ok {
+				p.Payment, p.Account, p.Amount = pay, acct, amount
+			}
+		}
+		again := false
+		if r, ok := lease.(redelivery); ok && r.Redelivered() {
+			w.c.Redeliveries.Add(1)
+			again = true
+		}
+		w.critical(cx, p, in.lockKey(p), lease)
+		t2 := time.Since(t0)
+		rctx := cx.release.begin(&calls[1], t0.Add(t2))
+		if err := lease.Release(rctx); err != nil {
+			w.c.Errors[classify(err)].Add(1)
+		}
+		cx.release.end(rctx)
+		t3 := time.Since(t0)
+		if d.Record {
+			w.c.Measured.Add(1)
+			total := time.Duration(t0.UnixNano()-intended) + t3
+			w.rec.RecordCycleOutcome(results.FirstTry, t1, t2-t1, t3-t2, total)
+		}
+		if !again {
+			return
+		}
+		// The message this delivery published is still in the shard.
+		t0 = nowFrom(cx.anchor)
+		intended = t0.UnixNano()
+		actx := cx.acquire.begin(&calls[0], t0)
+		var err error
+		lease, err = in.broker.Next(actx, d.key(in))
+		cx.acquire.end(actx)
+		t1 = time.Since(t0)
+		if err != nil {
+			// Nothing waiting (another worker took it) is no give-up.
+			if cx.run.Err() == nil && actx.Err() == nil {
+				w.c.Errors[classify(err)].Add(1)
+			}
+			return
+		}
+	}
+}
+
+// key is d's lock key at in.
+func (d Delivery) key(in *Instance) string { return in.lockKey(d) }
+
+// gaveUp counts a cycle that got no lease (or, for a broker, no message)
+// after trying for tried.
+func (w *worker) gaveUp(cx cycleCtx, d Delivery, actx context.Context, err error, tried time.Duration) {
+	if d.Record {
+		w.rec.Record(results.Acquire, tried)
+	}
+	switch {
+	case cx.run.Err() != nil:
+		// The run is ending: neither a give-up nor a server error.
+	case errors.Is(err, strategies.ErrNotAcquired),
+		actx.Err() != nil && !errors.Is(err, strategies.ErrUnavailable):
+		w.c.NotAcquired.Add(1)
+		if d.Record {
+			w.rec.RecordOutcome(results.GaveUp, tried)
+		}
+	default:
+		w.c.Errors[classify(err)].Add(1)
+	}
+}

@@ -1,0 +1,436 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// Defaults, each overridable in the NATS URL's query (see the package
+// documentation).
+const (
+	// DefaultPartitions is how many account shards (subjects, and durable
+	// consumers) the stream has: 16.
+	DefaultPartitions = 16
+	// MaxPartitions bounds ?partitions=: 1024.
+	MaxPartitions = 1024
+	// DefaultDuplicates is the stream's duplicate window: 2 minutes
+	// (JetStream's own default). A payment's K deliveries arrive within
+	// milliseconds of each other, far inside it.
+	DefaultDuplicates = 2 * time.Minute
+	// DefaultStream is the prefix of the stream's name: "LOCKBENCH".
+	DefaultStream = "LOCKBENCH"
+	// DefaultConnectTimeout bounds New's connection and each JetStream
+	// API call made without a deadline: 2 seconds.
+	DefaultConnectTimeout = 2 * time.Second
+	// FetchSlice is the longest pull request a waiting Acquire keeps on
+	// the server: 100ms. A cancelled Acquire cannot withdraw its pull
+	// request; the server may still hand it a message until it expires,
+	// and that message is then in flight with nobody to process it until
+	// its ack deadline. Short requests keep that window short.
+	FetchSlice = 100 * time.Millisecond
+)
+
+func init() {
+	strategies.Register(strategies.Info{
+		Name:         "queue",
+		Description:  "no lock: NATS JetStream, payment id as message id (publish dedupe), one durable consumer per account shard shared by the instances (MaxAckPending 1)",
+		Need:         strategies.Need{Backend: strategies.BackendNATS, Nodes: 1},
+		Fencing:      true,
+		CrossProcess: true,
+		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
+			q, err := New(ctx, cfg)
+			if err != nil {
+				return nil, err // not a typed nil in a non-nil interface
+			}
+			return q, nil
+		},
+	})
+}
+
+// Queue is the queue strategy: one NATS connection per instance, the
+// stream and the shards' consumers shared by all instances.
+type Queue struct {
+	nc         *nats.Conn
+	js         jetstream.JetStream
+	ackWait    time.Duration
+	partitions int
+	duplicates time.Duration
+	stream     string // stream name
+	prefix     string // subject prefix; a shard's subject is prefix + shard
+
+	mu        sync.Mutex
+	consumers map[int]jetstream.Consumer // by shard; dropped on error
+	streamOK  bool
+}
+
+var (
+	_ strategies.Strategy = (*Queue)(nil)
+	_ strategies.Blocker  = (*Queue)(nil)
+)
+
+// settings are what the URL's query sets.
+type settings struct {
+	urls       string
+	partitions int
+	duplicates time.Duration
+	stream     string
+}
+
+// parseURL splits lockbench's own query parameters (partitions,
+// duplicates, stream) off the comma-separated NATS URLs. Errors never
+// quote the URL: it may hold a password or a token.
+func parseURL(raw string) (settings, error) {
+	s := settings{partitions: DefaultPartitions, duplicates: DefaultDuplicates, stream: DefaultStream}
+	var urls []string
+	for item := range strings.SplitSeq(raw, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if !strings.Contains(item, "://") {
+			item = "nats://" + item
+		}
+		u, err := url.Parse(item)
+		if err != nil {
+			return s, errors.New("queue: Config.NATSURL is not a URL (not shown: it may hold a password or a token)")
+		}
+		q := u.Query()
+		if v := q.Get("partitions"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxPartitions {
+				return s, fmt.Errorf("queue: partitions=%q: want 1..%d", v, MaxPartitions)
+			}
+			s.partitions = n
+		}
+		if v := q.Get("duplicates"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Millisecond {
+				return s, fmt.Errorf("queue: duplicates=%q: want a duration of 1ms or more", v)
+			}
+			s.duplicates = d
+		}
+		if v := q.Get("stream"); v != "" {
+			s.stream = v
+		}
+		u.RawQuery = ""
+		urls = append(urls, u.String())
+	}
+	if len(urls) == 0 {
+		return s, errors.New("queue: no Config.NATSURL")
+	}
+	s.urls = strings.Join(urls, ",")
+	return s, nil
+}
+
+// New connects to the NATS servers of cfg.NATSURL (user and password or a
+// token may be in the URL) and makes sure the stream exists. The ack
+// deadline is cfg.TTL. The stream's name holds it (LOCKBENCH_2000MS for
+// a 2s TTL), so that strategy objects with different TTLs never share a
+// consumer, whose ack deadline is one for all.
+func New(ctx context.Context, cfg strategies.Config) (*Queue, error) {
+	cfg = cfg.WithDefaults()
+	s, err := parseURL(cfg.NATSURL)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := nats.Connect(s.urls,
+		nats.Name("lockbench "+cfg.Owner),
+		nats.Timeout(DefaultConnectTimeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(50*time.Millisecond),
+		// No buffering while disconnected: a publish fails at once instead
+		// of being sent, late, after a reconnect.
+		nats.ReconnectBufSize(-1),
+		nats.RetryOnFailedConnect(false),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("queue: connect: %w: %w", strategies.ErrUnavailable, redactErr(err))
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	ms := cfg.TTL.Milliseconds()
+	q := &Queue{
+		nc: nc, js: js, ackWait: cfg.TTL, partitions: s.partitions, duplicates: s.duplicates,
+		stream:    fmt.Sprintf("%s_%dMS", s.stream, ms),
+		prefix:    fmt.Sprintf("%s.%dms.", strings.ToLower(s.stream), ms),
+		consumers: map[int]jetstream.Consumer{},
+	}
+	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
+	defer cancel()
+	if err := q.ensureStream(cctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+// redactErr drops anything after "nats://" from a connection error: the
+// URL may hold credentials.
+func redactErr(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, "://"); i >= 0 {
+		return errors.New(msg[:i] + "://…")
+	}
+	return err
+}
+
+// Blocks is true: Acquire waits for the shard's turn.
+func (q *Queue) Blocks() bool { return true }
+
+// Partitions is how many shards the stream has.
+func (q *Queue) Partitions() int { return q.partitions }
+
+// Stream is the name of the stream.
+func (q *Queue) Stream() string { return q.stream }
+
+// shardOf maps a lock key to its shard: FNV-1a of the key modulo the
+// partitions. Every delivery of a payment has one key (its account's, or
+// its own with --lock-key payment), so all land on one shard.
+func (q *Queue) shardOf(key string) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(q.partitions))
+}
+
+func (q *Queue) subject(shard int) string { return q.prefix + strconv.Itoa(shard) }
+
+// ensureStream creates the stream, or updates it to this object's
+// configuration, unless that was done since the last error.
+func (q *Queue) ensureStream(ctx context.Context) error {
+	q.mu.Lock()
+	ok := q.streamOK
+	q.mu.Unlock()
+	if ok {
+		return nil
+	}
+	_, err := q.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        q.stream,
+		Description: "lockbench payments, one subject per account shard",
+		Subjects:    []string{q.prefix + "*"},
+		// Work-queue semantics: a message is removed once acked, and
+		// each shard has exactly one consumer (filters do not overlap).
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Replicas:   1,
+		Duplicates: q.duplicates,
+	})
+	if err != nil {
+		return q.unavailable("create stream", err)
+	}
+	q.mu.Lock()
+	q.streamOK = true
+	q.mu.Unlock()
+	return nil
+}
+
+// consumer returns the shard's durable pull consumer, creating it (or
+// binding to it: every instance asks for the same one) on first use.
+func (q *Queue) consumer(ctx context.Context, shard int) (jetstream.Consumer, error) {
+	q.mu.Lock()
+	c, ok := q.consumers[shard]
+	q.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	if err := q.ensureStream(ctx); err != nil {
+		return nil, err
+	}
+	name := "shard-" + strconv.Itoa(shard)
+	c, err := q.js.CreateOrUpdateConsumer(ctx, q.stream, jetstream.ConsumerConfig{
+		Durable:       name,
+		FilterSubject: q.subject(shard),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       q.ackWait,
+		// One message of the shard in flight: the shard's payments are
+		// processed one at a time, whichever instance takes them.
+		MaxAckPending: 1,
+		MaxDeliver:    -1,
+		MaxWaiting:    4096,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, q.unavailable("create consumer", err)
+	}
+	q.mu.Lock()
+	q.consumers[shard] = c
+	q.mu.Unlock()
+	return c, nil
+}
+
+// forget drops what this object knows of the stream and its consumers
+// after an error: a server restarted without its store has neither, and
+// the next call creates them again.
+func (q *Queue) forget() {
+	q.mu.Lock()
+	q.streamOK = false
+	clear(q.consumers)
+	q.mu.Unlock()
+}
+
+// unavailable wraps err; errors that say the stream or a consumer is gone
+// make the next call create them again.
+func (q *Queue) unavailable(what string, err error) error {
+	q.forget()
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("queue: %s: %w", what, err)
+	}
+	return fmt.Errorf("queue: %s: %w: %w", what, strategies.ErrUnavailable, err)
+}
+
+// publish publishes body on key's shard with message id id (none when
+// empty) and reports whether the stream kept it (false: a duplicate of a
+// message published within the duplicate window, dropped).
+func (q *Queue) publish(ctx context.Context, key, id string, body []byte) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := q.ensureStream(ctx); err != nil {
+		return false, err
+	}
+	var opts []jetstream.PublishOpt
+	if id != "" {
+		opts = append(opts, jetstream.WithMsgID(id))
+	}
+	pctx, cancel := bound(ctx)
+	defer cancel()
+	ack, err := q.js.Publish(pctx, q.subject(q.shardOf(key)), body, opts...)
+	if err != nil {
+		return false, q.unavailable("publish", err)
+	}
+	return !ack.Duplicate, nil
+}
+
+// bound gives ctx DefaultConnectTimeout when it has no deadline.
+func bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, DefaultConnectTimeout)
+}
+
+// Acquire takes key's shard's turn as a lock: it publishes a turn message
+// on the shard and waits, until ctx is done, for the shard's consumer to
+// deliver the next message (its own turn, or an earlier contender's: one
+// turn each). The lease holds that message unacked, which keeps every
+// other message of the shard back (MaxAckPending 1) until Release acks it
+// or its ack deadline (the TTL) passes and the broker redelivers it.
+func (q *Queue) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
+	if _, err := q.publish(ctx, key, "", []byte("turn")); err != nil {
+		return nil, err
+	}
+	return q.Next(ctx, key)
+}
+
+// Enqueue publishes one delivery of a payment on key's shard, with
+// "pay-<payment>" as its message id (Nats-Msg-Id). It reports false when
+// the stream dropped it as a duplicate of a delivery published within the
+// duplicate window: there is then nothing more to do for it. Otherwise the
+// caller takes the shard's next message with Next.
+func (q *Queue) Enqueue(ctx context.Context, key string, payment int64, account int32, amount int64) (bool, error) {
+	body := strconv.AppendInt(nil, payment, 10)
+	body = append(body, ' ')
+	body = strconv.AppendInt(body, int64(account), 10)
+	body = append(body, ' ')
+	body = strconv.AppendInt(body, amount, 10)
+	return q.publish(ctx, key, "pay-"+strconv.FormatInt(payment, 10), body)
+}
+
+// Next waits, until ctx is done, for the next message of key's shard and
+// returns the lease on it. It returns ctx's error when ctx ends first, and
+// an error wrapping strategies.ErrUnavailable when the server cannot be
+// reached.
+func (q *Queue) Next(ctx context.Context, key string) (strategies.Lease, error) {
+	shard := q.shardOf(key)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := q.consumer(ctx, shard)
+		if err != nil {
+			return nil, err
+		}
+		// One short pull request at a time (FetchSlice); its expiry is
+		// set a little before the slice ends, so that the server drops
+		// it before we stop listening.
+		sctx, cancel := context.WithTimeout(ctx, FetchSlice)
+		start := time.Now()
+		msg, err := c.Next(jetstream.FetchContext(sctx))
+		cancel()
+		switch {
+		case err == nil:
+			return q.lease(key, msg, start)
+		case errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoMessages),
+			errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil,
+			errors.Is(err, jetstream.ErrInvalidOption) && ctx.Err() == nil:
+			// The slice ended with no message: ask again.
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		default:
+			return nil, q.unavailable("fetch", err)
+		}
+	}
+}
+
+// lease wraps a delivered message. Its deadline counts the ack wait from
+// before the pull request was sent, which is no later than the server
+// started the message's ack timer.
+func (q *Queue) lease(key string, msg jetstream.Msg, pulled time.Time) (*Lease, error) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return nil, fmt.Errorf("queue: message without JetStream metadata: %w", err)
+	}
+	l := &Lease{key: key, msg: msg, token: int64(meta.Sequence.Consumer), deadline: pulled.Add(q.ackWait), delivered: meta.NumDelivered}
+	l.payment, l.account, l.amount, l.carries = parseBody(msg.Data())
+	return l, nil
+}
+
+// parseBody reads "payment account amount".
+func parseBody(b []byte) (payment int64, account int32, amount int64, ok bool) {
+	f := strings.Fields(string(b))
+	if len(f) != 3 {
+		return 0, 0, 0, false
+	}
+	p, err1 := strconv.ParseInt(f[0], 10, 64)
+	a, err2 := strconv.ParseInt(f[1], 10, 32)
+	x, err3 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, 0, false
+	}
+	return p, int32(a), x, true
+}
+
+// Reset deletes the stream, its messages, its duplicate window and its
+// consumers, and creates it again empty: what a new run needs, since its
+// payment ids are the previous run's. Only one instance of a run may call
+// it, before any delivery.
+func (q *Queue) Reset(ctx context.Context) error {
+	ctx, cancel := bound(ctx)
+	defer cancel()
+	q.forget()
+	if err := q.js.DeleteStream(ctx, q.stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return q.unavailable("delete stream", err)
+	}
+	return q.ensureStream(ctx)
+}
+
+// Close closes the connection. A lease still held is not acked: its
+// message is redelivered after its ack deadline.
+func (q *Queue) Close() error {
+	q.nc.Close()
+	return nil
+}
