@@ -18,23 +18,56 @@ const (
 	// the primary through them.
 	EnvRedisSentinels = "LOCKBENCH_REDIS_SENTINELS"
 	// EnvRedisMaster is the name those Sentinels know the primary by
-	// (default strategies.DefaultRedisMaster).
+	// (default strategies.DefaultRedisMaster), or a URL naming it with the
+	// primary's own ACL user and password: rediss://user:pass@name.
 	EnvRedisMaster = "LOCKBENCH_REDIS_MASTER"
 )
 
-// Endpoints says where the servers are.
+// Environment variables for servers that need TLS or authentication (a
+// user's own clusters; the servers lockbench starts need none). Redis users
+// and passwords are in the rediss://user:pass@host:port entries of
+// EnvRedisAddrs and EnvRedisSentinels; Postgres takes everything from its
+// DSN (sslmode=verify-full, sslrootcert=…, password=…).
+const (
+	// EnvRedisCACert is a PEM file of the CA certificates that verify the
+	// Redis nodes and Sentinels reached with rediss:// (default: the
+	// system's roots).
+	EnvRedisCACert = "LOCKBENCH_REDIS_CACERT"
+	// EnvEtcdCACert is a PEM file of the CA certificates that verify the
+	// etcd members at https:// endpoints (default: the system's roots).
+	EnvEtcdCACert = "LOCKBENCH_ETCD_CACERT"
+	// EnvEtcdCert and EnvEtcdKey are a client certificate and its key
+	// (PEM), for members that check client certificates (mutual TLS).
+	EnvEtcdCert = "LOCKBENCH_ETCD_CERT"
+	EnvEtcdKey  = "LOCKBENCH_ETCD_KEY"
+	// EnvEtcdUser and EnvEtcdPassword log in to an etcd cluster with auth
+	// enabled.
+	EnvEtcdUser     = "LOCKBENCH_ETCD_USER"
+	EnvEtcdPassword = "LOCKBENCH_ETCD_PASSWORD"
+)
+
+// Endpoints says where the servers are and how to log in to them.
 type Endpoints struct {
+	// RedisAddrs are host:port or redis[s]://[user:password@]host:port.
 	RedisAddrs    []string
 	RedisPassword string
+	// RedisCACert is EnvRedisCACert.
+	RedisCACert string
 	// RedisSentinels and RedisMaster name a replicated Redis (one primary
 	// behind Sentinels), used by the single-node Redis strategies instead
 	// of RedisAddrs[0]; RedisAddrs, if any, remain independent masters for
-	// multi-node strategies (redlock).
+	// multi-node strategies (redlock). Entries may be URLs as RedisAddrs',
+	// and RedisMaster redis[s]://user:pass@name (see strategies.Config).
 	RedisSentinels []string
 	RedisMaster    string
 	EtcdEndpoints  []string
-	PostgresDSN    string
-	ZKServers      []string
+	// EtcdCACert, EtcdCert, EtcdKey, EtcdUser and EtcdPassword are
+	// EnvEtcdCACert, EnvEtcdCert, EnvEtcdKey, EnvEtcdUser and
+	// EnvEtcdPassword.
+	EtcdCACert, EtcdCert, EtcdKey string
+	EtcdUser, EtcdPassword        string
+	PostgresDSN                   string
+	ZKServers                     []string
 	// NATSURL is a NATS server URL (JetStream enabled), for the queue
 	// strategy; user and password or a token may be in it.
 	NATSURL string
@@ -63,6 +96,10 @@ type Options struct {
 	// TopologySentinel: one primary, SentinelReplicas replicas and
 	// SentinelCount Sentinels, whatever Needs.Redis.
 	RedisTopology Topology
+	// Secure, when set, starts Redis, etcd and Postgres with TLS and
+	// authentication, for tests of the clients (see Secure); nil, the
+	// default, starts them plain.
+	Secure *Secure
 	// Faketime starts every Redis node under libfaketime so that
 	// (*Redis).SetClockOffset can move its clock while it runs.
 	Faketime bool
@@ -113,8 +150,9 @@ type EtcdMember struct {
 // Postgres is a locally started PostgreSQL server.
 type Postgres struct {
 	// DSN is a pgx connection string: database and superuser postgres, no
-	// password (trust authentication on loopback), sslmode=disable. It stays
-	// the same across Kill/Start.
+	// password (trust authentication on loopback), sslmode=disable; with
+	// Options.Secure, Secure.User and its password, sslmode=verify-full and
+	// the CA as sslrootcert. It stays the same across Kill/Start.
 	DSN string
 	pgState
 }

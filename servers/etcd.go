@@ -40,6 +40,12 @@ const (
 	EnvChildEtcdPeerURL      = "LOCKBENCH_CHILD_ETCD_PEER_URL"
 	EnvChildEtcdCluster      = "LOCKBENCH_CHILD_ETCD_INITIAL_CLUSTER"
 	EnvChildEtcdClusterToken = "LOCKBENCH_CHILD_ETCD_CLUSTER_TOKEN"
+	// EnvChildEtcdCertFile, EnvChildEtcdKeyFile and EnvChildEtcdCAFile,
+	// when set, serve clients over TLS only and require client
+	// certificates signed by the CA (Options.Secure).
+	EnvChildEtcdCertFile = "LOCKBENCH_CHILD_ETCD_CERT_FILE"
+	EnvChildEtcdKeyFile  = "LOCKBENCH_CHILD_ETCD_KEY_FILE"
+	EnvChildEtcdCAFile   = "LOCKBENCH_CHILD_ETCD_CA_FILE"
 )
 
 // etcdState is the implementation part of EtcdMember.
@@ -47,17 +53,31 @@ type etcdState struct {
 	server
 	peerURL string
 	dataDir string
+	// health is the client of the member's /health probes: healthClient,
+	// or one with the CA and client certificate of Options.Secure.
+	health *http.Client
 }
 
 // healthClient probes members without keeping connections around.
 var healthClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
 func (c *Cluster) startEtcd(ctx context.Context, n int, bins binaries) error {
+	health := healthClient
+	if c.opts.Secure.tls() {
+		tc, err := c.opts.Secure.clientTLS()
+		if err != nil {
+			return err
+		}
+		health = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: tc}}
+	}
 	var err error
 	for attempt := range startAttempts {
-		if err = c.startEtcdOnce(ctx, n, bins, attempt); !addrInUse(err) {
+		if err = c.startEtcdOnce(ctx, n, bins, attempt, health); !addrInUse(err) {
 			break
 		}
+	}
+	if err == nil && c.opts.Secure.auth() {
+		err = c.enableEtcdAuth(ctx)
 	}
 	return err
 }
@@ -65,7 +85,11 @@ func (c *Cluster) startEtcd(ctx context.Context, n int, bins binaries) error {
 // startEtcdOnce starts n members on fresh ports and waits until all are
 // healthy. Members must start together: none is healthy before a quorum is.
 // On failure it kills what it started, so a retry starts clean.
-func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attempt int) error {
+func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attempt int, health *http.Client) error {
+	scheme := "http://"
+	if c.opts.Secure.tls() {
+		scheme = "https://"
+	}
 	ports, err := freePorts(2 * n)
 	if err != nil {
 		return err
@@ -74,7 +98,8 @@ func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attem
 	var initial []string
 	for i := range members {
 		name := fmt.Sprintf("etcd-%d", i)
-		m := &EtcdMember{ClientURL: "http://" + hostPort(ports[2*i])}
+		m := &EtcdMember{ClientURL: scheme + hostPort(ports[2*i])}
+		m.health = health
 		m.peerURL = "http://" + hostPort(ports[2*i+1])
 		dir := filepath.Join(c.dir, name)
 		m.dataDir = filepath.Join(dir, "data")
@@ -89,7 +114,7 @@ func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attem
 			logPath: filepath.Join(dir, "server.log"),
 			stopSig: syscall.SIGTERM,
 			timeout: etcdReadyTimeout,
-			ready:   func(ctx context.Context) error { return etcdHealthy(ctx, m.ClientURL) },
+			ready:   func(ctx context.Context) error { return etcdHealthy(ctx, m.health, m.ClientURL) },
 			desc:    func() string { return name + " (" + m.ClientURL + ")" },
 			cl:      &c.state,
 		}
@@ -107,6 +132,12 @@ func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attem
 			EnvChildEtcdCluster+"="+strings.Join(initial, ","),
 			EnvChildEtcdClusterToken+"="+token,
 		)
+		if sec := c.opts.Secure; sec.tls() {
+			env = append(env,
+				EnvChildEtcdCertFile+"="+sec.Certs.ServerCert,
+				EnvChildEtcdKeyFile+"="+sec.Certs.ServerKey,
+				EnvChildEtcdCAFile+"="+sec.Certs.CA)
+		}
 		m.build = func() (*exec.Cmd, error) {
 			cmd := exec.Command(bins.self)
 			cmd.Env = env
@@ -132,12 +163,12 @@ func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attem
 
 // etcdHealthy asks the member's /health endpoint, which answers true only
 // when the cluster has a leader and serves a read.
-func etcdHealthy(ctx context.Context, clientURL string) error {
+func etcdHealthy(ctx context.Context, client *http.Client, clientURL string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/health", nil)
 	if err != nil {
 		return err
 	}
-	resp, err := healthClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ type pgState struct {
 	dataDir string
 	sockDir string
 	cred    *syscall.Credential // nil: run as ourselves
+	// secure is Options.Secure: ssl=on with its certificate, and the
+	// superuser Secure.User with a scram-sha-256 password over TCP.
+	secure *Secure
 }
 
 func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
@@ -51,7 +54,11 @@ func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
 		cl:      &c.state,
 	}
 	c.Postgres = p
+	p.secure = c.opts.Secure
 	if err := p.prepare(c.dir, dir); err != nil {
+		return p.startErr(err)
+	}
+	if err := p.prepareSecure(); err != nil {
 		return p.startErr(err)
 	}
 	if err := p.initdb(ctx, bins); err != nil {
@@ -64,7 +71,7 @@ func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
 			return perr
 		}
 		p.port = ports[0]
-		p.DSN = fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", pgUser, p.port)
+		p.DSN = p.dsn()
 		if err = p.start(ctx); !addrInUse(err) {
 			break
 		}
@@ -114,8 +121,11 @@ func (p *Postgres) initdb(ctx context.Context, bins binaries) error {
 	ctx, cancel := context.WithTimeout(ctx, initdbTimeout)
 	defer cancel()
 	cmd := exec.Command(filepath.Join(bins.pgBin, "initdb"),
-		"-D", p.dataDir, "-U", pgUser, "--auth=trust",
+		"-D", p.dataDir, "-U", p.superuser(), "--auth=trust",
 		"--locale=C", "--encoding=UTF8", "--no-sync")
+	if p.secure.auth() {
+		cmd.Args = append(cmd.Args, "--auth-host=scram-sha-256", "--pwfile="+p.pwPath())
+	}
 	cmd.Env = childEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
 	cmd.Dir = filepath.Dir(p.dataDir)
@@ -149,6 +159,10 @@ func (p *Postgres) command(bins binaries) *exec.Cmd {
 		"-c", "full_page_writes=off",
 		"-c", "max_connections="+strconv.Itoa(pgMaxConnections),
 	)
+	if p.secure.tls() {
+		cmd.Args = append(cmd.Args, "-c", "ssl=on",
+			"-c", "ssl_cert_file="+p.certPath(), "-c", "ssl_key_file="+p.keyPath())
+	}
 	cmd.Dir = filepath.Dir(p.dataDir)
 	cmd.Env = childEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}

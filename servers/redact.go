@@ -6,10 +6,12 @@ import "regexp"
 const redacted = "xxxxx"
 
 var (
-	// userinfoRe matches the password in scheme://user:password@host.
+	// userinfoRe matches the password in scheme://user:password@host
+	// (postgres://, redis://, rediss://, https://, …) up to the last '@'
+	// before the host, as URL parsers read a password with a raw '@'.
 	// (A URL's password has '/', '?' and '#' percent-encoded, so
 	// http://h:80/a@b is a port and a path, not a password.)
-	userinfoRe = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)[^@\s/?#]+@`)
+	userinfoRe = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)[^\s/?#]+@`)
 	// queryRe matches ?password=… or &password=… in a URL's query.
 	queryRe = regexp.MustCompile(`(?i)([?&][a-z_]*password=)[^&#\s]+`)
 	// flagRe matches a command-line flag's value: --redis-password pw,
@@ -20,16 +22,22 @@ var (
 	// VAR_PASSWORD=… lines such as Env's. An empty value followed by a blank
 	// may hide the next word too: hiding too much is the safe side.
 	keywordRe = regexp.MustCompile(`(?i)((?:^|[\s,;])[a-z_]*password[ \t]*=[ \t]*)('(?:[^'\\]|\\.)*'?|[^\s']+)`)
+	// fieldRe matches a password field printed by %+v (EtcdPassword:pw)
+	// or in JSON or YAML ("password": "pw", etcd_password: pw).
+	fieldRe = regexp.MustCompile(`(?i)((?:^|[\s{,;(])"?[a-z_]*password"?[ \t]*:[ \t]*)("(?:[^"\\]|\\.)*"?|[^\s,;})"]+)`)
 )
 
 // Redact returns s with passwords hidden: in URLs
-// (postgres://u:pw@h/db, redis://:pw@h:6379, ?password=pw) and in key=value
-// connection strings (password=pw, password='p w'), in NAME_PASSWORD=pw
-// lines and in --x-password flags. Use it on anything that names a server
-// and is logged.
+// (postgres://u:pw@h/db, redis://:pw@h:6379, rediss://user:pw@h:6380,
+// ?password=pw) and in key=value connection strings (password=pw,
+// password='p w'), in NAME_PASSWORD=pw lines (LOCKBENCH_REDIS_PASSWORD,
+// LOCKBENCH_ETCD_PASSWORD), in --x-password flags and in printed fields
+// (EtcdPassword:pw, "password": "pw"). Use it on anything that names a
+// server and is logged.
 func Redact(s string) string {
 	s = userinfoRe.ReplaceAllString(s, "${1}"+redacted+"@")
 	s = queryRe.ReplaceAllString(s, "${1}"+redacted)
 	s = flagRe.ReplaceAllString(s, "${1}"+redacted)
-	return keywordRe.ReplaceAllString(s, "${1}"+redacted)
+	s = keywordRe.ReplaceAllString(s, "${1}"+redacted)
+	return fieldRe.ReplaceAllString(s, "${1}"+redacted)
 }

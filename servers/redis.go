@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockbench/lockbench/internal/atomicfile"
 )
 
@@ -34,11 +36,16 @@ type redisState struct {
 	// group is the replicated Redis the node belongs to (the sentinel
 	// topology); nil for an independent master.
 	group *sentinelGroup
+	// secure is Options.Secure: TLS only and an ACL user when set.
+	secure *Secure
 }
 
 // startRedis starts the cluster's Redis: n independent masters, or with
 // Options.RedisTopology sentinel the replicated group (whatever n).
 func (c *Cluster) startRedis(ctx context.Context, n int, bins binaries) error {
+	if err := c.opts.Secure.check(c.opts.RedisTopology); err != nil {
+		return err
+	}
 	if c.opts.RedisTopology == TopologySentinel {
 		return c.startSentinelGroup(ctx, bins)
 	}
@@ -75,6 +82,12 @@ func (c *Cluster) newRedis(name string, bins binaries, group *sentinelGroup) (*R
 	}
 	r.group = group
 	r.faketime = c.opts.Faketime
+	r.secure = c.opts.Secure
+	if r.secure.auth() {
+		if err := r.writeACL(); err != nil {
+			return nil, fmt.Errorf("servers: %s: %w", name, err)
+		}
+	}
 	if r.faketime {
 		if err := atomicfile.WriteFile(r.tsPath(), []byte("+0s\n")); err != nil {
 			return nil, fmt.Errorf("servers: %s: %w", name, err)
@@ -86,7 +99,7 @@ func (c *Cluster) newRedis(name string, bins binaries, group *sentinelGroup) (*R
 		stopSig: syscall.SIGTERM,
 		timeout: redisReadyTimeout,
 		build:   func() (*exec.Cmd, error) { return r.command(bins, c.opts.RedisAOF), nil },
-		ready:   func(ctx context.Context) error { return pingRedis(ctx, r.Addr) },
+		ready:   r.ready,
 		desc:    func() string { return name + " (" + r.Addr + ")" },
 		cl:      &c.state,
 	}
@@ -100,8 +113,20 @@ func (r *Redis) command(bins binaries, aof bool) *exec.Cmd {
 	if aof {
 		appendonly = "yes"
 	}
-	cmd := exec.Command(bins.redisServer,
-		"--port", strconv.Itoa(r.port),
+	port := []string{"--port", strconv.Itoa(r.port)}
+	if r.secure.tls() {
+		// TLS only: the plain port is closed, so nothing can pass unseen.
+		port = []string{"--port", "0", "--tls-port", strconv.Itoa(r.port),
+			"--tls-cert-file", r.secure.Certs.ServerCert,
+			"--tls-key-file", r.secure.Certs.ServerKey,
+			"--tls-ca-cert-file", r.secure.Certs.CA,
+			"--tls-auth-clients", "no"}
+	}
+	if r.secure.auth() {
+		port = append(port, "--aclfile", r.aclPath())
+	}
+	cmd := exec.Command(bins.redisServer, port...)
+	cmd.Args = append(cmd.Args,
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", appendonly,
@@ -134,6 +159,42 @@ func (r *Redis) command(bins binaries, aof bool) *exec.Cmd {
 		cmd.Env = childEnv()
 	}
 	return cmd
+}
+
+// aclPath is the node's ACL file (Options.Secure with a password).
+func (r *Redis) aclPath() string { return filepath.Join(r.dir, "users.acl") }
+
+// writeACL writes the ACL file: the default user disabled, and
+// Secure.User with Secure.Password allowed everything. The password is in
+// a file only the owner reads, not on the command line.
+func (r *Redis) writeACL() error {
+	acl := "user default off\n" +
+		"user " + r.secure.user() + " on >" + r.secure.Password + " ~* &* +@all\n"
+	return os.WriteFile(r.aclPath(), []byte(acl), 0o600)
+}
+
+// URL is how a client names the node: Addr for a plain node, and for one
+// started with Options.Secure a rediss:// (TLS) or redis:// URL with the
+// ACL user and password, as a Config.RedisAddrs entry.
+func (r *Redis) URL() string { return r.secure.redisURL(r.Addr) }
+
+// ready probes the node: one PING, over TLS and logged in as the ACL user
+// with Options.Secure.
+func (r *Redis) ready(ctx context.Context) error {
+	if r.secure == nil {
+		return pingRedis(ctx, r.Addr)
+	}
+	tc, err := r.secure.clientTLS()
+	if err != nil {
+		return err
+	}
+	o := &redis.Options{Addr: r.Addr, TLSConfig: tc, MaxRetries: -1, DisableIdentity: true, PoolSize: 1, Protocol: 2}
+	if r.secure.auth() {
+		o.Username, o.Password = r.secure.user(), r.secure.Password
+	}
+	c := redis.NewClient(o)
+	defer c.Close()
+	return c.Ping(ctx).Err()
 }
 
 // pingRedis sends one PING and expects +PONG.

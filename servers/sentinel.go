@@ -473,11 +473,10 @@ func (c *Cluster) sentinelEndpoints() (sentinels []string, master string) {
 // Nodes and, for faults to address them by index, RedisAddrs).
 func replicatedTarget(need strategies.Need, ep Endpoints, c *Cluster) Target {
 	t := Target{Need: need, noun: "Redis node", flag: "--redis-sentinels", env: EnvRedisSentinels}
-	t.Config = strategies.Config{
+	t.Config = ep.withCredentials(strategies.Config{
 		RedisSentinels: append([]string(nil), ep.RedisSentinels...),
 		RedisMaster:    ep.RedisMaster,
-		RedisPassword:  ep.RedisPassword,
-	}
+	})
 	if t.Config.RedisMaster == "" {
 		t.Config.RedisMaster = strategies.DefaultRedisMaster
 	}

@@ -23,19 +23,32 @@ type Config struct {
 	// Owner names the instance the strategy belongs to; it is part of every
 	// owner value the strategy writes, so a lock can be traced to its holder.
 	Owner string
-	// RedisAddrs are host:port addresses of independent Redis masters. Single
-	// node strategies use the first one; redlock uses all of them.
+	// RedisAddrs are the addresses of independent Redis masters. Single
+	// node strategies use the first one; redlock uses all of them. An entry
+	// is host:port, or a URL with an ACL user and password:
+	// redis://user:password@host:port, or rediss://… for TLS (see
+	// RedisCACert). A URL's password is percent-encoded as in any URL;
+	// redis://:password@host:port logs in as the default user.
 	RedisAddrs []string
-	// RedisPassword is the AUTH password for every Redis node, if any.
+	// RedisPassword is the AUTH password for every Redis node whose entry
+	// has none of its own, if any; with RedisSentinels, the primary's.
 	RedisPassword string
-	// RedisSentinels are host:port addresses of the Sentinels that watch a
+	// RedisCACert is the path of a PEM file of the CA certificates that
+	// verify the Redis nodes and Sentinels reached with rediss:// entries;
+	// empty: the system's roots.
+	RedisCACert string
+	// RedisSentinels are the addresses of the Sentinels that watch a
 	// replicated Redis (one primary and its replicas). When set, single-node
 	// strategies find the primary through them, as a production client
 	// does (go-redis' failover client), and follow it after a failover;
-	// RedisAddrs then only name the group's nodes for faults.
+	// RedisAddrs then only name the group's nodes for faults. Entries are
+	// as RedisAddrs' (host:port or redis[s]://user:password@host:port, the
+	// Sentinels' own ACL user), and all use TLS or none do.
 	RedisSentinels []string
 	// RedisMaster is the name the Sentinels know the primary by; the
-	// default is DefaultRedisMaster.
+	// default is DefaultRedisMaster. It may be a URL that also gives the
+	// primary's ACL user and password, redis://user:password@name (the
+	// scheme is ignored: the Sentinels' entries decide on TLS).
 	RedisMaster string
 	// RedisWait, when above 0, makes single-node Redis strategies call WAIT
 	// RedisWait after taking a lock, on the connection that took it (as
@@ -45,9 +58,19 @@ type Config struct {
 	// RedisWaitTimeout is WAIT's timeout; the default is the TTL divided by
 	// RedisWaitDivisor.
 	RedisWaitTimeout time.Duration
-	// EtcdEndpoints are etcd client URLs.
+	// EtcdEndpoints are etcd client URLs: https:// ones use TLS (see
+	// EtcdCACert).
 	EtcdEndpoints []string
-	// PostgresDSN is a pgx connection string.
+	// EtcdCACert is the path of a PEM file of the CA certificates that
+	// verify the etcd members; empty: the system's roots.
+	EtcdCACert string
+	// EtcdCert and EtcdKey are the paths of a client certificate and its
+	// key (PEM), for members that check client certificates (mutual TLS).
+	EtcdCert, EtcdKey string
+	// EtcdUser and EtcdPassword log in to a cluster with auth enabled.
+	EtcdUser, EtcdPassword string
+	// PostgresDSN is a pgx connection string; TLS and the password are
+	// its own (sslmode=verify-full, sslrootcert=…, password=…).
 	PostgresDSN string
 	// ZKServers are host:port addresses of the servers of one ZooKeeper
 	// ensemble.

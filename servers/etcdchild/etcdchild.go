@@ -127,5 +127,13 @@ func etcdConfigFromEnv() (*embed.Config, error) {
 	// every lock operation wait for the disk. The data survives a killed
 	// member (it is in the page cache), not a power cut.
 	cfg.UnsafeNoFsync = true
+	if cert := os.Getenv(servers.EnvChildEtcdCertFile); cert != "" {
+		// Clients over TLS only, each with a certificate the CA signed
+		// (client-cert-auth); the peers stay plain on loopback.
+		cfg.ClientTLSInfo.CertFile = cert
+		cfg.ClientTLSInfo.KeyFile = os.Getenv(servers.EnvChildEtcdKeyFile)
+		cfg.ClientTLSInfo.TrustedCAFile = os.Getenv(servers.EnvChildEtcdCAFile)
+		cfg.ClientTLSInfo.ClientCertAuth = cfg.ClientTLSInfo.TrustedCAFile != ""
+	}
 	return cfg, nil
 }

@@ -100,13 +100,31 @@ var (
 // New connects to cfg.EtcdEndpoints and creates the first session, which
 // checks within DefaultOpTimeout that the cluster answers and grants leases.
 // The session TTL is cfg.TTL rounded up to whole seconds, at least 1.
+// https:// endpoints are reached with TLS (TLSConfig); cfg.EtcdUser and
+// cfg.EtcdPassword, when set, log in to a cluster with auth enabled. A
+// member whose certificate is not trusted, or a wrong user or password,
+// fails New at once with an error that says so (not ErrUnavailable).
 func New(ctx context.Context, cfg strategies.Config) (*Etcd, error) {
 	cfg = cfg.WithDefaults()
 	if len(cfg.EtcdEndpoints) == 0 {
 		return nil, errors.New("etcdlock: no endpoint in Config.EtcdEndpoints")
 	}
+	tc, err := TLSConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		// gRPC reports a certificate it does not trust as a dial timeout;
+		// one handshake of our own says what is wrong, at once.
+		if err := checkTrust(ctx, cfg.EtcdEndpoints, tc); err != nil {
+			return nil, err
+		}
+	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.EtcdEndpoints,
+		TLS:         tc,
+		Username:    cfg.EtcdUser,
+		Password:    cfg.EtcdPassword,
 		DialTimeout: DefaultDialTimeout,
 		Logger:      zap.NewNop(),
 		// gRPC's reconnect backoff grows to 2 minutes; cap it so that a
@@ -118,7 +136,7 @@ func New(ctx context.Context, cfg strategies.Config) (*Etcd, error) {
 		})},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("etcdlock: %w", classify(ctx, "connect", err))
+		return nil, classify(ctx, "connect", err)
 	}
 	e := &Etcd{
 		client:    client,

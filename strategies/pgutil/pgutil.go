@@ -5,6 +5,8 @@ package pgutil
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 
@@ -21,8 +23,12 @@ import (
 //   - an error the server returned whose SQLSTATE means "cannot serve now"
 //     (Transient), and every transport failure or per-statement deadline,
 //     wrapped in strategies.ErrUnavailable;
-//   - any other error the server returned (a bug or a misconfiguration),
-//     wrapped as is.
+//   - a server certificate the client does not trust (sslmode=verify-ca or
+//     verify-full with a wrong sslrootcert, or a certificate for another
+//     host), said so and wrapped as is: a misconfiguration, not a server
+//     that is down;
+//   - any other error the server returned (a bug or a misconfiguration,
+//     such as a wrong password), wrapped as is.
 //
 // pgx's connection errors name the host, user and database, never the
 // password.
@@ -32,6 +38,9 @@ func Classify(ctx context.Context, name, op string, err error) error {
 			return fmt.Errorf("%s: %s: %w", name, op, err)
 		}
 		return fmt.Errorf("%s: %s: %w (%v)", name, op, ctx.Err(), err)
+	}
+	if untrusted(err) {
+		return fmt.Errorf("%s: %s: server certificate not trusted (check sslrootcert and the host in the DSN): %w", name, op, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && !Transient(pgErr.Code) {
@@ -53,4 +62,17 @@ func Transient(code string) bool {
 		return true
 	}
 	return false
+}
+
+// untrusted reports whether err is a failure to trust the server's
+// certificate.
+func untrusted(err error) bool {
+	var (
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &hostname) ||
+		errors.As(err, &invalid)
 }

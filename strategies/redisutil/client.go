@@ -2,6 +2,7 @@ package redisutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // Client defaults. They are short on purpose: a lock server that does not
@@ -32,7 +35,9 @@ const (
 	DefaultPingTimeout = 2 * time.Second
 )
 
-// Options returns client options for one Redis node at addr.
+// Options returns client options for one Redis node at addr (host:port)
+// that needs password, if any, for the default user. ClientOptions builds
+// them from a Config entry (URL, ACL user, TLS).
 func Options(addr, password string) *redis.Options {
 	return &redis.Options{
 		Addr:         addr,
@@ -64,32 +69,67 @@ func Options(addr, password string) *redis.Options {
 	}
 }
 
-// Dial returns a client for the node at addr after checking that it answers
-// PING within DefaultPingTimeout, and loads scripts into the node's script
-// cache so the first EVALSHA finds them. On failure it closes the client and
-// returns an error that wraps strategies.ErrUnavailable when the node is
-// unreachable.
-func Dial(ctx context.Context, addr, password string, scripts ...*redis.Script) (*redis.Client, error) {
-	c := redis.NewClient(Options(addr, password))
+// Dial returns a client for the node of entry (a Config.RedisAddrs entry,
+// see ClientOptions) after checking that it answers PING within
+// DefaultPingTimeout, and loads scripts into the node's script cache so the
+// first EVALSHA finds them. On failure it closes the client and returns an
+// error that wraps strategies.ErrUnavailable when the node is unreachable.
+// Errors name the node by host:port only.
+func Dial(ctx context.Context, entry string, cfg strategies.Config, scripts ...*redis.Script) (*redis.Client, error) {
+	o, err := ClientOptions(entry, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(o)
 	if err := ready(ctx, c, scripts); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("connect: %w", Classify(ctx, addr, err))
+		return nil, fmt.Errorf("connect: %w", Classify(ctx, EndpointName(entry), err))
 	}
 	return c, nil
 }
 
-// FailoverOptions returns client options for the primary of a replicated
-// Redis that the Sentinels at sentinels know as master: go-redis' failover
-// client asks a Sentinel for the primary's address on every new connection
-// and drops its connections to the old primary when the Sentinels announce
-// a new one (+switch-master). The settings are Options', for the primary
-// and the Sentinels alike; password is the primary's (the Sentinels have
-// none).
-func FailoverOptions(master string, sentinels []string, password string) *redis.FailoverOptions {
-	o := Options("", password)
-	return &redis.FailoverOptions{
-		MasterName:            master,
-		SentinelAddrs:         append([]string(nil), sentinels...),
+// FailoverOptions returns client options for the primary of the
+// replicated Redis of cfg: the one the Sentinels of cfg.RedisSentinels
+// know as cfg.RedisMaster. go-redis' failover client asks a Sentinel for
+// the primary's address on every new connection and drops its connections
+// to the old primary when the Sentinels announce a new one
+// (+switch-master). The settings are Options', for the primary and the
+// Sentinels alike. The Sentinels log in with the user and password of
+// their entries; the primary with those of a URL-form RedisMaster, else
+// cfg.RedisPassword. rediss:// Sentinel entries mean TLS to the Sentinels
+// and the primary, verified by cfg.RedisCACert; every entry must agree on
+// TLS and on the login.
+func FailoverOptions(cfg strategies.Config) (*redis.FailoverOptions, error) {
+	master, err := ParseMaster(cfg.RedisMaster)
+	if err != nil {
+		return nil, err
+	}
+	if master.Name == "" {
+		master.Name = strategies.DefaultRedisMaster
+	}
+	if len(cfg.RedisSentinels) == 0 {
+		return nil, errors.New("redisutil: no Sentinel in Config.RedisSentinels")
+	}
+	var first Endpoint
+	addrs := make([]string, len(cfg.RedisSentinels))
+	for i, entry := range cfg.RedisSentinels {
+		e, err := ParseEndpoint(entry)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			first = e
+		} else if e.TLS != first.TLS || e.User != first.User || e.Password != first.Password {
+			return nil, fmt.Errorf("redisutil: Sentinel %s differs from %s in TLS or login; one client needs one of each", e.Addr, first.Addr)
+		}
+		addrs[i] = e.Addr
+	}
+	o := Options("", cfg.RedisPassword)
+	fo := &redis.FailoverOptions{
+		MasterName:            master.Name,
+		SentinelAddrs:         addrs,
+		SentinelUsername:      first.User,
+		SentinelPassword:      first.Password,
 		Password:              o.Password,
 		DialTimeout:           o.DialTimeout,
 		ReadTimeout:           o.ReadTimeout,
@@ -104,15 +144,30 @@ func FailoverOptions(master string, sentinels []string, password string) *redis.
 		Protocol:              o.Protocol,
 		Dialer:                o.Dialer,
 	}
+	if master.HasLogin {
+		fo.Username, fo.Password = master.User, master.Password
+	}
+	if first.TLS {
+		tc, err := TLSConfig(cfg.RedisCACert)
+		if err != nil {
+			return nil, err
+		}
+		fo.TLSConfig, fo.Dialer = tc, dialTLS(tc)
+	}
+	return fo, nil
 }
 
-// DialFailover is Dial for the primary of a replicated Redis, found
-// through its Sentinels (FailoverOptions).
-func DialFailover(ctx context.Context, master string, sentinels []string, password string, scripts ...*redis.Script) (*redis.Client, error) {
-	c := redis.NewFailoverClient(FailoverOptions(master, sentinels, password))
+// DialFailover is Dial for the primary of the replicated Redis of cfg,
+// found through its Sentinels (FailoverOptions).
+func DialFailover(ctx context.Context, cfg strategies.Config, scripts ...*redis.Script) (*redis.Client, error) {
+	o, err := FailoverOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewFailoverClient(o)
 	if err := ready(ctx, c, scripts); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("connect: %w", Classify(ctx, PrimaryName(master), err))
+		return nil, fmt.Errorf("connect: %w", Classify(ctx, PrimaryName(o.MasterName), err))
 	}
 	return c, nil
 }

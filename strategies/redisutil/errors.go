@@ -20,7 +20,11 @@ import (
 //     MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY, max clients), and every
 //     transport failure (refused, reset, EOF, timeout, pool timeout, a
 //     per-call deadline), wrapped in strategies.ErrUnavailable;
-//   - any other Redis error reply (a bug or a misconfiguration), wrapped as is.
+//   - a server certificate the client does not trust (a wrong CA, a TLS
+//     client at a plain port), said so and wrapped as is: a
+//     misconfiguration, not a node that is down;
+//   - any other Redis error reply (a bug or a misconfiguration, such as
+//     WRONGPASS), wrapped as is.
 //
 // It returns nil for a nil err.
 func Classify(ctx context.Context, addr string, err error) error {
@@ -32,6 +36,9 @@ func Classify(ctx context.Context, addr string, err error) error {
 			return fmt.Errorf("redis %s: %w", addr, err)
 		}
 		return fmt.Errorf("redis %s: %w (%v)", addr, ctx.Err(), err)
+	}
+	if isTLSTrust(err) {
+		return fmt.Errorf("redis %s: server certificate not trusted (check the CA file, LOCKBENCH_REDIS_CACERT, and that the port speaks TLS): %w", addr, err)
 	}
 	var reply redis.Error
 	if errors.As(err, &reply) && !transient(err) {

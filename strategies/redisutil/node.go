@@ -16,7 +16,8 @@ import (
 // Config.RedisSentinels name, and the lock's settings.
 type Node struct {
 	Client *redis.Client
-	// Addr names the node in errors: its address, or PrimaryName.
+	// Addr names the node in errors: its host:port (EndpointName, never a
+	// password), or PrimaryName.
 	Addr string
 	// TTL is Config.TTL truncated to whole milliseconds, PX's resolution.
 	TTL   time.Duration
@@ -48,11 +49,12 @@ func DialNode(ctx context.Context, name string, cfg strategies.Config, scripts .
 		err  error
 	)
 	if len(cfg.RedisSentinels) > 0 {
-		addr = PrimaryName(cfg.RedisMaster)
-		c, err = DialFailover(ctx, cfg.RedisMaster, cfg.RedisSentinels, cfg.RedisPassword, scripts...)
+		m, _ := ParseMaster(cfg.RedisMaster) // DialFailover reports an error
+		addr = PrimaryName(m.Name)
+		c, err = DialFailover(ctx, cfg, scripts...)
 	} else {
-		addr = cfg.RedisAddrs[0]
-		c, err = Dial(ctx, addr, cfg.RedisPassword, scripts...)
+		addr = EndpointName(cfg.RedisAddrs[0])
+		c, err = Dial(ctx, cfg.RedisAddrs[0], cfg, scripts...)
 	}
 	if err != nil {
 		return Node{}, fmt.Errorf("%s: %w", name, err)

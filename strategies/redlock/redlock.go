@@ -70,17 +70,18 @@ func New(ctx context.Context, cfg strategies.Config) (*Redlock, error) {
 	if len(addrs) == 0 || ttl <= 0 {
 		return nil, fmt.Errorf("redlock: need Redis addresses and a TTL of at least 1ms (got %d, %v)", len(addrs), cfg.TTL)
 	}
+	clients, names, err := redisutil.NewClients(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("redlock: %w", err)
+	}
 	r := &Redlock{
-		clients:     make([]*redis.Client, len(addrs)),
-		addrs:       addrs,
+		clients:     clients,
+		addrs:       names,
 		ttl:         ttl,
 		drift:       drift(ttl),
 		nodeTimeout: max(min(DefaultNodeTimeout, ttl/10), MinNodeTimeout),
 		quorum:      len(addrs)/2 + 1,
 		owner:       cfg.Owner,
-	}
-	for i, addr := range addrs {
-		r.clients[i] = redis.NewClient(redisutil.Options(addr, cfg.RedisPassword))
 	}
 	pctx, cancel := context.WithTimeout(ctx, redisutil.DefaultPingTimeout)
 	defer cancel()
@@ -95,6 +96,9 @@ func New(ctx context.Context, cfg strategies.Config) (*Redlock, error) {
 	})
 	if up := len(addrs) - countErrs(errs); up < r.quorum {
 		_ = r.Close()
+		if err := redisutil.FirstRefusal(errs); err != nil {
+			return nil, fmt.Errorf("redlock: %w", err)
+		}
 		return nil, fmt.Errorf("%w: redlock: only %d of %d nodes answer, quorum is %d: %w",
 			strategies.ErrUnavailable, up, len(addrs), r.quorum, errors.Join(errs...))
 	}

@@ -54,16 +54,19 @@ func New(ctx context.Context, cfg strategies.Config) (*Redsync, error) {
 	if len(addrs) == 0 || ttl <= 0 {
 		return nil, fmt.Errorf("redsync: need Redis addresses and a TTL of at least 1ms (got %d, %v)", len(addrs), cfg.TTL)
 	}
+	clients, names, err := redisutil.NewClients(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("redsync: %w", err)
+	}
 	r := &Redsync{
-		clients: make([]*redis.Client, len(addrs)),
-		addrs:   addrs,
+		clients: clients,
+		addrs:   names,
 		ttl:     ttl,
 		quorum:  len(addrs)/2 + 1, // redsync's own quorum
 	}
 	pools := make([]rsredis.Pool, len(addrs))
-	for i, addr := range addrs {
-		r.clients[i] = redis.NewClient(redisutil.Options(addr, cfg.RedisPassword))
-		pools[i] = goredis.NewPool(r.clients[i])
+	for i, c := range r.clients {
+		pools[i] = goredis.NewPool(c)
 	}
 	r.rs = rs.New(pools...)
 
@@ -72,7 +75,7 @@ func New(ctx context.Context, cfg strategies.Config) (*Redsync, error) {
 	errs := make([]error, len(addrs))
 	var wg sync.WaitGroup
 	for i, c := range r.clients {
-		wg.Go(func() { errs[i] = redisutil.Classify(ctx, addrs[i], c.Ping(pctx).Err()) })
+		wg.Go(func() { errs[i] = redisutil.Classify(ctx, names[i], c.Ping(pctx).Err()) })
 	}
 	wg.Wait()
 	up := 0
@@ -83,6 +86,9 @@ func New(ctx context.Context, cfg strategies.Config) (*Redsync, error) {
 	}
 	if up < r.quorum {
 		_ = r.Close()
+		if err := redisutil.FirstRefusal(errs); err != nil {
+			return nil, fmt.Errorf("redsync: %w", err)
+		}
 		return nil, fmt.Errorf("%w: redsync: only %d of %d nodes answer, quorum is %d: %w",
 			strategies.ErrUnavailable, up, len(addrs), r.quorum, errors.Join(errs...))
 	}
