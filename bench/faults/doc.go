@@ -37,6 +37,14 @@
 //     failover does; for=D then refuses (resets) new connections for D
 //     (default 0: accepted at once), and hold=D (default TTL/2 + for) is
 //     how long the caught holder stays inside.
+//   - failover (--redis-topology sentinel, single-node Redis strategies):
+//     hold=D (default 0.6 × TTL), catch=D (2s), promote=D (3s), acked=N
+//     (0). Holds replication back from the primary, catches a holder whose
+//     lock only the primary has, kills the primary; the Sentinels promote
+//     a replica, a contender takes the lock while the holder is inside,
+//     and the old primary rejoins as a replica (failover.go). With
+//     schedule=random the primary of the moment is killed at random
+//     moments instead, nothing held back (failover_random.go).
 //
 // # How the faults hit every time
 //
