@@ -175,6 +175,38 @@ func TestVerdictCases(t *testing.T) {
 	}
 }
 
+// The variants stand beside their cells: a fenced strategy's cell with the
+// store's check on gets a strict twin; with --redis-wait, every
+// single-node Redis cell gets a WAIT twin (strict ones too), and multi-node
+// or non-Redis cells none.
+func TestVariantCases(t *testing.T) {
+	base, err := verdictCases([]string{"setnx", "fencing", "redlock", "etcd"}, []string{"kill-node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range variantCases(base, 1) {
+		got = append(got, c.label())
+	}
+	want := []string{
+		"setnx × kill-node (fencing off)",
+		"setnx [wait=1] × kill-node (fencing off)",
+		"fencing × kill-node (fencing off)",
+		"fencing [wait=1] × kill-node (fencing off)",
+		"fencing × kill-node (fencing on)",
+		"fencing [fencing=strict] × kill-node (fencing on)",
+		"fencing [wait=1] × kill-node (fencing on)",
+		"fencing [wait=1,fencing=strict] × kill-node (fencing on)",
+		"redlock × kill-node (fencing off)",
+		"etcd × kill-node (fencing off)",
+		"etcd × kill-node (fencing on)",
+		"etcd [fencing=strict] × kill-node (fencing on)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // The window table shares each interval's lock cycles out by its overlap
 // with the spans before, during and after the fault window.
 func TestWindowTable(t *testing.T) {
