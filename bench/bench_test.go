@@ -103,8 +103,8 @@ func TestMain(m *testing.M) {
 func BenchmarkLock(b *testing.B) {
 	ep, err := endpoints()
 	if err != nil {
-		msg := fmt.Sprintf("BenchmarkLock skipped: the lock servers are unavailable (set %s, %s and %s to use your own): %v",
-			servers.EnvRedisAddrs, servers.EnvEtcdEndpoints, servers.EnvPostgresDSN, err)
+		msg := fmt.Sprintf("BenchmarkLock skipped: the lock servers are unavailable (set %s, %s, %s, %s and %s to use your own): %v",
+			servers.EnvRedisAddrs, servers.EnvEtcdEndpoints, servers.EnvPostgresDSN, servers.EnvZKServers, servers.EnvNATSURL, err)
 		// go test shows a benchmark's skip message only with -v: say it
 		// once on stderr too.
 		skipOnce.Do(func() { fmt.Fprintln(os.Stderr, msg) })

@@ -198,6 +198,9 @@ func (in *Instance) Stop() error {
 			close(q)
 		}
 		in.wg.Wait()
+		if in.broker != nil {
+			in.drain(context.Background())
+		}
 		in.stopErr = in.strategy.Close()
 		if in.tx != nil {
 			in.stopErr = errors.Join(in.stopErr, in.tx.Close())

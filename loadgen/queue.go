@@ -67,7 +67,7 @@ func (w *worker) consume(cx cycleCtx, d Delivery, key string) {
 		lease, err = in.broker.Next(actx, key)
 		cx.acquire.end(actx)
 		if err == nil {
-			w.consumed(cx, d, lease, t0, calls)
+			w.consumed(cx, d, lease, t0, calls, true)
 			return
 		}
 	} else {
@@ -79,8 +79,9 @@ func (w *worker) consume(cx cycleCtx, d Delivery, key string) {
 }
 
 // consumed processes the message of lease, taken for delivery d whose
-// cycle began at t0, and the ones it owes after a redelivery.
-func (w *worker) consumed(cx cycleCtx, d Delivery, lease strategies.Lease, t0 time.Time, calls *[2]callCtx) {
+// cycle began at t0, and, when owe is set, the ones d owes after a
+// redelivery.
+func (w *worker) consumed(cx cycleCtx, d Delivery, lease strategies.Lease, t0 time.Time, calls *[2]callCtx, owe bool) {
 	in := w.inst
 	t1 := time.Since(t0)
 	intended := d.IntendedNs
@@ -110,7 +111,7 @@ func (w *worker) consumed(cx cycleCtx, d Delivery, lease strategies.Lease, t0 ti
 			total := time.Duration(t0.UnixNano()-intended) + t3
 			w.rec.RecordCycleOutcome(results.FirstTry, t1, t2-t1, t3-t2, total)
 		}
-		if !again {
+		if !again || !owe {
 			return
 		}
 		// The message this delivery published is still in the shard.
@@ -151,5 +152,41 @@ func (w *worker) gaveUp(cx cycleCtx, d Delivery, actx context.Context, err error
 		}
 	default:
 		w.c.Errors[classify(err)].Add(1)
+	}
+}
+
+// drainer is implemented by a broker that can hand out the messages left
+// in its shards (nil when none is left).
+type drainer interface {
+	Leftover(ctx context.Context) (strategies.Lease, error)
+}
+
+// maxLeftovers bounds the messages one drain processes: 100,000.
+const maxLeftovers = 100_000
+
+// drain processes, with the first worker's counters, the messages left in
+// the broker once every instance has stopped (see drainer). The runner
+// stops instances in order, so the last one drains; until it does, a
+// leftover message would count as an unprocessed payment. It records no
+// latency: the payment waited for the run's end.
+func (in *Instance) drain(ctx context.Context) {
+	d, ok := in.broker.(drainer)
+	if !ok || len(in.workers) == 0 || in.cfg.ID != in.cfg.Scenario.Instances-1 {
+		return
+	}
+	w := in.workers[0]
+	timeout := in.cfg.Scenario.AcquireTimeout
+	detached := context.WithoutCancel(ctx)
+	cx := cycleCtx{run: ctx, detached: detached, acquire: newDeadlines(ctx, timeout), release: newDeadlines(detached, timeout), anchor: time.Now()}
+	defer cx.acquire.close()
+	defer cx.release.close()
+	for range maxLeftovers {
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		lease, err := d.Leftover(lctx)
+		cancel()
+		if err != nil || lease == nil {
+			return
+		}
+		w.consumed(cx, Delivery{IntendedNs: time.Now().UnixNano()}, lease, time.Now(), new([2]callCtx), false)
 	}
 }

@@ -17,8 +17,8 @@ const DefaultDown = 3 * time.Second
 func init() {
 	register(Kind{
 		Name: "kill-node",
-		Description: "SIGKILL one server mid-run (a Redis node, an etcd member, or Postgres) and start it again after a while; " +
-			"a Redis node comes back empty",
+		Description: "SIGKILL one server mid-run (a Redis node, an etcd member, Postgres, a ZooKeeper or NATS server) and start it again after a while; " +
+			"a Redis node comes back empty, a NATS server without its JetStream store",
 		Params: "node=N (default 0: the node single-node strategies use), down=D or MIN-MAX (default 3s), " + scheduleParams,
 		// Killing the Postgres server of a transactional strategy kills its
 		// store too, which ends the run rather than testing the strategy.

@@ -308,7 +308,7 @@ func resetClock(s *strike) (string, error) {
 func init() {
 	register(Kind{
 		Name:        "restart-node",
-		Description: "while a holder is inside its critical section, restart one Redis node without persistence: it comes back empty and forgets the lock",
+		Description: "while a holder is inside its critical section, restart one Redis node (or the NATS server) without persistence: it comes back empty and forgets the lock (NATS: the stream, its duplicate window and consumers)",
 		Params:      strikeParams,
 		AppliesTo:   forgetful,
 		NeedsLocal:  true,

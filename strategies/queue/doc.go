@@ -15,7 +15,8 @@
 // earlier one's) and processes the payment it carries against the store
 // as a lock's critical section is processed (read, work, write), then acks
 // it. The fencing token is the consumer's delivery sequence, which grows
-// on every delivery, redeliveries included.
+// on every delivery, redeliveries included (above the consumer's
+// creation time: see Lease.Token).
 //
 // The load generator finds this path by type assertion: Queue.Enqueue
 // publishes, Queue.Next takes the next message, and the lease carries its
@@ -50,9 +51,11 @@
 // store (servers.NATSServer.Start): messages not yet processed are lost
 // (unprocessed payments), the duplicate window is gone (a late delivery of
 // a processed payment is published again; the store's processed check
-// catches it), and the consumers start their delivery sequences at 1
-// again, so with fencing on the store refuses writes until the tokens pass
-// the newest it saw.
+// catches it) and the consumers are created again. Their delivery
+// sequences start over at 1, which is why a token is the sequence added
+// to the consumer's creation time (Lease.Token): tokens keep growing
+// across the restart, and the fenced store does not refuse the new
+// holders.
 //
 // A cancelled Next cannot withdraw its pull request: a message the server
 // hands to it within FetchSlice is in flight with nobody to process it

@@ -36,7 +36,12 @@ func (l *Lease) Key() string { return l.key }
 // every delivery of the shard's consumer, redeliveries included, so a
 // redelivered copy's holder has a newer token than the holder it
 // replaces. (The stream sequence stays the same on redelivery and could
-// not tell them apart.)
+// not tell them apart.) The sequence is added to the consumer's creation
+// time (milliseconds since 2020, shifted left by 22 bits), so that a
+// consumer created again, after a restart that lost it, hands out tokens
+// above the old one's instead of starting over at 1; a consumer would
+// need 4 million deliveries per millisecond between its creation and its
+// successor's for the two to meet.
 func (l *Lease) Token() int64 { return l.token }
 
 // Deadline is when the message's ack deadline passes, counted from before

@@ -71,7 +71,7 @@ type Queue struct {
 	prefix     string // subject prefix; a shard's subject is prefix + shard
 
 	mu        sync.Mutex
-	consumers map[int]jetstream.Consumer // by shard; dropped on error
+	consumers map[int]shardConsumer // by shard; dropped on error
 	streamOK  bool
 }
 
@@ -168,7 +168,7 @@ func New(ctx context.Context, cfg strategies.Config) (*Queue, error) {
 		nc: nc, js: js, ackWait: cfg.TTL, partitions: s.partitions, duplicates: s.duplicates,
 		stream:    fmt.Sprintf("%s_%dMS", s.stream, ms),
 		prefix:    fmt.Sprintf("%s.%dms.", strings.ToLower(s.stream), ms),
-		consumers: map[int]jetstream.Consumer{},
+		consumers: map[int]shardConsumer{},
 	}
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
@@ -238,9 +238,24 @@ func (q *Queue) ensureStream(ctx context.Context) error {
 	return nil
 }
 
+// shardConsumer is a shard's consumer and the epoch of its tokens.
+type shardConsumer struct {
+	jetstream.Consumer
+	// epoch is the consumer's creation time, in milliseconds since
+	// tokenEpoch, shifted left by seqBits: the high part of its tokens.
+	epoch int64
+}
+
+// Tokens are epoch + delivery sequence (see Lease.Token).
+const seqBits = 22
+
+// tokenEpoch is the zero of a token's epoch: 2020-01-01 UTC. 41 bits of
+// milliseconds since then last until 2089.
+var tokenEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // consumer returns the shard's durable pull consumer, creating it (or
 // binding to it: every instance asks for the same one) on first use.
-func (q *Queue) consumer(ctx context.Context, shard int) (jetstream.Consumer, error) {
+func (q *Queue) consumer(ctx context.Context, shard int) (shardConsumer, error) {
 	q.mu.Lock()
 	c, ok := q.consumers[shard]
 	q.mu.Unlock()
@@ -248,10 +263,10 @@ func (q *Queue) consumer(ctx context.Context, shard int) (jetstream.Consumer, er
 		return c, nil
 	}
 	if err := q.ensureStream(ctx); err != nil {
-		return nil, err
+		return c, err
 	}
 	name := "shard-" + strconv.Itoa(shard)
-	c, err := q.js.CreateOrUpdateConsumer(ctx, q.stream, jetstream.ConsumerConfig{
+	jc, err := q.js.CreateOrUpdateConsumer(ctx, q.stream, jetstream.ConsumerConfig{
 		Durable:       name,
 		FilterSubject: q.subject(shard),
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -264,8 +279,9 @@ func (q *Queue) consumer(ctx context.Context, shard int) (jetstream.Consumer, er
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return nil, q.unavailable("create consumer", err)
+		return c, q.unavailable("create consumer", err)
 	}
+	c = shardConsumer{Consumer: jc, epoch: max(0, jc.CachedInfo().Created.Sub(tokenEpoch).Milliseconds()) << seqBits}
 	q.mu.Lock()
 	q.consumers[shard] = c
 	q.mu.Unlock()
@@ -355,7 +371,10 @@ func (q *Queue) Enqueue(ctx context.Context, key string, payment int64, account 
 // an error wrapping strategies.ErrUnavailable when the server cannot be
 // reached.
 func (q *Queue) Next(ctx context.Context, key string) (strategies.Lease, error) {
-	shard := q.shardOf(key)
+	return q.next(ctx, key, q.shardOf(key))
+}
+
+func (q *Queue) next(ctx context.Context, key string, shard int) (strategies.Lease, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -373,7 +392,7 @@ func (q *Queue) Next(ctx context.Context, key string) (strategies.Lease, error) 
 		cancel()
 		switch {
 		case err == nil:
-			return q.lease(key, msg, start)
+			return q.lease(key, msg, start, c.epoch)
 		case errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoMessages),
 			errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil,
 			errors.Is(err, jetstream.ErrInvalidOption) && ctx.Err() == nil:
@@ -389,12 +408,12 @@ func (q *Queue) Next(ctx context.Context, key string) (strategies.Lease, error) 
 // lease wraps a delivered message. Its deadline counts the ack wait from
 // before the pull request was sent, which is no later than the server
 // started the message's ack timer.
-func (q *Queue) lease(key string, msg jetstream.Msg, pulled time.Time) (*Lease, error) {
+func (q *Queue) lease(key string, msg jetstream.Msg, pulled time.Time, epoch int64) (*Lease, error) {
 	meta, err := msg.Metadata()
 	if err != nil {
 		return nil, fmt.Errorf("queue: message without JetStream metadata: %w", err)
 	}
-	l := &Lease{key: key, msg: msg, token: int64(meta.Sequence.Consumer), deadline: pulled.Add(q.ackWait), delivered: meta.NumDelivered}
+	l := &Lease{key: key, msg: msg, token: epoch + int64(meta.Sequence.Consumer), deadline: pulled.Add(q.ackWait), delivered: meta.NumDelivered}
 	l.payment, l.account, l.amount, l.carries = parseBody(msg.Data())
 	return l, nil
 }
@@ -433,4 +452,35 @@ func (q *Queue) Reset(ctx context.Context) error {
 func (q *Queue) Close() error {
 	q.nc.Close()
 	return nil
+}
+
+// Leftover returns the lease on a message still waiting in one of the
+// stream's shards, or nil when every shard is empty. The load generator calls it once every instance has stopped:
+// a delivery that gave up waiting for its shard's next message (or a
+// message handed to a pull request nobody listened to any more) leaves
+// one message more in its shard than deliveries will come to take.
+func (q *Queue) Leftover(ctx context.Context) (strategies.Lease, error) {
+	for shard := range q.partitions {
+		c, err := q.consumer(ctx, shard)
+		if err != nil {
+			return nil, err
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			return nil, q.unavailable("consumer info", err)
+		}
+		if info.NumPending == 0 {
+			continue
+		}
+		// A message in flight holds the rest back until it is acked or
+		// its ack deadline passes: wait for the next one until ctx ends.
+		l, err := q.next(ctx, q.subject(shard), shard)
+		if err != nil && ctx.Err() == nil {
+			return nil, err
+		}
+		if err == nil {
+			return l, nil
+		}
+	}
+	return nil, nil
 }
