@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
+
+	"github.com/lockbench/lockbench/strategies/redisutil"
 )
 
 // Secure makes Start run its Redis, etcd and Postgres servers with TLS and
@@ -98,4 +101,29 @@ func (s *Secure) redisURL(addr string) string {
 		u.User = url.UserPassword(s.user(), s.Password)
 	}
 	return u.String()
+}
+
+// redisHostPort returns the TCP address a Redis entry dials (host:port, or
+// a redis[s]:// URL's host:port), for backend.hostPort. Its errors never
+// quote a URL.
+func redisHostPort(ep string) (string, error) {
+	e, err := redisutil.ParseEndpoint(ep)
+	if err != nil {
+		return "", err
+	}
+	return e.Addr, nil
+}
+
+// redisWithHostPort points a Redis entry at addr, keeping a URL's scheme
+// (TLS) and login, for backend.withHostPort.
+func redisWithHostPort(ep, addr string) (string, error) {
+	if !strings.Contains(ep, "://") {
+		return addr, nil
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		return "", errors.New("servers: a Redis URL cannot be parsed (not shown: it may hold a password)")
+	}
+	u.Host = addr
+	return u.String(), nil
 }

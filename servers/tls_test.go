@@ -177,3 +177,29 @@ func TestSecure(t *testing.T) {
 		}
 	})
 }
+
+// TestRedisEntryHostPort checks the address a Redis entry dials and the
+// entry pointed elsewhere (a partition's proxy): a URL keeps its scheme
+// and login, and errors never show a password.
+func TestRedisEntryHostPort(t *testing.T) {
+	for _, tc := range []struct {
+		name, ep, wantHost, wantRouted string
+	}{
+		// host:port is its own address and is replaced whole.
+		{"host:port", "10.0.0.1:6379", "10.0.0.1:6379", "127.0.0.1:9"},
+		// A URL keeps TLS and its login.
+		{"rediss", "rediss://app:pw@10.0.0.1:6380", "10.0.0.1:6380", "rediss://app:pw@127.0.0.1:9"},
+	} {
+		host, err := redisHostPort(tc.ep)
+		if err != nil || host != tc.wantHost {
+			t.Errorf("%s: redisHostPort = %q, %v; want %q", tc.name, host, err, tc.wantHost)
+		}
+		routed, err := redisWithHostPort(tc.ep, "127.0.0.1:9")
+		if err != nil || routed != tc.wantRouted {
+			t.Errorf("%s: redisWithHostPort = %q, %v; want %q", tc.name, Redact(routed), err, Redact(tc.wantRouted))
+		}
+	}
+	if _, err := redisHostPort("rediss://app:s3cret@nohost"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("redisHostPort of a URL without a port: got %v; want an error without the password", err)
+	}
+}

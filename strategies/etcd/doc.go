@@ -33,6 +33,20 @@
 // session's, shared by every lock the session holds, so one lock cannot be
 // extended alone.
 //
+// # TLS and auth
+//
+// https:// endpoints are reached with TLS, verified by the CA certificates
+// of Config.EtcdCACert (LOCKBENCH_ETCD_CACERT) or the system's roots;
+// Config.EtcdCert and Config.EtcdKey (LOCKBENCH_ETCD_CERT,
+// LOCKBENCH_ETCD_KEY) are the client certificate for members that check
+// one (--client-cert-auth). Config.EtcdUser and Config.EtcdPassword
+// (LOCKBENCH_ETCD_USER, LOCKBENCH_ETCD_PASSWORD) log in to a cluster with
+// auth enabled; the client renews its token itself. gRPC reports a
+// certificate it does not trust as a dial timeout, so New first does one
+// TLS handshake of its own and says at once when the certificate is the
+// problem; a wrong user or password fails New with etcd's own refusal.
+// Neither is strategies.ErrUnavailable.
+//
 // # Caveats
 //
 //   - TTLs are whole seconds in etcd: Config.TTL is rounded up to a whole
