@@ -267,14 +267,8 @@ func (f *failover) Name() string { return "failover" }
 // Setup finds the group's primary and replicas, starts a proxy in front of
 // the primary for each replica's link, and sets the trap.
 func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
-	if !singleRedis(env.Info) {
-		return fmt.Errorf("failover does not apply to %s", env.Strategy)
-	}
-	if err := (Spec{Name: "failover"}).Fits(f.target); err != nil {
+	if err := failoverApplies(env, f.target); err != nil {
 		return err
-	}
-	if !f.target.Local() {
-		return fmt.Errorf("failover: %w: the Sentinels were given (%s); unset that to let lockbench start its own", servers.ErrNotLocal, f.target.Given())
 	}
 	if err := f.cfg.check(env.Scenario); err != nil {
 		return err
@@ -309,6 +303,23 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 	f.contended, f.written = make(chan struct{}), make(chan struct{})
 	f.trap = newTrap(env, f.onPrimaryOnly, f.holdHolder)
 	env.OnEnter(f.watchContender)
+	return nil
+}
+
+// failoverApplies reports why either schedule of the failover cannot run:
+// a strategy that is not a single-node Redis lock, a Redis that is not
+// replicated, or Sentinels lockbench did not start (it must kill and start
+// the nodes).
+func failoverApplies(env *loadgen.FaultEnv, target servers.Target) error {
+	if !singleRedis(env.Info) {
+		return fmt.Errorf("failover does not apply to %s", env.Strategy)
+	}
+	if err := (Spec{Name: "failover"}).Fits(target); err != nil {
+		return err
+	}
+	if !target.Local() {
+		return fmt.Errorf("failover: %w: the Sentinels were given (%s); unset that to let lockbench start its own", servers.ErrNotLocal, target.Given())
+	}
 	return nil
 }
 

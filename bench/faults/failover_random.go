@@ -32,14 +32,8 @@ func (f *randomFailover) Name() string { return "failover" }
 
 // Setup checks that the group is lockbench's own and settled.
 func (f *randomFailover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
-	if !singleRedis(env.Info) {
-		return fmt.Errorf("failover does not apply to %s", env.Strategy)
-	}
-	if err := (Spec{Name: "failover"}).Fits(f.target); err != nil {
+	if err := failoverApplies(env, f.target); err != nil {
 		return err
-	}
-	if !f.target.Local() {
-		return fmt.Errorf("failover: %w: the Sentinels were given (%s); unset that to let lockbench start its own", servers.ErrNotLocal, f.target.Given())
 	}
 	if _, _, err := f.target.Roles(ctx); err != nil {
 		return fmt.Errorf("failover: %w", err)
