@@ -49,7 +49,9 @@ type FaultEnv struct {
 	Lock      strategies.Config
 	Instances []InstanceHandle
 
-	start    time.Time
+	start time.Time
+	// total is the run's payments when it has a bound (Scenario.PaymentBound),
+	// 0 when it offers until its duration is over.
 	total    int
 	offered  atomic.Int64
 	measured atomic.Int64 // payments offered after the warmup
@@ -126,12 +128,15 @@ func (e *FaultEnv) End(what string) {
 func (e *FaultEnv) Offering() bool { return !e.loaded.Load() }
 
 // WaitOffered waits until the given share (0..1) of the run's payments has
-// been offered, or ctx is done. Faults use it to strike mid-run.
+// been offered, or ctx is done. Faults use it to strike mid-run. A run
+// with no bound on its payments (a closed-loop --duration run) has offered
+// that share once that share of its warmup and duration has passed.
 func (e *FaultEnv) WaitOffered(ctx context.Context, share float64) error {
 	want := int64(share * float64(e.total))
+	at := e.start.Add(-e.Scenario.Warmup).Add(time.Duration(share * float64(e.Scenario.Warmup+e.Scenario.Duration)))
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
-	for e.offered.Load() < want {
+	for e.total > 0 && e.offered.Load() < want || e.total == 0 && time.Now().Before(at) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

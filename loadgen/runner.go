@@ -36,6 +36,14 @@ type Options struct {
 	// goroutine, off the workers' path: live metrics feed on it. It must
 	// not keep or change the histograms, and should return quickly.
 	Interval func(results.Interval)
+	// IntervalLog, if set, takes each measured interval as it closes,
+	// after Interval and with the same rules, and the run keeps none of
+	// them: results.Run.Intervals stays empty, so memory stays flat
+	// however long the run (each interval is a histogram per phase, about
+	// 180 KB each). results.HlogStream.Write writes them to interval logs
+	// as they come. Its first error is Run's (after the run, which goes
+	// on).
+	IntervalLog func(results.Interval) error
 	// Log receives instance processes' stderr; nil discards it.
 	Log io.Writer
 	// LoadSpan, if set, is called just before the first payment is
@@ -48,9 +56,11 @@ type Options struct {
 
 // Progress is the live state of a run.
 type Progress struct {
-	Strategy  string
-	Elapsed   time.Duration
-	Offered   int64
+	Strategy string
+	Elapsed  time.Duration
+	Offered  int64
+	// Total is the run's payments when it has a bound (--payments, or
+	// --rate × --duration), 0 when it offers until its duration is over.
 	Total     int
 	Done      int64 // deliveries handled
 	RatePerS  float64
@@ -101,11 +111,14 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	if sc.LockKey == "payment" {
 		mode = store.PaymentMode
 	}
-	setup := store.Setup{Mode: mode, Fencing: sc.Fencing, Strict: sc.Fencing && sc.FencingStrict && info.Fencing, Balances: wl.Balances, Payments: len(wl.Payments), PaymentAccount: wl.PaymentAccounts()}
+	// The store learns the payments as they are offered (dispatch), and
+	// how many critical sections a payment has at most (criticalSections).
+	setup := store.Setup{Mode: mode, Fencing: sc.Fencing, Strict: sc.Fencing && sc.FencingStrict && info.Fencing, Balances: wl.Balances, Deliveries: criticalSections(info, sc)}
 	if err := o.Store.Reset(ctx, setup); err != nil {
 		return results.Run{}, fmt.Errorf("store reset: %w", err)
 	}
-	env := &FaultEnv{Strategy: o.Strategy, Info: info, Scenario: sc, Lock: o.Lock, total: len(wl.Payments)}
+	bound, _ := sc.PaymentBound()
+	env := &FaultEnv{Strategy: o.Strategy, Info: info, Scenario: sc, Lock: o.Lock, total: bound}
 	env.strikes.watch(o.Store, max(sc.TTL, MinStrikeGrace))
 	st := hookedStore{Store: o.Store, env: env}
 	if o.Fault != nil {
@@ -148,27 +161,42 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	// Collect latency intervals once a second, off the workers' hot path.
 	total := results.NewPhaseSet()
 	var intervals []results.Interval
+	var lastEndNs int64 // where the next interval starts
+	var logErr error    // IntervalLog's first
 	var colMu sync.Mutex
+	// When the intervals stream to a log, one set of histograms serves
+	// every interval in turn: the log has written it before the next.
+	var reuse results.PhaseSet
 	collect := func(now time.Time) {
-		iv := results.NewPhaseSet()
+		iv := reuse
+		if iv[0] == nil {
+			iv = results.NewPhaseSet()
+		} else {
+			iv.Reset()
+		}
 		for _, in := range insts {
 			in.Swap(iv)
 		}
 		colMu.Lock()
 		defer colMu.Unlock()
-		startNs := int64(0)
-		if n := len(intervals); n > 0 {
-			startNs = intervals[n-1].EndNs
-		}
 		endNs := int64(now.Sub(measureStart))
 		if endNs < 0 {
 			return // still in the warmup: drop it
 		}
 		total.Merge(iv)
-		intervals = append(intervals, results.Interval{StartNs: startNs, EndNs: endNs, Hists: iv})
+		closed := results.Interval{StartNs: lastEndNs, EndNs: endNs, Hists: iv}
+		lastEndNs = endNs
 		if o.Interval != nil {
-			o.Interval(intervals[len(intervals)-1])
+			o.Interval(closed)
 		}
+		if o.IntervalLog == nil {
+			intervals = append(intervals, closed)
+			return
+		}
+		if err := o.IntervalLog(closed); err != nil && logErr == nil {
+			logErr = err
+		}
+		reuse = iv
 	}
 	tickDone := make(chan struct{})
 	var tickWG sync.WaitGroup
@@ -194,7 +222,8 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	if o.LoadSpan != nil {
 		endSpan = o.LoadSpan()
 	}
-	behind := dispatch(runCtx, sc, wl, insts, env, start)
+	offerer, _ := o.Store.(store.Offerer)
+	behind, dispatchErr := dispatch(runCtx, sc, wl, offerer, insts, env, start)
 	env.loaded.Store(true) // a random fault schedule strikes no more
 	// Drain: stop the instances (each finishes what it holds).
 	var stopErrs []error
@@ -228,28 +257,98 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	if err := errors.Join(stopErrs...); err != nil && ctx.Err() == nil {
 		sum.Errors[ErrClassOther]++
 	}
+	run := results.Run{Summary: sum, Total: total, Intervals: intervals}
 	if faultErr != nil && !errors.Is(faultErr, context.Canceled) {
-		return results.Run{Summary: sum, Total: total, Intervals: intervals}, fmt.Errorf("fault %s: %w", o.Fault.Name(), faultErr)
+		return run, fmt.Errorf("fault %s: %w", o.Fault.Name(), faultErr)
 	}
-	return results.Run{Summary: sum, Total: total, Intervals: intervals}, nil
+	if dispatchErr != nil {
+		return run, dispatchErr
+	}
+	if logErr != nil {
+		return run, fmt.Errorf("interval log: %w", logErr)
+	}
+	return run, nil
+}
+
+// criticalSections is the most critical sections a payment of the run has
+// (store.Setup.Deliveries, which lets the memory store release a payment
+// after that many): one per delivery, since a worker enters the store at
+// most once per delivery it holds the lock for; and 0, no bound, for the
+// queue, whose deliveries process whatever message they take, and take a
+// message again when the broker redelivers it. (The queue is told apart
+// by its backend until the registry says which strategies redeliver.)
+func criticalSections(info strategies.Info, sc Scenario) int {
+	if info.Need.Backend == strategies.BackendNATS {
+		return 0
+	}
+	return sc.Deliveries
+}
+
+// OfferBatch is how many payments the dispatcher takes from the stream and
+// announces to the store (store.Offerer) at a time: 1024. The Postgres
+// store creates their rows with one COPY per batch, so a run's payments
+// are created as it goes, a bounded batch ahead of the deliveries.
+const OfferBatch = 1024
+
+// batch is the payments of the stream the dispatcher has taken and offered
+// and not yet delivered, with their targets.
+type batch struct {
+	payments []Payment
+	targets  []Target // deliveries per payment, in order
+	accounts []int32  // for Offer
+	next     int      // the next payment to deliver
+}
+
+// fill takes the next n payments from wl and offers them to the store.
+func (b *batch) fill(ctx context.Context, wl *Workload, k, n int, st store.Offerer) error {
+	b.payments, b.targets, b.accounts, b.next = b.payments[:0], b.targets[:0], b.accounts[:0], 0
+	for range n {
+		p, t := wl.Next()
+		b.payments = append(b.payments, p)
+		b.targets = append(b.targets, t...)
+		b.accounts = append(b.accounts, p.Account)
+	}
+	if st == nil || n == 0 {
+		return nil
+	}
+	return st.Offer(ctx, b.payments[0].ID, b.accounts)
 }
 
 // dispatch offers every payment to its target instances at its intended
-// time, and returns how far it fell behind schedule at worst.
-func dispatch(ctx context.Context, sc Scenario, wl *Workload, insts []instance, env *FaultEnv, start time.Time) time.Duration {
+// time, until the run's payments or its duration are over, and returns
+// how far it fell behind schedule at worst, and an error when the store
+// could not take a batch of payments.
+func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, insts []instance, env *FaultEnv, start time.Time) (time.Duration, error) {
 	pacer := NewPacer(sc.Rate)
 	var behind time.Duration
 	deadline := time.Time{}
 	if sc.Duration > 0 {
 		deadline = start.Add(sc.Warmup + sc.Duration)
 	}
+	bound, bounded := sc.PaymentBound()
 	measureStart := start.Add(sc.Warmup)
 	var timer *time.Timer
-	for i, p := range wl.Payments {
+	var b batch
+	for i := 0; !bounded || i < bound; i++ {
 		now := nowFrom(start) // one clock read, not two
 		if !deadline.IsZero() && now.After(deadline) {
 			break
 		}
+		if b.next == len(b.payments) {
+			n := OfferBatch
+			if bounded {
+				n = min(n, bound-i)
+			}
+			if err := b.fill(ctx, wl, sc.Deliveries, n, st); err != nil {
+				if ctx.Err() != nil {
+					return behind, nil // interrupted
+				}
+				return behind, fmt.Errorf("store offer: %w", err)
+			}
+		}
+		p := b.payments[b.next]
+		targets := b.targets[b.next*sc.Deliveries : (b.next+1)*sc.Deliveries]
+		b.next++
 		intended := now
 		if at, ok := pacer.Intended(i); ok {
 			intended = start.Add(at)
@@ -262,7 +361,7 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, insts []instance, 
 				select {
 				case <-ctx.Done():
 					timer.Stop()
-					return behind
+					return behind, nil
 				case <-timer.C:
 				}
 			} else if -wait > behind {
@@ -270,10 +369,10 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, insts []instance, 
 			}
 		}
 		d := Delivery{Payment: p.ID, Account: p.Account, Amount: p.Amount, IntendedNs: intended.UnixNano(), Record: !intended.Before(measureStart)}
-		for _, t := range wl.Targets[i] {
+		for _, t := range targets {
 			d.Worker = int32(t.Worker)
 			if err := insts[t.Instance].Deliver(ctx, d); err != nil {
-				return behind
+				return behind, nil
 			}
 		}
 		env.offered.Add(1)
@@ -281,7 +380,7 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, insts []instance, 
 			env.measured.Add(1)
 		}
 	}
-	return behind
+	return behind, nil
 }
 
 // startInstances builds the instances (in-process or child processes) and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/results"
 	_ "github.com/lockbench/lockbench/strategies/mutex"
 	_ "github.com/lockbench/lockbench/strategies/nolock"
 )
@@ -110,5 +111,84 @@ func TestMonolithTwoDeliveries(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A run leaves no payment behind in the memory store: each payment's
+// state is released once its deliveries are judged, so what the store
+// tracks is the payments in flight, none once the run has drained. The
+// runs cover a broken lock (nolock: overlapping holders, versions walked
+// and brought back), a working one (mutex, one instance), and the
+// payment as the lock key; over goroutine and process instances.
+func TestRunReleasesPayments(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Scenario)
+	}{
+		// Three instances race, two deliveries each: duplicates, lost
+		// updates, stale reads.
+		{"nolock", func(s *Scenario) { s.Payments, s.Accounts = 20_000, 20 }},
+		// One instance's workers excluded by a mutex: nothing to judge.
+		{"mutex", func(s *Scenario) { s.Payments, s.Instances, s.Deliveries = 20_000, 1, 1 }},
+		// The payment is the lock key: its lock state is released too.
+		{"nolock", func(s *Scenario) { s.Payments, s.LockKey = 20_000, "payment" }},
+		// Process instances reach the store over its connection.
+		{"nolock", func(s *Scenario) { s.Payments, s.InstanceMode = 5_000, "process" }},
+	} {
+		o, sc := quick(tc.name, func(s *Scenario) { s.Hold, _ = ParseHold("0s"); tc.set(s) })
+		mem := store.NewMemory()
+		o.Store = mem
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		r, err := Run(ctx, o)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := r.Summary
+		if s.Payments != int64(sc.Payments) || s.Processed != s.Payments {
+			t.Errorf("%s %s: payments %d processed %d; want %d and %d", tc.name, sc.LockKey, s.Payments, s.Processed, sc.Payments, sc.Payments)
+		}
+		if got := mem.Tracked(); got != 0 {
+			t.Errorf("%s %s %s: the store tracks %d payments after the run; want 0 (every delivery judged)", tc.name, sc.LockKey, sc.InstanceMode, got)
+		}
+		c, err := mem.Counts(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Unprocessed != 0 || c.Processed != s.Payments || c.Duplicates != c.Applications-c.Processed {
+			t.Errorf("%s %s: store counts %+v; want every offered payment processed once or more, duplicates = applications − processed", tc.name, sc.LockKey, c)
+		}
+	}
+}
+
+// With IntervalLog set the run hands over each interval as it closes and
+// keeps none; the intervals tile the measured run and hold every cycle.
+func TestRunStreamsIntervals(t *testing.T) {
+	o, _ := quick("nolock", func(s *Scenario) {
+		s.Payments, s.Rate, s.Interval = 0, 2000, 100*time.Millisecond
+		s.Duration = 600 * time.Millisecond
+	})
+	var got []int64 // interval ends
+	var cycles int64
+	o.IntervalLog = func(iv results.Interval) error {
+		if n := len(got); n > 0 && iv.StartNs != got[n-1] || n == 0 && iv.StartNs != 0 {
+			t.Errorf("interval %d starts at %d; want where the one before ended", n, iv.StartNs)
+		}
+		got = append(got, iv.EndNs)
+		cycles += iv.Hists[results.Total].TotalCount()
+		return nil
+	}
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Intervals) != 0 {
+		t.Errorf("the run kept %d intervals; want none (they went to IntervalLog)", len(r.Intervals))
+	}
+	if len(got) < 5 {
+		t.Errorf("IntervalLog got %d intervals of a 600ms run at 100ms; want at least 5", len(got))
+	}
+	if want := r.Total[results.Total].TotalCount(); cycles != want || want == 0 {
+		t.Errorf("the intervals hold %d cycles; want the run's %d (> 0)", cycles, want)
 	}
 }

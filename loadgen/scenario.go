@@ -29,10 +29,13 @@ const (
 	// starts with: 0.5, so accounts run dry and a broken balance check shows
 	// as an overdraft.
 	DefaultFunding = 0.5
-	// MaxPayments bounds a --duration run with no --rate: 2,000,000. Such
-	// a run ends after that many payments even if its duration has not
-	// passed (the payment stream is generated up front).
-	MaxPayments = 2_000_000
+	// MaxPayments was the most payments a closed-loop --duration run
+	// offered when its stream was generated up front: 2,000,000. Such a
+	// run now lasts its duration; only the funding of its bank still
+	// stops at that many payments (FundingHorizon).
+	//
+	// Deprecated: no run stops at MaxPayments any more.
+	MaxPayments = FundingHorizon
 )
 
 // Scenario ranges. Validate refuses a value outside them with a usage
@@ -248,20 +251,20 @@ func printable(s string) bool {
 }
 
 // Memory estimate of a run: what the arrays sized by the scenario take.
-// NewWorkload (workload.go) holds, per payment, a Payment (24 B), its
-// Targets slice header (24 B) and one Target per delivery (16 B), and the
-// store's payment-account list (4 B); the memory store (store/memory.go)
-// a paymentState (8 B), a keyState (24 B) in payment mode, and per
-// application one recordVersion (24 B, up to twice over as its slice
-// grows). Per account: the opening balance and its running total (16 B),
-// the store's account (64 B) and, in account mode, its keyState (24 B).
-// Each latency interval keeps one histogram per phase (about 180 KB each).
+// Per account: the opening balance and its running total while the bank is
+// funded (16 B), the memory store's account (64 B) and, in account mode,
+// its overlap start (8 B). Per payment in flight (at most two deliveries
+// per worker: one queued, one in hand) the memory store tracks a
+// paymentState (64 B, twice over in its table's free slots) and per
+// application in flight one recordVersion (24 B, twice over as its log
+// grows); a payment's state is released once every delivery of it is
+// judged, so nothing grows with the payments offered. Each latency
+// interval the run keeps holds one histogram per phase (about 180 KB each).
 const (
-	bytesPerPayment         = 24 + 24 + 4 + 8
-	bytesPerDelivery        = 16 + 2*24
-	bytesPerPaymentLockKey  = 24
+	bytesPerPayment         = 2 * 64
+	bytesPerDelivery        = 2 * 24
 	bytesPerAccount         = 16 + 64
-	bytesPerAccountLockKey  = 24
+	bytesPerAccountLockKey  = 8
 	garbageCollectorOverrun = 2
 )
 
@@ -286,14 +289,16 @@ func (m Memory) Total() int64 {
 // assumes s is within the ranges Validate checks.
 func (s *Scenario) MemoryEstimate() Memory {
 	perAccount, perPayment := int64(bytesPerAccount), int64(bytesPerPayment+s.Deliveries*bytesPerDelivery)
-	if s.LockKey == "payment" {
-		perPayment += bytesPerPaymentLockKey
-	} else {
+	if s.LockKey != "payment" {
 		perAccount += bytesPerAccountLockKey
 	}
-	m := Memory{Accounts: int64(s.Accounts) * perAccount, Payments: int64(s.PaymentCap()) * perPayment}
+	inFlight := int64(2 * s.Instances * s.Workers)
+	if n, ok := s.PaymentBound(); ok {
+		inFlight = min(inFlight, int64(n))
+	}
+	m := Memory{Accounts: int64(s.Accounts) * perAccount, Payments: inFlight * perPayment}
 	// The run's length, when the scenario says it: intervals are kept for
-	// the whole run.
+	// the whole run unless they stream to a log (Options.IntervalLog).
 	length := s.Duration + s.Warmup
 	if s.Duration == 0 && s.Rate > 0 {
 		length = time.Duration(float64(s.Payments)/s.Rate*float64(time.Second)) + s.Warmup
@@ -332,20 +337,33 @@ func (s *Scenario) CheckMemory() error {
 	if m.Intervals > 0 {
 		intervals = ", latency intervals: " + usage.FormatBytes(m.Intervals)
 	}
-	return usageErr(flag, "the scenario needs about %s of memory (%d accounts: %s, %d payments: %s%s, twice over for the garbage collector); %s is available (MemAvailable); want %s",
-		usage.FormatBytes(m.Total()), s.Accounts, usage.FormatBytes(m.Accounts), s.PaymentCap(), usage.FormatBytes(m.Payments),
+	return usageErr(flag, "the scenario needs about %s of memory (%d accounts: %s, payments in flight: %s%s, twice over for the garbage collector); %s is available (MemAvailable); want %s",
+		usage.FormatBytes(m.Total()), s.Accounts, usage.FormatBytes(m.Accounts), usage.FormatBytes(m.Payments),
 		intervals, usage.FormatBytes(avail), what)
 }
 
-// PaymentCap is how many payments the run can offer at most.
-func (s *Scenario) PaymentCap() int {
+// PaymentBound is how many payments the run offers at most, and whether it
+// has a bound: --payments N, or --rate × (--duration + --warmup) (plus one).
+// A closed-loop --duration run has none: it offers payments until its
+// duration is over, however many that is.
+func (s *Scenario) PaymentBound() (int, bool) {
 	if s.Payments > 0 {
-		return s.Payments
+		return s.Payments, true
 	}
 	if s.Rate > 0 {
-		return int(s.Rate*(s.Duration+s.Warmup).Seconds()) + 1
+		return int(s.Rate*(s.Duration+s.Warmup).Seconds()) + 1, true
 	}
-	return MaxPayments
+	return 0, false
+}
+
+// PaymentCap is PaymentBound's bound, or for a run without one
+// FundingHorizon: a size for progress displays, not a limit (the run may
+// offer more).
+func (s *Scenario) PaymentCap() int {
+	if n, ok := s.PaymentBound(); ok {
+		return n
+	}
+	return FundingHorizon
 }
 
 // RetrySpec is the --retry policy: "none", "backoff" (the defaults of

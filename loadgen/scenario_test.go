@@ -2,7 +2,9 @@ package loadgen
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -105,28 +107,67 @@ func TestValidate(t *testing.T) {
 func TestWorkloadReproducible(t *testing.T) {
 	s := DefaultScenario()
 	a, b := NewWorkload(&s), NewWorkload(&s)
-	for i := range a.Payments {
-		if a.Payments[i] != b.Payments[i] {
-			t.Fatalf("payment %d differs between runs with one seed: %+v vs %+v", i, a.Payments[i], b.Payments[i])
-		}
-		seen := map[int]bool{}
-		for _, tg := range a.Targets[i] {
-			if seen[tg.Instance] || tg.Instance < 0 || tg.Instance >= s.Instances || tg.Worker != -1 {
-				t.Fatalf("payment %d targets %v; want %d distinct instances, any worker", i, a.Targets[i], s.Deliveries)
-			}
-			seen[tg.Instance] = true
-		}
+	if !slices.Equal(a.Balances, b.Balances) {
+		t.Fatalf("balances differ between runs with one seed")
 	}
 	s.Seed = 2
 	c := NewWorkload(&s)
 	same := 0
-	for i := range a.Payments {
-		if a.Payments[i] == c.Payments[i] {
+	for i := range s.Payments {
+		pa, ta := a.Next()
+		ta = slices.Clone(ta)
+		pb, tb := b.Next()
+		if pa != pb || !slices.Equal(ta, tb) {
+			t.Fatalf("payment %d differs between runs with one seed: %+v %v vs %+v %v", i, pa, ta, pb, tb)
+		}
+		if pa.ID != int64(i) {
+			t.Fatalf("payment %d has id %d; want %d", i, pa.ID, i)
+		}
+		seen := map[int]bool{}
+		for _, tg := range ta {
+			if seen[tg.Instance] || tg.Instance < 0 || tg.Instance >= s.Instances || tg.Worker != -1 {
+				t.Fatalf("payment %d targets %v; want %d distinct instances, any worker", i, ta, s.Deliveries)
+			}
+			seen[tg.Instance] = true
+		}
+		if pc, _ := c.Next(); pc == pa {
 			same++
 		}
 	}
-	if same == len(a.Payments) {
+	if same == s.Payments {
 		t.Errorf("seeds 1 and 2 gave the same payments")
+	}
+}
+
+// A run's bank is funded from the payments it will offer: Funding times
+// each account's total over the whole run when it has a bound, over the
+// first FundingHorizon payments when it has none.
+func TestWorkloadBalances(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		set     func(*Scenario)
+		horizon int
+	}{
+		// --payments 5000: the whole run.
+		{"payments", func(s *Scenario) { s.Payments = 5000 }, 5000},
+		// --rate 100 --duration 30s --warmup 2s: 3,201 payments at most.
+		{"rate", func(s *Scenario) { s.Payments, s.Rate, s.Duration, s.Warmup = 0, 100, 30*time.Second, 2*time.Second }, 3201},
+		// --duration 10s, closed loop: no bound, the horizon.
+		{"duration", func(s *Scenario) { s.Payments, s.Duration = 0, 10*time.Second }, FundingHorizon},
+	} {
+		s := DefaultScenario()
+		tc.set(&s)
+		w := NewWorkload(&s)
+		totals := make([]int64, s.Accounts)
+		for range tc.horizon {
+			p, _ := w.Next()
+			totals[p.Account] += p.Amount
+		}
+		for a, total := range totals {
+			if want := int64(math.Round(float64(total) * s.Funding)); w.Balances[a] != want {
+				t.Fatalf("%s: account %d opens with %d; want %g × %d = %d", tc.name, a, w.Balances[a], s.Funding, total, want)
+			}
+		}
 	}
 }
 
@@ -147,7 +188,8 @@ func TestWorkloadRoutesToWorkers(t *testing.T) {
 			t.Fatalf("%+v: Validate() = %v; want nil", tc, err)
 		}
 		w := NewWorkload(&s)
-		for i, ts := range w.Targets {
+		for i := range s.Payments {
+			_, ts := w.Next()
 			if len(ts) != tc.deliveries {
 				t.Fatalf("%+v: payment %d has %d targets; want %d", tc, i, len(ts), tc.deliveries)
 			}

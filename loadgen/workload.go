@@ -15,6 +15,12 @@ type Payment struct {
 // MaxAmount bounds a payment's amount: amounts are uniform in 1..100.
 const MaxAmount = 100
 
+// FundingHorizon is how many payments fund the bank of a run whose length
+// in payments is not known up front (a closed-loop --duration run):
+// 2,000,000, what such a run could offer when its stream was generated up
+// front, so that its opening balances are those it always had.
+const FundingHorizon = 2_000_000
+
 // Target is where one delivery of a payment goes: an instance and, when
 // several deliveries of the payment land on that instance (more deliveries
 // than instances: two requests for one payment on one server), the worker
@@ -26,73 +32,105 @@ type Target struct {
 }
 
 // Workload is the reproducible payment stream of a scenario and the bank it
-// runs against: the same Seed gives the same payments, targets and balances.
+// runs against: the same Seed gives the same payments, targets and
+// balances. Payments are generated as they are taken (Next), so a run holds
+// one payment at a time however long it is.
+//
+// Opening balances are Funding times the total of each account's payments
+// over the funding horizon: the whole run when its length in payments is
+// known (--payments N, or --rate × (--duration + --warmup)), else the first
+// FundingHorizon payments. NewWorkload generates that prefix of the stream
+// once to sum it (time linear in the horizon, memory in the accounts) and
+// then starts the stream again from the seed. A bounded run's accounts
+// thus start with half of what they will be asked for (at the default
+// 0.5) and run dry as they always did, so a broken balance check shows as
+// an overdraft; a closed-loop --duration run that outlasts the horizon
+// declines more and more of its payments once its accounts are dry (an
+// overdraft then needs an account with money left, so give --funding
+// above 1 to keep a long soak's overdraft check busy).
 type Workload struct {
-	Payments []Payment
-	// Targets[i] are where payment i's deliveries go: distinct instances
-	// first, then distinct workers of an instance.
-	Targets [][]Target
 	// Balances are the opening balances, per account.
 	Balances []int64
+	g        generator
 }
 
-// NewWorkload generates the payment stream of s.
-func NewWorkload(s *Scenario) *Workload {
-	n := s.PaymentCap()
+// generator is the stream itself: one random source drawn in a fixed
+// order per payment (account, amount, instances, worker offset).
+type generator struct {
+	deliveries, instances, workers int
+	r                              *rand.Rand
+	pick                           func() int
+	perm                           []int
+	targets                        []Target
+	next                           int64
+}
+
+func newGenerator(s *Scenario) generator {
 	r := rand.New(rand.NewPCG(uint64(s.Seed), 0x10cb))
-	pick := s.AccountDist.picker(r, s.Accounts)
-	w := &Workload{
-		Payments: make([]Payment, n),
-		Targets:  make([][]Target, n),
-		Balances: make([]int64, s.Accounts),
+	return generator{
+		deliveries: s.Deliveries, instances: s.Instances, workers: s.Workers,
+		r: r, pick: s.AccountDist.picker(r, s.Accounts),
+		perm: make([]int, s.Instances), targets: make([]Target, s.Deliveries),
 	}
-	perm := make([]int, s.Instances)
-	flat := make([]Target, n*s.Deliveries)
-	shared := min(s.Deliveries, s.Instances) // distinct instances
-	routed := s.Deliveries > s.Instances
+}
+
+// NewWorkload starts the payment stream of s and computes its opening
+// balances (see Workload).
+func NewWorkload(s *Scenario) *Workload {
 	totals := make([]int64, s.Accounts)
-	for i := range w.Payments {
-		a := pick()
-		amt := 1 + r.Int64N(MaxAmount)
-		w.Payments[i] = Payment{ID: int64(i), Account: int32(a), Amount: amt}
-		totals[a] += amt
-		// min(K, instances) distinct instances: a partial Fisher–Yates
-		// shuffle.
-		for j := range perm {
-			perm[j] = j
-		}
-		for j := range shared {
-			k := j + r.IntN(len(perm)-j)
-			perm[j], perm[k] = perm[k], perm[j]
-		}
-		t := flat[i*s.Deliveries : (i+1)*s.Deliveries : (i+1)*s.Deliveries]
-		if !routed {
-			for j := range t {
-				t[j] = Target{Instance: perm[j], Worker: -1}
-			}
-		} else {
-			// Round j/instances of the deliveries goes to worker
-			// offset+round of each instance: distinct workers, since
-			// there are at most Workers rounds, and a random offset so
-			// that no worker takes every first copy.
-			offset := r.IntN(s.Workers)
-			for j := range t {
-				t[j] = Target{Instance: perm[j%s.Instances], Worker: (offset + j/s.Instances) % s.Workers}
-			}
-		}
-		w.Targets[i] = t
+	scan := newGenerator(s)
+	for range s.fundingHorizon() {
+		p, _ := scan.next1()
+		totals[p.Account] += p.Amount
 	}
+	w := &Workload{Balances: make([]int64, s.Accounts), g: newGenerator(s)}
 	for a, total := range totals {
 		w.Balances[a] = int64(math.Round(float64(total) * s.Funding))
 	}
 	return w
 }
 
-// PaymentAccounts returns the account of each payment, for the store.
-func (w *Workload) PaymentAccounts() []int32 {
-	out := make([]int32, len(w.Payments))
-	for i, p := range w.Payments {
-		out[i] = p.Account
+// fundingHorizon is how many payments fund the bank (see Workload).
+func (s *Scenario) fundingHorizon() int {
+	if n, ok := s.PaymentBound(); ok {
+		return n
 	}
-	return out
+	return FundingHorizon
+}
+
+// Next returns the next payment of the stream (ids count from 0) and where
+// its deliveries go: distinct instances first, then distinct workers of an
+// instance. The targets are valid until the next call.
+func (w *Workload) Next() (Payment, []Target) { return w.g.next1() }
+
+func (g *generator) next1() (Payment, []Target) {
+	r := g.r
+	a := g.pick()
+	p := Payment{ID: g.next, Account: int32(a), Amount: 1 + r.Int64N(MaxAmount)}
+	g.next++
+	// min(K, instances) distinct instances: a partial Fisher–Yates
+	// shuffle.
+	for j := range g.perm {
+		g.perm[j] = j
+	}
+	for j := range min(g.deliveries, g.instances) {
+		k := j + r.IntN(len(g.perm)-j)
+		g.perm[j], g.perm[k] = g.perm[k], g.perm[j]
+	}
+	t := g.targets
+	if g.deliveries <= g.instances {
+		for j := range t {
+			t[j] = Target{Instance: g.perm[j], Worker: -1}
+		}
+	} else {
+		// Round j/instances of the deliveries goes to worker offset+round
+		// of each instance: distinct workers, since there are at most
+		// Workers rounds, and a random offset so that no worker takes
+		// every first copy.
+		offset := r.IntN(g.workers)
+		for j := range t {
+			t[j] = Target{Instance: g.perm[j%g.instances], Worker: (offset + j/g.instances) % g.workers}
+		}
+	}
+	return p, t
 }

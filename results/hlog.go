@@ -1,9 +1,12 @@
 package results
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"io"
 	"os"
@@ -47,24 +50,7 @@ func FileIDs(ss []Summary) []string {
 // its whole-run histogram, tagged WholeRunTag.
 func WriteHlog(w io.Writer, r Run, p Phase) error {
 	lw := hdrhistogram.NewHistogramLogWriter(w)
-	if err := lw.OutputLogFormatVersion(); err != nil {
-		return fmt.Errorf("results: writing hlog: %w", err)
-	}
-	comment := fmt.Sprintf("[lockbench %s phase=%s fingerprint=%s: values in ns, timestamps in s since the run started]",
-		r.Summary.ID(), p, hlogFingerprint(r, p))
-	if err := lw.OutputComment(comment); err != nil {
-		return fmt.Errorf("results: writing hlog: %w", err)
-	}
-	if start := r.Summary.StartUnixNs; start > 0 {
-		ms := start / 1e6
-		if err := lw.OutputStartTime(ms); err != nil {
-			return fmt.Errorf("results: writing hlog: %w", err)
-		}
-		if err := lw.OutputBaseTime(ms); err != nil {
-			return fmt.Errorf("results: writing hlog: %w", err)
-		}
-	}
-	if err := lw.OutputLegend(); err != nil {
+	if err := writeHlogHeader(lw, r, p, hlogFingerprint(r, p)); err != nil {
 		return fmt.Errorf("results: writing hlog: %w", err)
 	}
 	ivs, wholeRun := loggedIntervals(r)
@@ -78,6 +64,30 @@ func WriteHlog(w io.Writer, r Run, p Phase) error {
 		}
 	}
 	return nil
+}
+
+// writeHlogHeader writes what an interval log of phase p of r starts
+// with: the format version, a comment naming the run with its fingerprint
+// fp, the start and base times when known, and the legend.
+func writeHlogHeader(lw *hdrhistogram.HistogramLogWriter, r Run, p Phase, fp string) error {
+	if err := lw.OutputLogFormatVersion(); err != nil {
+		return err
+	}
+	comment := fmt.Sprintf("[lockbench %s phase=%s fingerprint=%s: values in ns, timestamps in s since the run started]",
+		r.Summary.ID(), p, fp)
+	if err := lw.OutputComment(comment); err != nil {
+		return err
+	}
+	if start := r.Summary.StartUnixNs; start > 0 {
+		ms := start / 1e6
+		if err := lw.OutputStartTime(ms); err != nil {
+			return err
+		}
+		if err := lw.OutputBaseTime(ms); err != nil {
+			return err
+		}
+	}
+	return lw.OutputLegend()
 }
 
 // WholeRunTag tags the one histogram of an interval log written for a run
@@ -193,4 +203,110 @@ func ReadHlog(r io.Reader, p Phase) ([]Interval, error) {
 		iv.Hists[p] = h
 		out = append(out, iv)
 	}
+}
+
+// HlogStream keeps a run's intervals on disk as the run goes, one file per
+// phase, each interval encoded as it closes (loadgen.Options.IntervalLog
+// is its Write), so that a long run's intervals do not stay in memory:
+// each is a histogram per phase of about 180 KB, where its encoded line
+// is a few hundred bytes. Once the run is over, WriteHlog writes the run's
+// interval log of a phase (what WriteHlog writes for a run holding the
+// same intervals, fingerprint aside) from what was streamed, and Close
+// removes the files. It is for one goroutine at a time.
+type HlogStream struct {
+	files [NumPhases]*os.File
+	bufs  [NumPhases]*bufio.Writer
+	lws   [NumPhases]*hdrhistogram.HistogramLogWriter
+	// spans hashes every interval's span and counts, per phase, for the
+	// fingerprint.
+	spans [NumPhases]hash.Hash64
+	n     int
+}
+
+// NewHlogStream starts a stream whose files are in dir (created if need
+// be), named "*.<phase>.hlog.part".
+func NewHlogStream(dir string) (*HlogStream, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results: hlog stream: %w", err)
+	}
+	s := &HlogStream{}
+	for p := range NumPhases {
+		f, err := os.CreateTemp(dir, "*."+p.String()+".hlog.part")
+		if err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("results: hlog stream: %w", err)
+		}
+		s.files[p] = f
+		s.bufs[p] = bufio.NewWriter(f)
+		s.lws[p] = hdrhistogram.NewHistogramLogWriter(s.bufs[p])
+		s.spans[p] = fnv.New64a()
+	}
+	return s, nil
+}
+
+// Write encodes iv, one line per phase. It does not keep or change iv's
+// histograms.
+func (s *HlogStream) Write(iv Interval) error {
+	for p := range NumPhases {
+		h := iv.Hists[p]
+		if h == nil {
+			h = NewHistogram()
+		}
+		if err := writeInterval(s.lws[p], h, iv, false); err != nil {
+			return fmt.Errorf("results: hlog stream: %w", err)
+		}
+		fmt.Fprintf(s.spans[p], "|%d,%d,%d", iv.StartNs, iv.EndNs, h.TotalCount())
+	}
+	s.n++
+	return nil
+}
+
+// Len is the number of intervals written.
+func (s *HlogStream) Len() int { return s.n }
+
+// WriteHlog writes the interval log of phase p of r, whose intervals are
+// the ones streamed (r's own are ignored): WriteHlog's header, then every
+// interval written. A stream with no interval writes r as WriteHlog does
+// (its whole-run histogram).
+func (s *HlogStream) WriteHlog(w io.Writer, r Run, p Phase) error {
+	if s.n == 0 {
+		r.Intervals = nil
+		return WriteHlog(w, r, p)
+	}
+	lw := hdrhistogram.NewHistogramLogWriter(w)
+	if err := writeHlogHeader(lw, r, p, s.Fingerprint(r, p)); err != nil {
+		return fmt.Errorf("results: writing hlog: %w", err)
+	}
+	f := s.files[p]
+	if err := s.bufs[p].Flush(); err != nil {
+		return fmt.Errorf("results: writing hlog: %w", err)
+	}
+	if _, err := io.Copy(w, io.NewSectionReader(f, 0, 1<<62)); err != nil {
+		return fmt.Errorf("results: writing hlog: %w", err)
+	}
+	return nil
+}
+
+// Fingerprint is what identifies the log WriteHlog writes for r and p (see
+// hlogFingerprint): the summary and the streamed intervals' spans and
+// counts.
+func (s *HlogStream) Fingerprint(r Run, p Phase) string {
+	h := fnv.New64a()
+	if data, err := json.Marshal(r.Summary); err == nil {
+		h.Write(data)
+	}
+	fmt.Fprintf(h, "|%s|streamed|%d|%x", p, s.n, s.spans[p].Sum64())
+	return strconv.FormatUint(h.Sum64(), 16)
+}
+
+// Close removes the stream's files.
+func (s *HlogStream) Close() error {
+	var errs []error
+	for _, f := range s.files {
+		if f == nil {
+			continue
+		}
+		errs = append(errs, f.Close(), os.Remove(f.Name()))
+	}
+	return errors.Join(errs...)
 }

@@ -123,3 +123,56 @@ func TestFileIDs(t *testing.T) {
 		t.Errorf("HlogName = %q; want %q", got, want)
 	}
 }
+
+// A streamed run's interval log reads back as the one WriteHlog writes
+// for the same run holding its intervals: same intervals, same counts.
+func TestHlogStream(t *testing.T) {
+	run := makeRun(fixture{strategy: "setnx", scenario: "base", acquireNs: 250e3, intervals: 6})
+	run.Summary.StartUnixNs = 1764455700123456789
+	s, err := NewHlogStream(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, iv := range run.Intervals {
+		if err := s.Write(iv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Len() != len(run.Intervals) {
+		t.Errorf("Len() = %d; want %d", s.Len(), len(run.Intervals))
+	}
+	streamed := run
+	streamed.Intervals = nil // the run kept none
+	for p := Phase(0); p < NumPhases; p++ {
+		var a, b bytes.Buffer
+		if err := WriteHlog(&a, run, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteHlog(&b, streamed, p); err != nil {
+			t.Fatal(err)
+		}
+		want, err := ReadHlog(&a, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadHlog(&b, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: got %d intervals; want %d", p, len(got), len(want))
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if g.StartNs != w.StartNs || g.EndNs != w.EndNs || g.Hists[p].TotalCount() != w.Hists[p].TotalCount() ||
+				g.Hists[p].ValueAtQuantile(99) != w.Hists[p].ValueAtQuantile(99) {
+				t.Errorf("%s interval %d: got [%d, %d) count %d; want [%d, %d) count %d", p, i,
+					g.StartNs, g.EndNs, g.Hists[p].TotalCount(), w.StartNs, w.EndNs, w.Hists[p].TotalCount())
+			}
+		}
+		if s.Fingerprint(streamed, p) == hlogFingerprint(streamed, p) {
+			t.Errorf("%s: the streamed log's fingerprint is the whole-run log's; want them apart", p)
+		}
+	}
+}

@@ -29,4 +29,19 @@
 // The store is reached over a connection like a real storage service: Memory
 // is served by the coordinator (Serve) and instances dial it (Dial);
 // Postgres does the same in SQL.
+//
+// Memory over long runs: a run announces its payments as it offers them,
+// a batch at a time (Offerer), rather than listing them in the Setup, and
+// says how many critical sections a payment has at most
+// (Setup.Deliveries). Postgres creates a batch's rows then; Memory tracks
+// a payment from its first Enter and, once all of its Finishes are in and
+// no write still to come can walk the record versions it wrote, folds it
+// into its counts and forgets it (see Memory), so its memory grows with
+// the accounts and the payments in flight, not with the run's length. The
+// counts stay exact: the randomized test holds every store, releasing as
+// it goes, to a brute-force reference that keeps everything. Caveat: a
+// payment one of whose deliveries entered and never finished (an instance
+// killed inside its critical section), or never entered (not acquired),
+// stays tracked to the end, and so do the versions of an account that
+// always has a holder inside.
 package store

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -17,12 +18,32 @@ const memShards = 64
 // operation is atomic, but nothing holds across Enter and Finish: that span
 // is exactly what the lock under test must protect.
 //
-// Its state lives in slices indexed by account and payment, not maps, so
-// that a run over a million accounts costs the workers no hashing and the
-// garbage collector no pointers to chase. The lock a request holds is named
-// by the mode (--lock-key): in AccountMode it is the request's account, in
-// PaymentMode its payment; LockKey (the name the strategy locked) is for
-// the Postgres store and for people reading a trace.
+// Its accounts live in a slice indexed by account, so that a run over a
+// million accounts costs the workers no hashing and the garbage collector
+// no pointers to chase; payments live in one small hash table per shard,
+// from their first Enter until nothing still in flight can refer to them
+// (release, below), so that its memory grows with the accounts and the
+// payments in flight, not with the payments offered. The lock a request
+// holds is named by the mode (--lock-key): in AccountMode it is the
+// request's account, in PaymentMode its payment; LockKey (the name the
+// strategy locked) is for the Postgres store and for people reading a
+// trace.
+//
+// Release. A payment's counts (processed, duplicates, lost) are final once
+// nothing can change its applications or how many of them its account's
+// record holds: every one of its deliveries has finished (Setup.Deliveries
+// Finishes), and no write still to come can walk the record versions it
+// wrote (AccountMode). A write walks versions above the common ancestor of
+// the current version and the one its holder read; every holder still in
+// flight read a version no older than the one the account had when it was
+// last left with no holder inside (its floor), and every version written
+// since descends from the floor. So once an account is left with no
+// holder inside, every version it has is out of reach of any write to
+// come: they are dropped from the log, and the payments that wrote them
+// and have had all their Finishes are folded into the shard's counts and
+// forgotten. With a working lock that is every Finish. A Finish whose
+// BaseVersion is below the floor (no holder in flight read it) is refused
+// with errBaseReleased.
 //
 // Enter and Finish take one shard's mutex and nothing else; Reset and
 // Counts take all of them. (A store-wide RWMutex read-locked by every call
@@ -34,45 +55,59 @@ type Memory struct {
 	// epoch is the monotonic origin of the overlaps' times.
 	epoch  time.Time
 	shards [memShards]shard
-	// accounts[a], and the lock state of every lock key of account a's
-	// payments, are guarded by the shard of account a. In AccountMode an
+	// accounts[a] is guarded by the shard of account a. In AccountMode an
 	// account's lock state is in the account itself (one cache line for
 	// both, 64 bytes: a cycle reads and writes both); in PaymentMode it
-	// is keys[p], for payment p.
+	// is in the payment's state.
 	accounts []account
-	keys     []keyState
-	// overlapSince[k] is when lock key k's active count last rose to 2
-	// (ns since epoch): the start of the overlap under way, if any. k is
-	// the account in AccountMode and the payment in PaymentMode. Apart
-	// from the lock state because it is touched only when an overlap
-	// begins or ends.
+	// overlapSince[a] is when account a's active count last rose to 2
+	// (ns since epoch): the start of the overlap under way, if any
+	// (AccountMode; PaymentMode keeps it in the payment's state). Apart
+	// from the account because it is touched only when an overlap begins
+	// or ends.
 	overlapSince []int64
-	// payments[p] is payment p's state, guarded by the shard of its
-	// account.
-	payments []paymentState
+	// offered counts the payments Offer announced.
+	offered atomic.Int64
 }
 
-// paymentState is one payment's state: side by side, so that a Finish
-// touches one cache line for it, not one in each of two slices.
+// paymentState is one payment's state while the store tracks it.
 type paymentState struct {
+	id      int64
+	account int32
+	// applications counts the payment's applied writes; inRecord those
+	// reflected in its account's current record: the payment is marked
+	// processed while it is above zero.
 	applications int32
-	// inRecord counts the payment's applications reflected in its
-	// account's current record; the payment is marked processed while it
-	// is above zero.
-	inRecord int32
+	inRecord     int32
+	// finishes counts the Finishes of its holders: at Setup.Deliveries,
+	// every delivery has been judged.
+	finishes int32
+	// logged is set while one of its applications is in the shard's log
+	// (AccountMode): a write to come may still walk it.
+	logged bool
+	// key and overlapSince are its lock's state (PaymentMode).
+	key          keyState
+	overlapSince int64
 }
 
 type shard struct {
 	mu sync.Mutex
-	c  Counts
-	// log holds the versions of the shard's accounts (AccountMode), in
-	// the order they were written, each linked to its account's version
-	// before it. Appending to one log per shard, rather than to a slice
-	// per account, writes to a cache line the shard wrote a moment ago,
-	// not to one of a random account's (a cache miss every Finish). Reset
-	// gives it room for one version per payment of the shard's accounts;
-	// only duplicate writes grow it.
-	log []recordVersion
+	// c holds the overlaps, stale writes, overdrafts and applications
+	// counted so far, and the processed, duplicates and lost of the
+	// payments released.
+	c Counts
+	// log holds the versions of the shard's accounts (AccountMode) written
+	// since each account last had no holder inside, each linked to its
+	// account's version before it. Appending to one log per shard, rather
+	// than to a slice per account, writes to a cache line the shard wrote
+	// a moment ago, not to one of a random account's (a cache miss every
+	// Finish). Entries dropped are reused, through the free list that
+	// starts at free (-1: none) and runs through their prev links.
+	log  []recordVersion
+	free int32
+	// payments are the payments of the shard's accounts that the store
+	// tracks.
+	payments paymentTable
 	// keep neighbouring shards' mutexes off one cache line
 	_ [64]byte
 }
@@ -89,15 +124,17 @@ type account struct {
 	inRecordDebits int64
 	key            keyState // AccountMode's lock state
 	// last is where the write that made the current version is in the
-	// shard's log, -1 for version 0 (AccountMode). A log has fewer than
-	// 2³¹ versions: each takes 24 bytes.
+	// shard's log, -1 when the current version is the account's floor
+	// (see Memory: version 0, or the version it had when it was last left
+	// with no holder inside), which has no entry (AccountMode). A log
+	// has fewer than 2³¹ versions: each takes 24 bytes.
 	last      int32
 	overdrawn bool
 }
 
 // recordVersion is one version of an account record: the version it was
 // computed from, the application written with it, and where the account's
-// version before it is in the shard's log (-1 for version 0).
+// version before it is in the shard's log (-1 for the floor).
 type recordVersion struct {
 	parent  int64
 	payment int64
@@ -112,7 +149,10 @@ type keyState struct {
 	lastApplied int64
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store   = (*Memory)(nil)
+	_ Offerer = (*Memory)(nil)
+)
 
 // NewMemory returns an empty store; call Reset before use.
 func NewMemory() *Memory { return &Memory{} }
@@ -126,38 +166,55 @@ func (m *Memory) Reset(_ context.Context, s Setup) error {
 	defer m.unlockAll()
 	m.setup = s
 	m.epoch = time.Now()
+	m.offered.Store(0)
 	for i := range m.shards {
-		m.shards[i].c = Counts{}
+		sh := &m.shards[i]
+		sh.c = Counts{}
+		sh.log, sh.free = nil, -1
+		sh.payments = paymentTable{}
 	}
 	m.accounts = make([]account, len(s.Balances))
+	// Touch what the workers will write, so that its pages are mapped
+	// now rather than by page faults inside the run's critical sections.
+	prefault(m.accounts)
 	for a, b := range s.Balances {
 		m.accounts[a].balance = b
 		m.accounts[a].last = -1
 	}
-	var perShard [memShards]int
-	for _, a := range s.PaymentAccount {
-		perShard[uint32(a)%memShards]++
-	}
-	for i := range m.shards {
-		m.shards[i].log = nil
-		if s.Mode == AccountMode {
-			m.shards[i].log = make([]recordVersion, 0, perShard[i])
-		}
-	}
-	m.keys = nil
-	if s.Mode == PaymentMode {
-		m.keys = make([]keyState, s.Payments)
-		m.overlapSince = make([]int64, s.Payments)
-	} else {
+	m.overlapSince = nil
+	if s.Mode == AccountMode {
 		m.overlapSince = make([]int64, len(s.Balances))
 	}
-	m.payments = make([]paymentState, s.Payments)
-	// Touch what the workers will write, so that its pages are mapped
-	// now rather than by page faults inside the run's critical sections.
-	prefault(m.payments)
-	prefault(m.keys)
-	for i := range m.shards {
-		prefault(m.shards[i].log[:cap(m.shards[i].log)])
+	prefault(m.overlapSince)
+	return nil
+}
+
+// Offer counts payments first… as offered: Counts' Unprocessed is what
+// was offered and never applied. Memory needs nothing else: it tracks a
+// payment from its first Enter.
+func (m *Memory) Offer(_ context.Context, first int64, accounts []int32) error {
+	if err := m.checkOffer(first, accounts); err != nil {
+		return err
+	}
+	m.offered.Add(int64(len(accounts)))
+	return nil
+}
+
+func (m *Memory) checkOffer(first int64, accounts []int32) error {
+	// One shard's lock is enough to read setup and accounts.
+	sh := &m.shards[0]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if m.setup.PaymentAccount != nil {
+		return errOfferListed
+	}
+	if first != m.offered.Load() {
+		return errOfferOrder
+	}
+	for _, a := range accounts {
+		if a < 0 || int(a) >= len(m.accounts) {
+			return errUnknownPayment
+		}
 	}
 	return nil
 }
@@ -195,11 +252,14 @@ func (m *Memory) unlockAll() {
 // validateSetup rejects a setup the stores could not judge. A payment of
 // an account outside Balances would otherwise reach a missing account.
 func validateSetup(s Setup) error {
-	if len(s.PaymentAccount) != s.Payments {
+	if s.PaymentAccount != nil && len(s.PaymentAccount) != s.Payments || s.PaymentAccount == nil && s.Payments != 0 {
 		return errors.New("store: PaymentAccount must have one entry per payment")
 	}
 	if s.Mode != AccountMode && s.Mode != PaymentMode {
 		return errors.New("store: unknown mode")
+	}
+	if s.Deliveries < 0 {
+		return errors.New("store: negative Deliveries")
 	}
 	for _, a := range s.PaymentAccount {
 		if a < 0 || int(a) >= len(s.Balances) {
@@ -211,24 +271,31 @@ func validateSetup(s Setup) error {
 
 func (m *Memory) shard(a int32) *shard { return &m.shards[uint32(a)%memShards] }
 
-// key is the state of the lock that guards payment p of account a, and
-// its index in overlapSince.
-func (m *Memory) key(p int64, a int32) (*keyState, int64) {
-	if m.setup.Mode == PaymentMode {
-		return &m.keys[p], p
-	}
-	return &m.accounts[a].key, int64(a)
-}
-
-// payment is payment p's state.
-func (m *Memory) payment(p int64) *paymentState { return &m.payments[p] }
-
 // check reports a payment the store does not know; the shard of a is held.
-func (m *Memory) check(p int64, a int32) error {
-	if p < 0 || p >= int64(len(m.payments)) || m.setup.PaymentAccount[p] != a {
+// Payments listed in the setup must be of their account; otherwise any
+// payment of a known account is known (a tracked payment must be of the
+// account it was first entered with).
+func (m *Memory) check(sh *shard, p int64, a int32) error {
+	if p < 0 || a < 0 || int(a) >= len(m.accounts) {
+		return errUnknownPayment
+	}
+	if m.setup.PaymentAccount != nil {
+		if p >= int64(len(m.setup.PaymentAccount)) || m.setup.PaymentAccount[p] != a {
+			return errUnknownPayment
+		}
+	} else if ps := sh.payments.get(p); ps != nil && ps.account != a {
 		return errUnknownPayment
 	}
 	return nil
+}
+
+// key is the state of the lock that guards payment ps of account a, and
+// where its overlap start is kept.
+func (m *Memory) key(ps *paymentState, a int32) (*keyState, *int64) {
+	if m.setup.Mode == PaymentMode {
+		return &ps.key, &ps.overlapSince
+	}
+	return &m.accounts[a].key, &m.overlapSince[a]
 }
 
 // Enter records a holder entering the critical section of its lock and
@@ -237,24 +304,25 @@ func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
 	sh := m.shard(r.Account)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if err := m.check(r.Payment, r.Account); err != nil {
+	if err := m.check(sh, r.Payment, r.Account); err != nil {
 		return EnterResp{}, err
 	}
-	ks, k := m.key(r.Payment, r.Account)
+	ps := sh.payments.add(r.Payment, r.Account)
+	ks, since := m.key(ps, r.Account)
 	if ks.active > 0 {
 		sh.c.Overlaps++
 	}
 	if ks.active == 1 {
 		// A second holder: the window of exposure opens (the clock is read
 		// only when an overlap begins or ends, not on every call).
-		m.overlapSince[k] = int64(time.Since(m.epoch))
+		*since = int64(time.Since(m.epoch))
 	}
 	ks.active++
 	if r.Token > ks.maxToken {
 		ks.maxToken = r.Token
 	}
 	acc := &m.accounts[r.Account]
-	return EnterResp{Processed: m.payment(r.Payment).inRecord > 0, Balance: acc.balance, Version: acc.version}, nil
+	return EnterResp{Processed: ps.inRecord > 0, Balance: acc.balance, Version: acc.version}, nil
 }
 
 // Finish records the holder leaving and applies its write, judging it.
@@ -266,38 +334,59 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	sh := m.shard(r.Account)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if err := m.check(r.Payment, r.Account); err != nil {
+	if err := m.check(sh, r.Payment, r.Account); err != nil {
 		return FinishResp{}, err
 	}
-	ks, k := m.key(r.Payment, r.Account)
+	ps := sh.payments.get(r.Payment)
+	if ps == nil {
+		// Never entered (or released: all its Finishes were had).
+		return FinishResp{}, errFinishWithoutEnter
+	}
+	ks, since := m.key(ps, r.Account)
 	if ks.active == 0 {
 		return FinishResp{}, errFinishWithoutEnter
 	}
 	acc := &m.accounts[r.Account]
-	if r.Apply && m.setup.Mode == AccountMode && r.BaseVersion > acc.version {
+	bi := int32(-1) // where version BaseVersion is in the log
+	if r.Apply && m.setup.Mode == AccountMode {
 		// Refused before anything changes, like the errors above.
-		return FinishResp{}, errBaseAhead
+		if r.BaseVersion > acc.version {
+			return FinishResp{}, errBaseAhead
+		}
+		var ok bool
+		if bi, ok = sh.down(acc.last, acc.version, r.BaseVersion); !ok {
+			return FinishResp{}, errBaseReleased
+		}
 	}
 	ks.active--
 	if ks.active == 1 {
 		// Back to one holder: the overlap is over.
-		d := int64(time.Since(m.epoch)) - m.overlapSince[k]
+		d := int64(time.Since(m.epoch)) - *since
 		sh.c.OverlapNs += d
 		sh.c.OverlapMaxNs = max(sh.c.OverlapMaxNs, d)
 	}
+	ps.finishes++
+	resp := m.apply(sh, acc, ks, ps, r, bi)
+	m.settle(sh, acc, ks, r.Payment)
+	return resp, nil
+}
+
+// apply judges and applies the write of a holder leaving (nothing when it
+// does not write); bi is where its BaseVersion is in the log.
+func (m *Memory) apply(sh *shard, acc *account, ks *keyState, ps *paymentState, r FinishReq, bi int32) FinishResp {
 	if !r.Apply {
-		return FinishResp{}, nil
+		return FinishResp{}
 	}
 	if r.Token > 0 && r.Token < ks.maxToken {
 		if m.setup.Fencing {
 			sh.c.StaleRejected++
-			return FinishResp{StaleRejected: true}, nil
+			return FinishResp{StaleRejected: true}
 		}
 		sh.c.StaleAccepted++
 	} else if r.Token > 0 && r.Token <= ks.lastApplied {
 		sh.c.TokenReused++
 		if m.setup.Fencing && m.setup.Strict {
-			return FinishResp{StaleRejected: true}, nil
+			return FinishResp{StaleRejected: true}
 		}
 	}
 	if r.Token > ks.maxToken {
@@ -309,10 +398,10 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	case AccountMode:
 		// The record is replaced by what the holder computed from its read
 		// of version BaseVersion: the new version's parent.
-		m.rebase(sh, acc, r.BaseVersion)
+		m.rebase(sh, acc, r.BaseVersion, bi)
 		acc.balance = r.NewBalance
-		sh.log = append(sh.log, recordVersion{parent: r.BaseVersion, payment: r.Payment, prev: acc.last, debit: debit})
-		acc.last = int32(len(sh.log) - 1)
+		acc.last = sh.push(recordVersion{parent: r.BaseVersion, payment: r.Payment, prev: acc.last, debit: debit})
+		ps.logged = true
 	case PaymentMode:
 		// An atomic debit: computed from the current version, so the
 		// record keeps everything it held.
@@ -323,7 +412,6 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 		acc.overdrawn = true
 		sh.c.Overdrafts++
 	}
-	ps := m.payment(r.Payment)
 	ps.applications++
 	ps.inRecord++
 	if debit {
@@ -331,53 +419,124 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 		acc.inRecordDebits++
 	}
 	sh.c.Applications++
-	return FinishResp{Applied: true}, nil
+	return FinishResp{Applied: true}
+}
+
+// settle releases what nothing in flight can refer to any more, after a
+// Finish of payment p (see Memory): in AccountMode, once the account has
+// no holder inside, its log entries and the payments that wrote them and
+// are done; and p itself once it is done. It runs last in Finish: release
+// moves other payments' states in the table.
+func (m *Memory) settle(sh *shard, acc *account, ks *keyState, p int64) {
+	if m.setup.Mode == AccountMode && ks.active == 0 {
+		for i := acc.last; i >= 0; {
+			v := &sh.log[i]
+			next := v.prev
+			if ps := sh.payments.get(v.payment); ps != nil && ps.logged {
+				ps.logged = false
+				m.release(sh, ps)
+			}
+			v.prev, sh.free = sh.free, i
+			i = next
+		}
+		acc.last = -1
+	}
+	if ps := sh.payments.get(p); ps != nil {
+		m.release(sh, ps)
+	}
+}
+
+// release folds payment ps into the shard's counts and forgets it, if it
+// is done: every delivery judged, no holder of its lock inside, and no
+// application of it in the log (a write to come could walk it).
+func (m *Memory) release(sh *shard, ps *paymentState) {
+	k := m.setup.Deliveries
+	if k == 0 || int(ps.finishes) < k || ps.logged || ps.key.active > 0 {
+		return
+	}
+	sh.c.fold(ps)
+	sh.payments.remove(ps.id)
+}
+
+// fold adds payment ps's final counts to c.
+func (c *Counts) fold(ps *paymentState) {
+	n := int64(ps.applications)
+	if n > 0 {
+		c.Processed++
+		c.Duplicates += n - 1
+	}
+	// Every application was acknowledged to its worker (Applied), so a
+	// payment applied but no longer in its account's record is
+	// acknowledged work lost.
+	if n > 0 && ps.inRecord == 0 {
+		c.Lost++
+	}
+}
+
+// push adds v to the log, in a free entry if there is one, and returns
+// where it is.
+func (sh *shard) push(v recordVersion) int32 {
+	if i := sh.free; i >= 0 {
+		sh.free = sh.log[i].prev
+		sh.log[i] = v
+		return i
+	}
+	sh.log = append(sh.log, v)
+	return int32(len(sh.log) - 1)
 }
 
 // rebase makes acc's record hold what version base holds, before a write
-// computed from base lands on it. Both versions' sets are their chains of
-// parents down to version 0, so walking the current version and base down
-// to their common ancestor (parents are smaller versions: step the larger)
-// visits exactly the applications that leave the record (on the current
-// version's side) and those that come back into it (on base's side: a
-// write from a read older than an overwrite resurrects what it had read).
-// When the lock works, base is the current version and nothing is walked.
+// computed from base lands on it; bi is where base is in the shard's log.
+// Both versions' sets are their chains of parents down to the floor, so
+// walking the current version and base down to their common ancestor
+// (parents are smaller versions: step the larger) visits exactly the
+// applications that leave the record (on the current version's side) and
+// those that come back into it (on base's side: a write from a read older
+// than an overwrite resurrects what it had read). When the lock works,
+// base is the current version and nothing is walked.
 //
 // The versions are found in the shard's log by the links from each to the
 // account's version before it: ci and bi are where versions cur and base
-// are, and both only move down.
-func (m *Memory) rebase(sh *shard, acc *account, base int64) {
+// are, and both only move down, never below the floor (every version in
+// the log descends from it).
+func (m *Memory) rebase(sh *shard, acc *account, base int64, bi int32) {
 	cur, ci := acc.version, acc.last
-	bi := sh.down(ci, cur, base)
 	for cur != base {
 		if cur > base {
 			v := sh.log[ci]
-			m.payment(v.payment).inRecord--
+			sh.payments.get(v.payment).inRecord--
 			if v.debit {
 				acc.inRecordDebits--
 			}
-			ci, cur = sh.down(ci, cur, v.parent), v.parent
+			ci, _ = sh.down(ci, cur, v.parent)
+			cur = v.parent
 		} else {
 			v := sh.log[bi]
-			m.payment(v.payment).inRecord++
+			sh.payments.get(v.payment).inRecord++
 			if v.debit {
 				acc.inRecordDebits++
 			}
-			bi, base = sh.down(bi, base, v.parent), v.parent
+			bi, _ = sh.down(bi, base, v.parent)
+			base = v.parent
 		}
 	}
 }
 
 // down returns where in the log version to of an account is, given where
-// its version from (≥ to) is.
-func (sh *shard) down(i int32, from, to int64) int32 {
+// its version from (≥ to) is; false when to is below the account's floor,
+// whose versions the log no longer has.
+func (sh *shard) down(i int32, from, to int64) (int32, bool) {
 	for ; from > to; from-- {
+		if i < 0 {
+			return -1, false
+		}
 		i = sh.log[i].prev
 	}
-	return i
+	return i, true
 }
 
-// Counts computes the verdict from the store's state.
+// Counts computes the verdict from the store's state: the counts of the
+// payments released and of those it still tracks.
 func (m *Memory) Counts(context.Context) (Counts, error) {
 	m.lockAll()
 	defer m.unlockAll()
@@ -392,27 +551,32 @@ func (m *Memory) Counts(context.Context) (Counts, error) {
 		c.TokenReused += sh.c.TokenReused
 		c.Overdrafts += sh.c.Overdrafts
 		c.Applications += sh.c.Applications
+		c.Processed += sh.c.Processed
+		c.Duplicates += sh.c.Duplicates
+		c.Lost += sh.c.Lost
 		for a := i; a < len(m.accounts); a += memShards {
 			c.LostUpdates += m.accounts[a].appliedDebits - m.accounts[a].inRecordDebits
 		}
+		sh.payments.each(func(ps *paymentState) { c.fold(ps) })
 	}
-	for _, ps := range m.payments {
-		n := ps.applications
-		if n > 0 {
-			c.Processed++
-		}
-		if n > 1 {
-			c.Duplicates += int64(n - 1)
-		}
-		// Every application was acknowledged to its worker (Applied), so a
-		// payment applied but no longer in its account's record is
-		// acknowledged work lost.
-		if n > 0 && ps.inRecord == 0 {
-			c.Lost++
-		}
+	total := m.offered.Load()
+	if m.setup.PaymentAccount != nil {
+		total = int64(m.setup.Payments)
 	}
-	c.Unprocessed = int64(len(m.payments)) - c.Processed
+	c.Unprocessed = max(0, total-c.Processed)
 	return c, nil
+}
+
+// Tracked returns how many payments the store holds state for: those in
+// flight, and those some delivery of which never finished (see Memory).
+func (m *Memory) Tracked() int {
+	m.lockAll()
+	defer m.unlockAll()
+	n := 0
+	for i := range m.shards {
+		n += m.shards[i].payments.n
+	}
+	return n
 }
 
 // Close does nothing.

@@ -204,6 +204,10 @@ type randomTrial struct {
 	ref   *refStore
 	rng   *rand.Rand
 	log   []string // the calls so far, for a failure report
+	// enters counts each payment's holders let in; with Setup.Deliveries
+	// set, no payment gets more, as no payment of a run gets more
+	// critical sections than deliveries.
+	enters []int
 }
 
 func newRandomTrial(seed uint64) *randomTrial {
@@ -221,7 +225,41 @@ func newRandomTrial(seed uint64) *randomTrial {
 	for p := range s.PaymentAccount {
 		s.PaymentAccount[p] = int32(rng.IntN(accounts))
 	}
-	return &randomTrial{seed: seed, setup: s, ref: newRefStore(s), rng: rng}
+	// Three trials in four bound the critical sections per payment (1, 2
+	// or 3), so that Memory releases payments as it goes, and must still
+	// agree with the reference; the fourth bounds nothing.
+	s.Deliveries = int(seed % 4)
+	return &randomTrial{seed: seed, setup: s, ref: newRefStore(s), rng: rng, enters: make([]int, payments)}
+}
+
+// tracked is how many payments Memory may still hold once every holder
+// has left: with Setup.Deliveries, those entered fewer times; without,
+// every payment entered.
+func (tr *randomTrial) tracked() int {
+	n := 0
+	for _, e := range tr.enters {
+		if e > 0 && (tr.setup.Deliveries == 0 || e < tr.setup.Deliveries) {
+			n++
+		}
+	}
+	return n
+}
+
+// enterable picks a payment that may still be entered, or reports none.
+func (tr *randomTrial) enterable() (int64, bool) {
+	if tr.setup.Deliveries == 0 {
+		return int64(tr.rng.IntN(tr.setup.Payments)), true
+	}
+	var open []int64
+	for p, e := range tr.enters {
+		if e < tr.setup.Deliveries {
+			open = append(open, int64(p))
+		}
+	}
+	if len(open) == 0 {
+		return 0, false
+	}
+	return open[tr.rng.IntN(len(open))], true
 }
 
 // call is one step: an Enter or a Finish, and for a Finish the holder it
@@ -235,11 +273,11 @@ type call struct {
 // next generates the next call, or reports that the trial is over.
 func (tr *randomTrial) next(pending []holder, step, steps int) (call, bool) {
 	rng := tr.rng
-	if step >= steps && len(pending) == 0 {
+	p, canEnter := tr.enterable()
+	if (step >= steps || !canEnter) && len(pending) == 0 {
 		return call{}, false
 	}
-	if step < steps && (len(pending) == 0 || (len(pending) < 6 && rng.IntN(2) == 0)) {
-		p := int64(rng.IntN(tr.setup.Payments))
+	if step < steps && canEnter && (len(pending) == 0 || (len(pending) < 6 && rng.IntN(2) == 0)) {
 		a := tr.setup.PaymentAccount[p]
 		key := fmt.Sprintf("a%d", a)
 		if tr.setup.Mode == PaymentMode {
@@ -304,6 +342,13 @@ func TestStoreRandomInterleavings(t *testing.T) {
 				t.Errorf("seed %d: %s: Counts: got %+v; want %+v\nsetup %+v\n%s",
 					seed, s.name, got, want, tr.setup, strings.Join(tr.log, "\n"))
 			}
+			// Memory forgets every payment all of whose critical
+			// sections are over, and only those.
+			if m, ok := s.s.(interface{ Tracked() int }); ok {
+				if got, want := m.Tracked(), tr.tracked(); got != want {
+					t.Errorf("seed %d: %s: Tracked() = %d; want %d (setup %+v, enters %v)", seed, s.name, got, want, tr.setup, tr.enters)
+				}
+			}
 		}
 	}
 }
@@ -330,6 +375,7 @@ func (tr *randomTrial) run(ctx context.Context, t *testing.T, all []namedStore, 
 				}
 			}
 			if err == nil {
+				tr.enters[c.enter.Payment]++
 				amount := 1 + int64(tr.rng.IntN(30))
 				pending = append(pending, holder{enter: *c.enter, read: read, amount: amount})
 			}

@@ -15,6 +15,15 @@ var (
 	// errBaseAhead: an account-mode write computed from a version the
 	// record has not reached yet; no holder can have read it.
 	errBaseAhead = errors.New("store: BaseVersion ahead of the record")
+	// errBaseReleased: an account-mode write computed from a version
+	// older than any holder in flight read (Memory has released it; see
+	// Memory). A worker writes from the version its Enter read, which is
+	// never that old.
+	errBaseReleased = errors.New("store: BaseVersion older than any holder in flight read")
+	// errOfferOrder and errOfferListed: Offer out of order, or for a
+	// bank whose payments the Setup listed.
+	errOfferOrder  = errors.New("store: payments offered out of order")
+	errOfferListed = errors.New("store: Offer on a bank whose payments the Setup listed")
 )
 
 // Mode says what the lock key guards, and so how the store applies a debit.
@@ -44,10 +53,33 @@ type Setup struct {
 	Strict bool
 	// Balances is the opening balance of each account 0..len-1.
 	Balances []int64
-	// Payments is the number of payments 0..Payments-1 that will be offered.
-	Payments int
-	// PaymentAccount maps a payment id to its account (for final accounting).
+	// Payments and PaymentAccount, when PaymentAccount is set, list the
+	// bank's payments up front: payments 0..Payments-1, PaymentAccount
+	// mapping each to its account; the stores refuse calls for any other
+	// payment. Tests list them. A run leaves both empty and announces its
+	// payments as it offers them, in bounded batches (Offerer), so that
+	// nothing in the store is sized by the payments of the whole run.
+	Payments       int
 	PaymentAccount []int32
+	// Deliveries, when > 0, is the most critical sections (Finishes) any
+	// payment has: a run's deliveries per payment. Memory releases a
+	// payment's state once it has had that many and nothing in flight
+	// can change its counts, so its memory stays with the payments in
+	// flight; a caller that may enter a payment more often (a
+	// redelivering queue) must leave it 0, and then every payment is
+	// kept to the end. A Finish beyond the count is judged as that of a
+	// payment never seen.
+	Deliveries int
+}
+
+// Offerer is a store told of the payments as they are offered: Offer says
+// that payments first, first+1, … (in order from 0, without gaps) exist,
+// of accounts[i], before any delivery of them. Postgres creates their rows
+// (one COPY per batch); Memory, which tracks a payment from its first
+// Enter, only counts them. Counts' Unprocessed is what was offered and
+// never applied. A bank whose Setup listed its payments refuses Offer.
+type Offerer interface {
+	Offer(ctx context.Context, first int64, accounts []int32) error
 }
 
 // EnterReq opens a critical section: the holder took the lock and reads.

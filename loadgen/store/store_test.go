@@ -819,3 +819,90 @@ func TestStoreConcurrentUnlocked(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreOffer runs a bank whose payments are announced as they are
+// offered (Offerer), as a run's are: every store takes the batches in
+// order, judges their payments as it would listed ones, and counts what
+// was offered and never applied as unprocessed.
+func TestStoreOffer(t *testing.T) {
+	for _, s := range stores(t) {
+		t.Run(s.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			if err := s.s.Reset(ctx, Setup{Mode: AccountMode, Fencing: true, Balances: []int64{100, 100}, Deliveries: 1}); err != nil {
+				t.Fatalf("Reset: %v", err)
+			}
+			o, ok := s.s.(Offerer)
+			if !ok {
+				t.Fatalf("%T is no Offerer", s.s)
+			}
+			for _, b := range []struct {
+				first    int64
+				accounts []int32
+			}{{0, []int32{0, 1, 0}}, {3, []int32{1}}} {
+				if err := o.Offer(ctx, b.first, b.accounts); err != nil {
+					t.Fatalf("Offer(%d, %v): %v", b.first, b.accounts, err)
+				}
+			}
+			for i, q := range []struct {
+				p int64
+				a int32
+			}{{0, 0}, {2, 0}, {3, 1}} {
+				if err := process(ctx, s.s, fmt.Sprintf("a%d", q.a), int64(i+1), q.p, q.a, 10); err != nil {
+					t.Fatalf("payment %d: %v", q.p, err)
+				}
+			}
+			checkCounts(ctx, t, s.s, Counts{Processed: 3, Unprocessed: 1, Applications: 3})
+			if m, ok := s.s.(interface{ Tracked() int }); ok {
+				if got := m.Tracked(); got != 0 {
+					t.Errorf("Tracked() = %d after every payment's one delivery; want 0", got)
+				}
+			}
+		})
+	}
+}
+
+// Memory refuses batches out of order and Offer on a listed bank: its
+// unprocessed count is the payments offered.
+func TestMemoryOfferRefuses(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	if err := m.Reset(ctx, Setup{Balances: []int64{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Offer(ctx, 1, []int32{0}); err != errOfferOrder {
+		t.Errorf("Offer(1, …) first: got %v; want %v", err, errOfferOrder)
+	}
+	if err := m.Offer(ctx, 0, []int32{1}); err != errUnknownPayment {
+		t.Errorf("Offer of account 1 of 1: got %v; want %v", err, errUnknownPayment)
+	}
+	if err := m.Reset(ctx, bank(AccountMode, false, []int64{1}, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Offer(ctx, 1, []int32{0}); err != errOfferListed {
+		t.Errorf("Offer on a listed bank: got %v; want %v", err, errOfferListed)
+	}
+}
+
+// A write from a version older than any holder in flight read is refused
+// by Memory, which no longer has it; the holder stays inside.
+func TestMemoryRefusesReleasedBase(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	if err := m.Reset(ctx, bank(AccountMode, false, []int64{100}, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := process(ctx, m, "a0", 0, 0, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Enter(ctx, EnterReq{LockKey: "a0", Payment: 1, Account: 0}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Finish(ctx, FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, BaseVersion: 0, NewBalance: 90})
+	if err != errBaseReleased {
+		t.Errorf("Finish from version 0 after the account was left at 1: got %v; want %v", err, errBaseReleased)
+	}
+	if _, err := m.Finish(ctx, FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, BaseVersion: 1, NewBalance: 80, Debit: 10}); err != nil {
+		t.Errorf("Finish from version 1: %v; want it applied (the holder was still inside)", err)
+	}
+}
