@@ -176,14 +176,19 @@ func (in *Instance) drain(ctx context.Context) {
 	}
 	w := in.workers[0]
 	timeout := in.cfg.Scenario.AcquireTimeout
+	// A shard whose message in flight is never acked holds the rest back
+	// until its ack deadline: the whole drain is bounded by one deadline
+	// and one acquire timeout more.
+	ctx, cancel := context.WithTimeout(ctx, max(timeout, in.cfg.Scenario.TTL)+timeout)
+	defer cancel()
 	detached := context.WithoutCancel(ctx)
 	cx := cycleCtx{run: ctx, detached: detached, acquire: newDeadlines(ctx, timeout), release: newDeadlines(detached, timeout), anchor: time.Now()}
 	defer cx.acquire.close()
 	defer cx.release.close()
 	for range maxLeftovers {
-		lctx, cancel := context.WithTimeout(ctx, timeout)
+		lctx, lcancel := context.WithTimeout(ctx, timeout)
 		lease, err := d.Leftover(lctx)
-		cancel()
+		lcancel()
 		if err != nil || lease == nil {
 			return
 		}
