@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockbench/lockbench/internal/atomicfile"
 )
 
@@ -43,7 +41,7 @@ type redisState struct {
 // startRedis starts the cluster's Redis: n independent masters, or with
 // Options.RedisTopology sentinel the replicated group (whatever n).
 func (c *Cluster) startRedis(ctx context.Context, n int, bins binaries) error {
-	if err := c.opts.Secure.check(c.opts.RedisTopology); err != nil {
+	if err := c.opts.Secure.check(); err != nil {
 		return err
 	}
 	if c.opts.RedisTopology == TopologySentinel {
@@ -180,22 +178,7 @@ func (r *Redis) URL() string { return r.secure.redisURL(r.Addr) }
 
 // ready probes the node: one PING, over TLS and logged in as the ACL user
 // with Options.Secure.
-func (r *Redis) ready(ctx context.Context) error {
-	if r.secure == nil {
-		return pingRedis(ctx, r.Addr)
-	}
-	tc, err := r.secure.clientTLS()
-	if err != nil {
-		return err
-	}
-	o := &redis.Options{Addr: r.Addr, TLSConfig: tc, MaxRetries: -1, DisableIdentity: true, PoolSize: 1, Protocol: 2}
-	if r.secure.auth() {
-		o.Username, o.Password = r.secure.user(), r.secure.Password
-	}
-	c := redis.NewClient(o)
-	defer c.Close()
-	return c.Ping(ctx).Err()
-}
+func (r *Redis) ready(ctx context.Context) error { return pingAs(ctx, r.Addr, r.secure) }
 
 // pingRedis sends one PING and expects +PONG.
 func pingRedis(ctx context.Context, addr string) error {

@@ -105,12 +105,14 @@ type sentinelState struct {
 	port    int
 	dir     string
 	cfgPath string
+	secure  *Secure // Options.Secure
 }
 
 // sentinelGroup is the replicated Redis of the sentinel topology: the data
 // nodes (a primary and its replicas) and the Sentinels that watch them.
 type sentinelGroup struct {
-	master    string // the name the Sentinels know the primary by
+	master    string  // the name the Sentinels know the primary by
+	secure    *Secure // Options.Secure: TLS and logins everywhere
 	nodes     []*Redis
 	sentinels []*Sentinel
 
@@ -138,7 +140,7 @@ func (c *Cluster) startSentinelGroupOnce(ctx context.Context, bins binaries) err
 	if err != nil {
 		return err
 	}
-	g := &sentinelGroup{master: strategies.DefaultRedisMaster}
+	g := &sentinelGroup{master: strategies.DefaultRedisMaster, secure: c.opts.Secure}
 	fail := func(err error) error {
 		for _, s := range c.groupServers(g) {
 			_ = s.kill()
@@ -200,14 +202,14 @@ func (c *Cluster) groupServers(g *sentinelGroup) []*server {
 // Sentinels, a new primary), so a restarted Sentinel knows what it knew.
 func (c *Cluster) newSentinel(name string, port int, g *sentinelGroup, bins binaries) (*Sentinel, error) {
 	s := &Sentinel{Addr: hostPort(port)}
-	s.port = port
+	s.port, s.secure = port, g.secure
 	s.dir = filepath.Join(c.dir, name)
 	s.cfgPath = filepath.Join(s.dir, "sentinel.conf")
 	_ = os.RemoveAll(s.dir)
 	if err := os.Mkdir(s.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
-	if err := os.WriteFile(s.cfgPath, []byte(g.sentinelConfig(port, s.dir)), 0o644); err != nil {
+	if err := os.WriteFile(s.cfgPath, []byte(g.sentinelConfig(port, s.dir)), 0o600); err != nil {
 		return nil, fmt.Errorf("servers: %s: %w", name, err)
 	}
 	s.server = server{
@@ -220,7 +222,7 @@ func (c *Cluster) newSentinel(name string, port int, g *sentinelGroup, bins bina
 			cmd.Dir, cmd.Env = s.dir, childEnv()
 			return cmd, nil
 		},
-		ready: func(ctx context.Context) error { return pingRedis(ctx, s.Addr) },
+		ready: func(ctx context.Context) error { return pingAs(ctx, s.Addr, g.secure) },
 		desc:  func() string { return name + " (" + s.Addr + ")" },
 		cl:    &c.state,
 	}
@@ -231,16 +233,31 @@ func (c *Cluster) newSentinel(name string, port int, g *sentinelGroup, bins bina
 func (g *sentinelGroup) sentinelConfig(port int, dir string) string {
 	host, primaryPort, _ := net.SplitHostPort(g.nodes[0].Addr)
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-	lines := []string{
-		"port " + strconv.Itoa(port),
+	listen := []string{"port " + strconv.Itoa(port)}
+	if sec := g.secure; sec.tls() {
+		// TLS only, to clients, other Sentinels and the data nodes.
+		listen = []string{"port 0", "tls-port " + strconv.Itoa(port),
+			"tls-cert-file " + sec.Certs.ServerCert, "tls-key-file " + sec.Certs.ServerKey,
+			"tls-ca-cert-file " + sec.Certs.CA, "tls-auth-clients no", "tls-replication yes"}
+	}
+	lines := append(listen,
 		"bind 127.0.0.1",
 		"daemonize no",
-		"dir " + dir,
+		"dir "+dir,
 		`logfile ""`,
 		fmt.Sprintf("sentinel monitor %s %s %s %d", g.master, host, primaryPort, SentinelQuorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %s", g.master, ms(SentinelDownAfter)),
 		fmt.Sprintf("sentinel failover-timeout %s %s", g.master, ms(SentinelFailoverTimeout)),
 		fmt.Sprintf("sentinel parallel-syncs %s %d", g.master, SentinelParallelSyncs),
+	)
+	if sec := g.secure; sec.auth() {
+		// The Sentinel's own users, and the logins it uses with the data
+		// nodes and with the other Sentinels: Secure's user everywhere.
+		u, pw := sec.user(), sec.Password
+		lines = append(lines, "user default off", "user "+u+" on >"+pw+" ~* &* +@all",
+			fmt.Sprintf("sentinel auth-user %s %s", g.master, u),
+			fmt.Sprintf("sentinel auth-pass %s %s", g.master, pw),
+			"sentinel sentinel-user "+u, "sentinel sentinel-pass "+pw)
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
@@ -255,6 +272,12 @@ func (g *sentinelGroup) replicationArgs(r *Redis) []string {
 		"--repl-diskless-sync", "yes",
 		"--repl-diskless-sync-delay", "0",
 		"--repl-diskless-load", "on-empty-db",
+	}
+	if g.secure.tls() {
+		args = append(args, "--tls-replication", "yes")
+	}
+	if g.secure.auth() {
+		args = append(args, "--masteruser", g.secure.user(), "--masterauth", g.secure.Password)
 	}
 	primary := g.primaryForStart()
 	if primary != "" && primary != r.Addr {
@@ -305,7 +328,7 @@ func (g *sentinelGroup) primaryAddr(ctx context.Context) (string, error) {
 
 // votes is primaryVotes for the group's Sentinels.
 func (g *sentinelGroup) votes(ctx context.Context) (string, bool, error) {
-	addr, unanimous, err := primaryVotes(ctx, g.sentinelAddrs(), g.master)
+	addr, unanimous, err := primaryVotes(ctx, g.sentinelAddrs(), g.master, g.secure)
 	if err == nil {
 		g.mu.Lock()
 		g.lastPrimary = addr
@@ -328,18 +351,18 @@ func (g *sentinelGroup) sentinelAddrs() []string {
 // right after one a single Sentinel's answer can be stale, and a node
 // started as the primary on such an answer would be a second master.
 func PrimaryAddr(ctx context.Context, sentinels []string, master string) (string, error) {
-	addr, _, err := primaryVotes(ctx, sentinels, master)
+	addr, _, err := primaryVotes(ctx, sentinels, master, nil)
 	return addr, err
 }
 
 // primaryVotes is PrimaryAddr, and whether every Sentinel that answered
 // named the same primary.
-func primaryVotes(ctx context.Context, sentinels []string, master string) (addr string, unanimous bool, err error) {
+func primaryVotes(ctx context.Context, sentinels []string, master string, sec *Secure) (addr string, unanimous bool, err error) {
 	votes := map[string]int{}
 	var errs []error
 	for _, addr := range sentinels {
 		actx, cancel := context.WithTimeout(ctx, sentinelAskTimeout)
-		hp, err := askSentinel(actx, addr, func(c *redis.SentinelClient) ([]string, error) {
+		hp, err := askSentinel(actx, addr, sec, func(c *redis.SentinelClient) ([]string, error) {
 			return c.GetMasterAddrByName(actx, master).Result()
 		})
 		cancel()
@@ -370,7 +393,7 @@ func primaryVotes(ctx context.Context, sentinels []string, master string) (addr 
 func ForceFailover(ctx context.Context, sentinels []string, master string) error {
 	var errs []error
 	for _, addr := range sentinels {
-		_, err := askSentinel(ctx, addr, func(c *redis.SentinelClient) (string, error) {
+		_, err := askSentinel(ctx, addr, nil, func(c *redis.SentinelClient) (string, error) {
 			return c.Failover(ctx, master).Result()
 		})
 		if err == nil {
@@ -381,15 +404,55 @@ func ForceFailover(ctx context.Context, sentinels []string, master string) error
 	return fmt.Errorf("servers: no Sentinel started a failover of %q: %w", master, errors.Join(errs...))
 }
 
-// askSentinel runs f on a one-connection client of the Sentinel at addr.
-func askSentinel[T any](ctx context.Context, addr string, f func(c *redis.SentinelClient) (T, error)) (T, error) {
-	c := redis.NewSentinelClient(&redis.Options{
+// askSentinel runs f on a one-connection client of the Sentinel at addr,
+// with sec's TLS and login when sec is set.
+func askSentinel[T any](ctx context.Context, addr string, sec *Secure, f func(c *redis.SentinelClient) (T, error)) (T, error) {
+	o, err := probeOptions(addr, sec)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	c := redis.NewSentinelClient(o)
+	defer c.Close()
+	return f(c)
+}
+
+// probeOptions are the options of lockbench's own one-connection clients
+// of a node at addr: short timeouts, no retries, and sec's TLS and login
+// when sec is set.
+func probeOptions(addr string, sec *Secure) (*redis.Options, error) {
+	o := &redis.Options{
 		Addr: addr, PoolSize: 1, MaxRetries: -1, DialTimeout: sentinelAskTimeout,
 		ReadTimeout: sentinelAskTimeout, WriteTimeout: sentinelAskTimeout, ContextTimeoutEnabled: true,
 		Protocol: 2, DisableIdentity: true,
-	})
+	}
+	if sec == nil {
+		return o, nil
+	}
+	tc, err := sec.clientTLS()
+	if err != nil {
+		return nil, err
+	}
+	o.TLSConfig = tc
+	if sec.auth() {
+		o.Username, o.Password = sec.user(), sec.Password
+	}
+	return o, nil
+}
+
+// pingAs sends one PING to the node at addr, with sec's TLS and login
+// when sec is set (the plain probe, pingRedis, otherwise).
+func pingAs(ctx context.Context, addr string, sec *Secure) error {
+	if sec == nil {
+		return pingRedis(ctx, addr)
+	}
+	o, err := probeOptions(addr, sec)
+	if err != nil {
+		return err
+	}
+	c := redis.NewClient(o)
 	defer c.Close()
-	return f(c)
+	return c.Ping(ctx).Err()
 }
 
 // waitFormed waits until every replica's link to the primary is up and
@@ -412,7 +475,7 @@ func (g *sentinelGroup) waitFormed(ctx context.Context) error {
 
 func (g *sentinelGroup) formed(ctx context.Context) error {
 	for _, r := range g.nodes[1:] {
-		info, err := redisInfo(ctx, r.Addr, "replication")
+		info, err := redisInfoAs(ctx, r.Addr, "replication", g.secure)
 		if err != nil {
 			return fmt.Errorf("%s: %v", r.name, err)
 		}
@@ -421,7 +484,7 @@ func (g *sentinelGroup) formed(ctx context.Context) error {
 		}
 	}
 	for _, s := range g.sentinels {
-		m, err := askSentinel(ctx, s.Addr, func(c *redis.SentinelClient) (map[string]string, error) {
+		m, err := askSentinel(ctx, s.Addr, g.secure, func(c *redis.SentinelClient) (map[string]string, error) {
 			return c.Master(ctx, g.master).Result()
 		})
 		if err != nil {
@@ -436,11 +499,16 @@ func (g *sentinelGroup) formed(ctx context.Context) error {
 
 // redisInfo returns one INFO section of the node at addr as key → value.
 func redisInfo(ctx context.Context, addr, section string) (map[string]string, error) {
-	c := redis.NewClient(&redis.Options{
-		Addr: addr, PoolSize: 1, MaxRetries: -1, DialTimeout: sentinelAskTimeout,
-		ReadTimeout: sentinelAskTimeout, WriteTimeout: sentinelAskTimeout, ContextTimeoutEnabled: true,
-		Protocol: 2, DisableIdentity: true,
-	})
+	return redisInfoAs(ctx, addr, section, nil)
+}
+
+// redisInfoAs is redisInfo with sec's TLS and login when sec is set.
+func redisInfoAs(ctx context.Context, addr, section string, sec *Secure) (map[string]string, error) {
+	o, err := probeOptions(addr, sec)
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(o)
 	defer c.Close()
 	text, err := c.Info(ctx, section).Result()
 	if err != nil {
@@ -544,7 +612,7 @@ func (g *sentinelGroup) roles(ctx context.Context) (primary Member, others []Mem
 		return primary, nil, errors.New("the Sentinels do not all name the same primary yet")
 	}
 	for _, sn := range g.sentinels {
-		m, err := askSentinel(ctx, sn.Addr, func(c *redis.SentinelClient) (map[string]string, error) {
+		m, err := askSentinel(ctx, sn.Addr, g.secure, func(c *redis.SentinelClient) (map[string]string, error) {
 			return c.Master(ctx, g.master).Result()
 		})
 		if err != nil {
@@ -557,7 +625,7 @@ func (g *sentinelGroup) roles(ctx context.Context) (primary Member, others []Mem
 	found := false
 	for _, r := range g.nodes {
 		m := Member{Node: r, Addr: r.Addr}
-		info, ierr := redisInfo(ctx, r.Addr, "replication")
+		info, ierr := redisInfoAs(ctx, r.Addr, "replication", g.secure)
 		switch {
 		case r.Addr == addr:
 			if ierr != nil || info["role"] != "master" {
@@ -587,6 +655,11 @@ func (t Target) byRole() []Member {
 	}
 	return append([]Member{p}, others...)
 }
+
+// URL is how a client names the Sentinel: Addr for a plain one, and with
+// Options.Secure a rediss:// (TLS) or redis:// URL with the user and
+// password, as a Config.RedisSentinels entry.
+func (s *Sentinel) URL() string { return s.secure.redisURL(s.Addr) }
 
 // Kill SIGKILLs the Sentinel and waits until it has exited.
 func (s *Sentinel) Kill() error { return s.kill() }

@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-
-	"github.com/lockbench/lockbench/strategies/redisutil"
 )
 
 // Secure makes Start run its Redis, etcd and Postgres servers with TLS and
@@ -24,7 +22,9 @@ type Secure struct {
 	// the servers run without TLS.
 	Certs CertFiles
 	// User and Password, when Password is set, are what a client must log
-	// in with: a Redis ACL user (the default user is disabled), an etcd user
+	// in with: a Redis ACL user (the default user is disabled; with the
+	// sentinel topology the Sentinels have the same user, and use it with
+	// the data nodes and each other), an etcd user
 	// with the root role (auth enabled; the root user gets the same
 	// password), and the Postgres superuser (scram-sha-256 over TCP). An
 	// empty User is DefaultSecureUser.
@@ -49,12 +49,9 @@ func (s *Secure) user() string {
 }
 
 // check refuses a Secure that cannot start servers.
-func (s *Secure) check(topo Topology) error {
+func (s *Secure) check() error {
 	if s == nil {
 		return nil
-	}
-	if topo == TopologySentinel {
-		return errors.New("servers: Options.Secure: the sentinel topology runs without TLS and auth")
 	}
 	if s.tls() && (s.Certs.ServerCert == "" || s.Certs.ServerKey == "") {
 		return errors.New("servers: Options.Secure: Certs.CA is set but not Certs.ServerCert and Certs.ServerKey")
@@ -107,11 +104,17 @@ func (s *Secure) redisURL(addr string) string {
 // a redis[s]:// URL's host:port), for backend.hostPort. Its errors never
 // quote a URL.
 func redisHostPort(ep string) (string, error) {
-	e, err := redisutil.ParseEndpoint(ep)
-	if err != nil {
-		return "", err
+	if !strings.Contains(ep, "://") {
+		if strings.Contains(ep, "@") {
+			return "", errors.New("servers: a Redis address is not host:port or redis[s]://[user:password@]host:port (not shown: it may hold a password)")
+		}
+		return splitHostPort("Redis address")(ep)
 	}
-	return e.Addr, nil
+	u, err := url.Parse(ep)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Port() == "" {
+		return "", errors.New("servers: a Redis URL is not redis[s]://[user:password@]host:port (not shown: it may hold a password)")
+	}
+	return u.Host, nil
 }
 
 // redisWithHostPort points a Redis entry at addr, keeping a URL's scheme

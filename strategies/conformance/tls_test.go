@@ -186,3 +186,66 @@ func setQuery(rawURL, key, value string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// TestTLSSentinel runs the exclusion case of the single-node Redis
+// strategies through a replicated Redis whose data nodes and Sentinels all
+// need TLS and the ACL user: the Sentinels' entries are rediss:// URLs with
+// the user, the primary's login is in a URL-form master name. A wrong
+// Sentinel password fails strategies.New within RefuseLimit, in one line.
+func TestTLSSentinel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real servers; run without -short")
+	}
+	logging.Disable()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	certs, err := servers.GenerateCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := &servers.Secure{Certs: certs, Password: tlsPassword}
+	cl, err := servers.Start(ctx, servers.Needs{Redis: 1}, servers.Options{RedisTopology: servers.TopologySentinel, Secure: sec})
+	if err != nil {
+		t.Fatalf("start servers: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("stop servers: %v", err)
+		}
+	})
+	master := url.URL{Scheme: "rediss", User: url.UserPassword(servers.DefaultSecureUser, tlsPassword), Host: strategies.DefaultRedisMaster}
+	good := strategies.Config{RedisCACert: certs.CA, RedisMaster: master.String()}
+	for _, s := range cl.Sentinels {
+		good.RedisSentinels = append(good.RedisSentinels, s.URL())
+	}
+	wrong := good
+	wrong.RedisSentinels = nil
+	for _, s := range good.RedisSentinels {
+		wrong.RedisSentinels = append(wrong.RedisSentinels, setPassword(s, "not-"+tlsPassword))
+	}
+	for _, info := range lookupAll(t, []string{"setnx", "fencing", "redislock", "setnx-watchdog"}) {
+		t.Run(info.Name, func(t *testing.T) {
+			h := &harness{info: info, target: servers.Target{Need: info.Need, Config: good}}
+			t.Run("exclusion-per-contender", func(t *testing.T) { testExclusion(t, h, true) })
+			t.Run("wrong Sentinel password", func(t *testing.T) {
+				cfg := wrong
+				cfg.TTL, cfg.Owner = LongTTL, "refused"
+				start := time.Now()
+				s, err := strategies.New(ctx, info.Name, cfg)
+				took := time.Since(start)
+				if err == nil {
+					_ = s.Close()
+					t.Fatal("strategies.New: got a strategy; want an error")
+				}
+				msg := err.Error()
+				t.Logf("in %v: %s", took.Round(time.Millisecond), msg)
+				if took > RefuseLimit {
+					t.Errorf("strategies.New took %v; want an error within %v", took, RefuseLimit)
+				}
+				if strings.Contains(msg, "\n") || strings.Contains(msg, tlsPassword) {
+					t.Errorf("error %q; want one line without the password", msg)
+				}
+			})
+		})
+	}
+}

@@ -167,7 +167,7 @@ func DialFailover(ctx context.Context, cfg strategies.Config, scripts ...*redis.
 	c := redis.NewFailoverClient(o)
 	if err := ready(ctx, c, scripts); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("connect: %w", Classify(ctx, PrimaryName(o.MasterName), err))
+		return nil, fmt.Errorf("connect: %w", Classify(ctx, PrimaryName(o.MasterName), oneLine{err}))
 	}
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -64,3 +65,22 @@ func IsTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrPoolTimeout) ||
 		(errors.As(err, &ne) && ne.Timeout())
 }
+
+// oneLine is an error whose message is err's lines, each once, joined by
+// "; ": go-redis' failover client reports every Sentinel's refusal on a
+// line of its own, the same refusal three times when a login is wrong.
+type oneLine struct{ err error }
+
+func (e oneLine) Error() string {
+	var lines []string
+	seen := map[string]bool{}
+	for line := range strings.SplitSeq(e.err.Error(), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !seen[line] {
+			seen[line] = true
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines, "; ")
+}
+
+func (e oneLine) Unwrap() error { return e.err }
