@@ -80,6 +80,7 @@ type matrixOptions struct {
 	// sweepTrials are the contention and rate sweeps' trials
 	// (--sweep-trials; default trials).
 	sweepTrials int
+	lanes       int
 	seed        int64
 }
 
@@ -97,9 +98,13 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 	out := fs.String("out", "", "run directory (default out/matrix-DATE-TIME)")
 	trials := trialsFlag(fs)
 	sweepTrials := fs.Int("sweep-trials", 0, fmt.Sprintf("trials of the contention and rate sweeps' cells, 1..%d (default: --trials); the base scenario and the verdict cells take --trials", maxTrials))
+	lanes := lanesFlag(fs)
 	seed := seedFlag(fs)
 	dryRun := fs.Bool("dry-run", false, "print the runs the matrix would make, with an estimated time, and run nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
+		return o, err
+	}
+	if err := checkLanes(*lanes, ef); err != nil {
 		return o, err
 	}
 	given := map[string]bool{}
@@ -159,7 +164,7 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 		return o, err
 	}
 	return matrixOptions{ef: ef, mf: mf, names: names, cases: cases, size: size, notes: notes, out: *out,
-		dryRun: *dryRun, trials: *trials, sweepTrials: *sweepTrials, seed: *seed}, nil
+		dryRun: *dryRun, trials: *trials, sweepTrials: *sweepTrials, lanes: *lanes, seed: *seed}, nil
 }
 
 // runMatrix is `lockbench matrix`: every strategy through the base scenario,
@@ -172,7 +177,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	}
 	names, cases, size, notes := o.names, o.cases, o.size, o.notes
 	if o.dryRun {
-		return printMatrix(stdout, size, names, cases, o.trials, o.sweepTrials, o.seed, o.ef)
+		return printMatrix(stdout, size, names, cases, o.trials, o.sweepTrials, o.lanes, o.seed, o.ef)
 	}
 	dir, err := newRunDir(o.out, "matrix", args)
 	if err != nil {
@@ -270,7 +275,12 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		}
 	}
 	// 4. The faults: the verdict table.
-	_, failed, err := runCases(ctx, sess, dir, cases, o.trials, stderr)
+	lanes, closeLanes, err := openLanes(ctx, sess, o.ef, need, opts, o.lanes, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLanes()
+	_, failed, err := runCases(ctx, lanes, dir, cases, o.trials, stderr)
 	if err != nil {
 		return err
 	}
@@ -347,7 +357,7 @@ func splitLocks(names []string) (locks, onPostgres []string) {
 // printMatrix is the matrix's --dry-run: what it would run, section by
 // section, with estimated times (the sweep's at most: it stops at the
 // first rate a strategy cannot sustain).
-func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase, trials, sweepTrials int, seed int64, ef endpointFlags) error {
+func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase, trials, sweepTrials, lanes int, seed int64, ef endpointFlags) error {
 	locks, onPostgres := splitLocks(names)
 	var b strings.Builder
 	var total time.Duration
@@ -394,7 +404,14 @@ func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase,
 	for _, c := range cases {
 		d += estimate(c.sc)
 	}
-	section("faults (the verdict table)", len(cases), d, trials)
+	what := "faults (the verdict table)"
+	if lanes > 1 {
+		// The lanes share the runs out; each more lane starts its servers.
+		what = fmt.Sprintf("faults (the verdict table, %d lanes)", lanes)
+		d /= time.Duration(lanes)
+		total += time.Duration(lanes-1) * estimateServers
+	}
+	section(what, len(cases), d, trials)
 	fmt.Fprintf(&b, "\nstrategies: %s\nseed %d; %s in all with server start-up (estimated; nothing was run)\n",
 		strings.Join(names, ", "), seed, fmtEstimate(total+estimateServers))
 	for _, l := range skipped {
@@ -405,5 +422,5 @@ func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase,
 	if err != nil {
 		return err
 	}
-	return printCases(w, "faults", cases, trials)
+	return printCases(w, "faults", cases, trials, lanes)
 }

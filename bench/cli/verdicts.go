@@ -309,6 +309,7 @@ type verdictsOptions struct {
 	out                          string
 	asJSON, failOnUnsafe, dryRun bool
 	trials                       int
+	lanes                        int
 	seed                         int64
 }
 
@@ -326,9 +327,13 @@ func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, 
 	asJSON := fs.Bool("json", false, "print verdicts.json to stdout instead of the table")
 	failOnUnsafe := fs.Bool("fail-on-unsafe", false, "exit 3 when any strategy lost safety (for CI)")
 	trials := trialsFlag(fs)
+	lanes := lanesFlag(fs)
 	seed := seedFlag(fs)
 	dryRun := fs.Bool("dry-run", false, "print the cells that would run, with an estimated time, and run nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
+		return o, err
+	}
+	if err := checkLanes(*lanes, ef); err != nil {
 		return o, err
 	}
 	names, err := parseStrategies(*strategyList)
@@ -354,7 +359,7 @@ func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, 
 		return o, err
 	}
 	return verdictsOptions{ef: ef, mf: mf, cases: cases, out: *out, asJSON: *asJSON, failOnUnsafe: *failOnUnsafe,
-		dryRun: *dryRun, trials: *trials, seed: *seed}, nil
+		dryRun: *dryRun, trials: *trials, lanes: *lanes, seed: *seed}, nil
 }
 
 // runVerdicts is `lockbench verdicts`: every strategy under every fault that
@@ -366,7 +371,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	cases := o.cases
 	if o.dryRun {
-		return printCases(stdout, "verdicts", cases, o.trials)
+		return printCases(stdout, "verdicts", cases, o.trials, o.lanes)
 	}
 	var opts servers.Options
 	for _, c := range cases {
@@ -399,7 +404,12 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 			tokenless = append(tokenless, c.strategy)
 		}
 	}
-	skipped, failed, err := runCases(ctx, sess, dir, cases, o.trials, stderr)
+	lanes, closeLanes, err := openLanes(ctx, sess, o.ef, need, opts, o.lanes, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLanes()
+	skipped, failed, err := runCases(ctx, lanes, dir, cases, o.trials, stderr)
 	if err != nil {
 		return err
 	}
@@ -612,59 +622,9 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// runCases runs the verdict cells into dir, trials times each (trial k
-// of every cell, then trial k+1: interleaved, so a machine that slows
-// down slows every cell alike). A cell whose fault needs local servers
-// the session did not start is skipped; a cell that fails is reported and
-// the others still run (one broken cell must not cost the whole table). It
-// returns only errors that stop everything.
-func runCases(ctx context.Context, sess *session, dir *runDir, cases []verdictCase, trials int, stderr io.Writer) (skipped, failed []string, err error) {
-	total := len(cases) * trials
-	n := 0
-	for trial := 1; trial <= trials; trial++ {
-		for _, c := range cases {
-			if ctx.Err() != nil {
-				return skipped, failed, nil
-			}
-			n++
-			label := c.label()
-			if trials > 1 {
-				label += fmt.Sprintf(" trial %d", trial)
-			}
-			if why := sess.notApplicable(c); why != "" {
-				if trial == 1 {
-					skipped = append(skipped, notApplicablePrefix+c.label()+": "+why)
-				}
-				continue
-			}
-			if c.spec.NeedsLocal() && !sess.hasLocal(c.info) {
-				if trial == 1 {
-					skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
-				}
-				continue
-			}
-			sess.redisWait = c.wait
-			t0 := time.Now()
-			r, err := runTrial(ctx, sess, c.strategy, c.sc, c.spec, trial)
-			if err != nil {
-				failed = append(failed, fmt.Sprintf("%s: %v", label, err))
-				fmt.Fprintf(stderr, "[%d/%d] %s: error: %v\n", n, total, label, err)
-				continue
-			}
-			if err := dir.add(r); err != nil {
-				return skipped, failed, err
-			}
-			s := r.Summary
-			fmt.Fprintf(stderr, "[%d/%d] %s: %s (duplicates %d, overlaps %d, stale rejected %d, availability %.0f%%) in %s\n",
-				n, total, label, s.Verdict(), s.Duplicates, s.Overlaps, s.StaleRejected, 100*s.Availability, time.Since(t0).Round(100*time.Millisecond))
-		}
-	}
-	return skipped, failed, nil
-}
-
 // printCases is --dry-run: the cells a command would run, each with its
 // estimated time, and the total; it runs nothing and starts no server.
-func printCases(w io.Writer, what string, cases []verdictCase, trials int) error {
+func printCases(w io.Writer, what string, cases []verdictCase, trials, lanes int) error {
 	var b strings.Builder
 	var sum time.Duration
 	fmt.Fprintf(&b, "%-44s %-9s %-9s %8s %9s\n", "cell", "instances", "payments", "trials", "estimate")
@@ -673,8 +633,12 @@ func printCases(w io.Writer, what string, cases []verdictCase, trials int) error
 		sum += d
 		fmt.Fprintf(&b, "%-44s %-9s %-9d %8d %9s\n", c.label(), c.sc.InstanceMode, c.sc.Payments, trials, fmtEstimate(d))
 	}
-	fmt.Fprintf(&b, "\n%s: %d cells × %d trials = %d runs, %s with server start-up (estimated; nothing was run)\n",
-		what, len(cases), trials, len(cases)*trials, fmtEstimate(sum+estimateServers))
+	inLanes := ""
+	if lanes > 1 {
+		inLanes = fmt.Sprintf(" in %d lanes", lanes)
+	}
+	fmt.Fprintf(&b, "\n%s: %d cells × %d trials = %d runs, %s%s with server start-up (estimated; nothing was run)\n",
+		what, len(cases), trials, len(cases)*trials, fmtEstimate(sum/time.Duration(lanes)+time.Duration(lanes)*estimateServers), inLanes)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
