@@ -38,7 +38,8 @@ type matrixPlan struct {
 // The quick matrix's representative subset, unless --strategy or --fault
 // name others: the controls, the single-node Redis locks with and without
 // a token, Redlock, etcd, a Postgres lock, the lock-free transaction and
-// the queue (the seed's two answers that take no lock), under the faults that break them by design. It keeps `make bench` under
+// the queue (the seed's two answers that take no lock), under the faults
+// that break them by design. It keeps `make bench` under
 // five minutes on two cores; the full matrix runs every strategy and
 // fault.
 var (
