@@ -23,6 +23,9 @@ trap 'rm -rf "$tmp"' EXIT
 "$bin" run --strategy nolock --instances 1 --deliveries 1 --hold 0 \
 	--duration "${duration}s" --out "$tmp/run" >"$tmp/stdout" 2>"$tmp/stderr" &
 pid=$!
+# An interrupted soak takes its run with it.
+trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0; }
 
@@ -41,8 +44,8 @@ while [ "$t" -lt "$last" ]; do
 	t=$((t + step))
 	r=$(rss_kb)
 	echo "$t $r"
-	[ "$t" -eq "$first" ] && at_first=$r
-	[ "$t" -eq "$last" ] && at_last=$r
+	if [ "$t" -eq "$first" ]; then at_first=$r; fi
+	if [ "$t" -eq "$last" ]; then at_last=$r; fi
 done
 peak=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0)
 if ! wait "$pid"; then

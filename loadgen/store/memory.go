@@ -273,17 +273,13 @@ func (m *Memory) shard(a int32) *shard { return &m.shards[uint32(a)%memShards] }
 
 // check reports a payment the store does not know; the shard of a is held.
 // Payments listed in the setup must be of their account; otherwise any
-// payment of a known account is known (a tracked payment must be of the
-// account it was first entered with).
-func (m *Memory) check(sh *shard, p int64, a int32) error {
+// payment of a known account is known (and a tracked payment must be of
+// the account it was first entered with: the callers check ps.account).
+func (m *Memory) check(p int64, a int32) error {
 	if p < 0 || a < 0 || int(a) >= len(m.accounts) {
 		return errUnknownPayment
 	}
-	if m.setup.PaymentAccount != nil {
-		if p >= int64(len(m.setup.PaymentAccount)) || m.setup.PaymentAccount[p] != a {
-			return errUnknownPayment
-		}
-	} else if ps := sh.payments.get(p); ps != nil && ps.account != a {
+	if m.setup.PaymentAccount != nil && (p >= int64(len(m.setup.PaymentAccount)) || m.setup.PaymentAccount[p] != a) {
 		return errUnknownPayment
 	}
 	return nil
@@ -304,10 +300,13 @@ func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
 	sh := m.shard(r.Account)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if err := m.check(sh, r.Payment, r.Account); err != nil {
+	if err := m.check(r.Payment, r.Account); err != nil {
 		return EnterResp{}, err
 	}
 	ps := sh.payments.add(r.Payment, r.Account)
+	if ps.account != r.Account {
+		return EnterResp{}, errUnknownPayment
+	}
 	ks, since := m.key(ps, r.Account)
 	if ks.active > 0 {
 		sh.c.Overlaps++
@@ -334,10 +333,13 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	sh := m.shard(r.Account)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if err := m.check(sh, r.Payment, r.Account); err != nil {
+	if err := m.check(r.Payment, r.Account); err != nil {
 		return FinishResp{}, err
 	}
 	ps := sh.payments.get(r.Payment)
+	if ps != nil && ps.account != r.Account {
+		return FinishResp{}, errUnknownPayment
+	}
 	if ps == nil {
 		// Never entered (or released: all its Finishes were had).
 		return FinishResp{}, errFinishWithoutEnter
