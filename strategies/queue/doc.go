@@ -62,7 +62,13 @@
 // until its ack deadline, when it is redelivered.
 //
 // Every run must start with an empty stream (its payment ids repeat the
-// previous run's): the load generator's first instance calls Reset.
+// previous run's): the load generator's first instance calls Reset. Each
+// kept publish takes one message, which keeps the shards drained, except
+// when a delivery gives up waiting (its message stays behind, and every
+// later delivery of the shard takes the one before its own); the load
+// generator's last instance takes what is left once all have stopped
+// (Leftover), so that such a message counts as processed late rather than
+// not at all.
 //
 // Conformance cases that do not apply: quorum (one server), failover
 // (Redis only), extend (a message's ack deadline is not extended here:
