@@ -48,6 +48,7 @@ func commands() []command {
 		{"compare", "OLD NEW", "two run directories side by side, with significance", runCompareDirs},
 		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runCompare},
 		{"compare-postgres", "[flags]", "pg-onconflict's lock-cycle rate against pgbench's (harness check)", runComparePG},
+		{"agent", "--listen HOST:PORT", "run instances here for a coordinator elsewhere (--agents)", runAgent},
 	}
 }
 
@@ -71,6 +72,7 @@ var checks = map[string]func(args []string) error{
 	},
 	"compare-redis":    checkOf(parseCompare),
 	"compare-postgres": checkOf(parseComparePG),
+	"agent":            checkOf(parseAgent),
 }
 
 // checkOf is the check of a command whose parse step is parse.
