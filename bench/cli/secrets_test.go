@@ -23,11 +23,13 @@ const secretsLimit = 20 * time.Second
 
 // TestSecretsNeverShown runs `lockbench run` against Redis, etcd and
 // Postgres that need TLS and a password (planted, and unique to the test),
-// named the way a user names their own clusters (LOCKBENCH_* variables
-// with rediss:// entries, the etcd user and password, a DSN with
-// sslmode=verify-full), and greps stdout, stderr and every file of the run
-// directory for the password. A second run with a wrong password must fail
-// within secretsLimit with one line that shows neither password.
+// named the way a user names their own clusters (a rediss:// entry and the
+// DSN with sslmode=verify-full on the command line, which meta.json
+// records; the CA files and the etcd user and password in LOCKBENCH_*
+// variables), and greps stdout, stderr and every file of the run directory
+// for the password. A run with a wrong password must fail within
+// secretsLimit with one line that shows neither password, and so must a
+// bad list of entries.
 func TestSecretsNeverShown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real servers; run without -short")
@@ -64,7 +66,8 @@ func TestSecretsNeverShown(t *testing.T) {
 	t.Run("run", func(t *testing.T) {
 		dir := t.TempDir()
 		var out, errb bytes.Buffer
-		args := []string{"run", "--strategy", "setnx,etcd,pg-advisory", "--store", "postgres", "--payments", "200", "--out", dir}
+		args := []string{"run", "--strategy", "setnx,etcd,pg-advisory", "--store", "postgres", "--payments", "200", "--out", dir,
+			"--redis-addrs", cl.Redis[0].URL(), "--pg-dsn", cl.Postgres.DSN}
 		err := Run(ctx, args, &out, &errb)
 		noSecret(t, planted, "stdout", out.Bytes())
 		noSecret(t, planted, "stderr", errb.Bytes())
@@ -123,6 +126,33 @@ func TestSecretsNeverShown(t *testing.T) {
 		noSecret(t, planted, "stdout", out.Bytes())
 		noSecret(t, planted, "stderr", errb.Bytes())
 	})
+}
+
+// TestSecretsInUsageErrors checks that a refused list of Redis entries,
+// whose items may hold passwords, is reported without them, as the command
+// prints it (ExitCode).
+func TestSecretsInUsageErrors(t *testing.T) {
+	const pw = "planted-usage-pw"
+	for _, tc := range []struct {
+		name, addrs string
+	}{
+		// An empty item: the error quotes the list.
+		{"empty item", "rediss://u:" + pw + "@127.0.0.1:6380,,"},
+		// An item given twice: the error quotes the item.
+		{"twice", "rediss://u:" + pw + "@127.0.0.1:6380,rediss://u:" + pw + "@127.0.0.1:6380"},
+		// A URL that is not a Redis entry.
+		{"bad url", "http://u:" + pw + "@127.0.0.1:6380"},
+		// host:port with a login but no scheme.
+		{"no scheme", "u:" + pw + "@127.0.0.1:6380"},
+	} {
+		var out, errb bytes.Buffer
+		err := Run(context.Background(), []string{"run", "--strategy", "setnx", "--redis-addrs", tc.addrs, "--out", t.TempDir()}, &out, &errb)
+		if code := ExitCode(err, &errb); code != 2 {
+			t.Errorf("%s: exit code %d (%s); want 2", tc.name, code, servers.Redact(errb.String()))
+		}
+		noSecret(t, pw, tc.name+": stderr", errb.Bytes())
+		noSecret(t, pw, tc.name+": stdout", out.Bytes())
+	}
 }
 
 // noSecret fails the test when b, named what, holds secret, raw or
