@@ -86,12 +86,19 @@ func TestTLS(t *testing.T) {
 				cfg  strategies.Config
 				// want is a word the error must hold.
 				want string
+				// only, when set, is the one backend the case is about.
+				only strategies.Backend
 			}{
 				// A CA that did not sign the servers' certificates.
-				{"wrong CA", withCA(good, other.CA), "certificate"},
+				{name: "wrong CA", cfg: withCA(good, other.CA), want: "certificate"},
 				// The right CA and a wrong password.
-				{"wrong password", withPassword(good, "not-"+tlsPassword), "pass"},
+				{name: "wrong password", cfg: withPassword(good, "not-"+tlsPassword), want: "pass"},
+				// etcd members check client certificates: none given.
+				{name: "no client certificate", cfg: withoutClientCert(good), want: "client certificate", only: strategies.BackendEtcd},
 			} {
+				if tc.only != "" && tc.only != info.Need.Backend {
+					continue
+				}
 				t.Run(tc.name, func(t *testing.T) {
 					if tc.name == "wrong CA" && info.Need.Backend == strategies.BackendPostgres {
 						tc.want = "x509"
@@ -152,6 +159,12 @@ func trim(c strategies.Config, need strategies.Need) strategies.Config {
 func withCA(c strategies.Config, caFile string) strategies.Config {
 	c.RedisCACert, c.EtcdCACert = caFile, caFile
 	c.PostgresDSN = setQuery(c.PostgresDSN, "sslrootcert", caFile)
+	return c
+}
+
+// withoutClientCert is c without the etcd client certificate.
+func withoutClientCert(c strategies.Config) strategies.Config {
+	c.EtcdCert, c.EtcdKey = "", ""
 	return c
 }
 

@@ -44,8 +44,10 @@
 // auth enabled; the client renews its token itself. gRPC reports a
 // certificate it does not trust as a dial timeout, so New first does one
 // TLS handshake of its own and says at once when the certificate is the
-// problem; a wrong user or password fails New with etcd's own refusal.
-// Neither is strategies.ErrUnavailable.
+// problem, and after a failed connection it asks again whether the member
+// refused the client's certificate (or its lack of one); a wrong user or
+// password fails New with etcd's own refusal. None of these is
+// strategies.ErrUnavailable.
 //
 // # Caveats
 //

@@ -116,7 +116,7 @@ func New(ctx context.Context, cfg strategies.Config) (*Etcd, error) {
 	if tc != nil {
 		// gRPC reports a certificate it does not trust as a dial timeout;
 		// one handshake of our own says what is wrong, at once.
-		if err := checkTrust(ctx, cfg.EtcdEndpoints, tc); err != nil {
+		if err := checkTrust(ctx, cfg.EtcdEndpoints, tc, false); err != nil {
 			return nil, err
 		}
 	}
@@ -136,6 +136,13 @@ func New(ctx context.Context, cfg strategies.Config) (*Etcd, error) {
 		})},
 	})
 	if err != nil {
+		if tc != nil && ctx.Err() == nil {
+			// Did a member refuse our certificate? Asked only now: the
+			// answer costs a wait that a working connection need not pay.
+			if terr := checkTrust(ctx, cfg.EtcdEndpoints, tc, true); terr != nil {
+				return nil, terr
+			}
+		}
 		return nil, classify(ctx, "connect", err)
 	}
 	e := &Etcd{

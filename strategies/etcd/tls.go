@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/lockbench/lockbench/strategies"
 )
@@ -56,26 +57,39 @@ func TLSConfig(cfg strategies.Config) (*tls.Config, error) {
 // checkTrust does one TLS handshake with each https:// endpoint in turn
 // until one completes, each bounded by DefaultDialTimeout, and returns an
 // error only when a member's certificate is not trusted (a wrong CA, a
-// certificate for another name, a plain port): the one thing gRPC would
-// hide behind a timeout. Members that do not answer are left to New.
-func checkTrust(ctx context.Context, endpoints []string, c *tls.Config) error {
+// certificate for another name, a plain port) or, with waitRefusal, when
+// the member refuses the client's (it wants one, or one its CA signed):
+// what gRPC would hide behind a timeout. Members that do not answer are
+// left to New.
+func checkTrust(ctx context.Context, endpoints []string, c *tls.Config, waitRefusal bool) error {
 	for _, ep := range endpoints {
 		u, err := url.Parse(ep)
 		if err != nil || u.Scheme != "https" || u.Host == "" {
 			continue
 		}
-		err = handshake(ctx, u.Host, c)
+		err = handshake(ctx, u.Host, c, waitRefusal)
 		switch {
 		case err == nil:
 			return nil
 		case untrusted(err):
 			return fmt.Errorf("etcdlock: connect %s: server certificate not trusted (check the CA file, LOCKBENCH_ETCD_CACERT, and that the port speaks TLS): %w", u.Host, err)
+		case refusedByServer(err):
+			return fmt.Errorf("etcdlock: connect %s: the member refused the TLS connection; does it want a client certificate (LOCKBENCH_ETCD_CERT, LOCKBENCH_ETCD_KEY) signed by its CA? %w", u.Host, err)
 		}
 	}
 	return nil
 }
 
-func handshake(ctx context.Context, addr string, c *tls.Config) error {
+// refusalWait is how long handshake waits for the server's verdict on the
+// client's certificate: 250ms. With TLS 1.3 the client's handshake is
+// over before the server has checked the client's certificate; a refusal
+// (certificate required, bad certificate) arrives as an alert on the
+// first read.
+const refusalWait = 250 * time.Millisecond
+
+// handshake does one TLS handshake with addr and, with waitRefusal, waits
+// up to refusalWait for a refusal of the client's certificate.
+func handshake(ctx context.Context, addr string, c *tls.Config, waitRefusal bool) error {
 	ctx, cancel := context.WithTimeout(ctx, DefaultDialTimeout)
 	defer cancel()
 	tc := c.Clone()
@@ -87,7 +101,23 @@ func handshake(ctx context.Context, addr string, c *tls.Config) error {
 	if err != nil {
 		return err
 	}
-	return conn.Close()
+	defer conn.Close()
+	if !waitRefusal {
+		return nil
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(refusalWait))
+	var b [1]byte
+	if _, err := conn.Read(b[:]); refusedByServer(err) {
+		return err
+	}
+	return nil
+}
+
+// refusedByServer reports whether err is a TLS alert the server sent:
+// it refused the handshake, most often the client's certificate.
+func refusedByServer(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
 }
 
 // untrusted reports whether err is a failure to trust the server's
