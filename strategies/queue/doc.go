@@ -57,9 +57,11 @@
 // across the restart, and the fenced store does not refuse the new
 // holders.
 //
-// A cancelled Next cannot withdraw its pull request: a message the server
-// hands to it within FetchSlice is in flight with nobody to process it
-// until its ack deadline, when it is redelivered.
+// A pull request cannot be withdrawn, and a message the server hands to one
+// nobody listens to any more is in flight with nobody to process it until
+// its ack deadline. So Next never abandons one: it sends short ones
+// (FetchSlice) and waits each out, and a cancelled Next returns up to
+// FetchSlice late.
 //
 // Every run must start with an empty stream (its payment ids repeat the
 // previous run's): the load generator's first instance calls Reset. Each

@@ -34,11 +34,12 @@ const (
 	// DefaultConnectTimeout bounds New's connection and each JetStream
 	// API call made without a deadline: 2 seconds.
 	DefaultConnectTimeout = 2 * time.Second
-	// FetchSlice is the longest pull request a waiting Acquire keeps on
-	// the server: 100ms. A cancelled Acquire cannot withdraw its pull
-	// request; the server may still hand it a message until it expires,
-	// and that message is then in flight with nobody to process it until
-	// its ack deadline. Short requests keep that window short.
+	// FetchSlice is the longest pull request a waiting Acquire or Next
+	// sends: 100ms. Each request is waited out until the server answers
+	// it (a message, or its expiry), never abandoned: a message the
+	// server hands to an abandoned request would be in flight with
+	// nobody to process it until its ack deadline. So a cancelled call
+	// returns at the end of its current request, at most FetchSlice late.
 	FetchSlice = 100 * time.Millisecond
 )
 
@@ -383,22 +384,22 @@ func (q *Queue) next(ctx context.Context, key string, shard int) (strategies.Lea
 		if err != nil {
 			return nil, err
 		}
-		// One short pull request at a time (FetchSlice); its expiry is
-		// set a little before the slice ends, so that the server drops
-		// it before we stop listening.
-		sctx, cancel := context.WithTimeout(ctx, FetchSlice)
+		// One short pull request at a time (FetchSlice), waited out.
+		wait := FetchSlice
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		if wait < time.Millisecond {
+			return nil, strategies.ErrNotAcquired
+		}
 		start := time.Now()
-		msg, err := c.Next(jetstream.FetchContext(sctx))
-		cancel()
+		msg, err := c.Next(jetstream.FetchMaxWait(wait))
 		switch {
 		case err == nil:
 			return q.lease(key, msg, start, c.epoch)
-		case errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoMessages),
-			errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil,
-			errors.Is(err, jetstream.ErrInvalidOption) && ctx.Err() == nil:
-			// The slice ended with no message: ask again.
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
+		case errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoMessages):
+			// The request expired with no message: ask again, unless ctx
+			// is done (the loop's first line).
 		default:
 			return nil, q.unavailable("fetch", err)
 		}
