@@ -61,8 +61,8 @@ var backends = map[strategies.Backend]*backend{
 			return out
 		},
 		need:         func(n *Needs, count int) { n.Redis = max(n.Redis, count, 1) },
-		hostPort:     splitHostPort("Redis address"),
-		withHostPort: func(_, addr string) (string, error) { return addr, nil },
+		hostPort:     redisHostPort,
+		withHostPort: redisWithHostPort,
 		forgets:      true,
 		clock:        true,
 	},

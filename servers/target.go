@@ -85,7 +85,7 @@ func TargetFor(need strategies.Need, ep Endpoints, c *Cluster) (Target, error) {
 	case need.Nodes > 0:
 		eps = eps[:need.Nodes]
 	}
-	t.Config = strategies.Config{RedisPassword: ep.RedisPassword}
+	t.Config = ep.credentials()
 	b.toConfig(&t.Config, append([]string(nil), eps...))
 	if c != nil {
 		// The nodes are lockbench's only if the endpoints in use are theirs:
@@ -216,7 +216,7 @@ func (n *Needs) Merge(o Needs) {
 
 // Config returns the endpoints as a lock config (TTL and Owner unset).
 func (e Endpoints) Config() strategies.Config {
-	return strategies.Config{
+	return e.withCredentials(strategies.Config{
 		RedisAddrs:     e.RedisAddrs,
 		RedisPassword:  e.RedisPassword,
 		RedisSentinels: e.RedisSentinels,
@@ -225,5 +225,5 @@ func (e Endpoints) Config() strategies.Config {
 		PostgresDSN:    e.PostgresDSN,
 		ZKServers:      e.ZKServers,
 		NATSURL:        e.NATSURL,
-	}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lockbench/lockbench/internal/usage"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // ErrUnsafe is returned by run and verdicts with --fail-on-unsafe when a
@@ -164,7 +165,8 @@ func printHelp(w io.Writer) {
 // partial), 1 anything else. An interruption with no error of its own
 // prints nothing: the command has said where its partial results are.
 func ExitCode(err error, stderr io.Writer) int {
-	say := func(err error) { fmt.Fprintln(stderr, "lockbench:", oneLine(err.Error())) }
+	// Redact: the last line of defence for a password an error quotes.
+	say := func(err error) { fmt.Fprintln(stderr, "lockbench:", servers.Redact(oneLine(err.Error()))) }
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
@@ -174,7 +176,7 @@ func ExitCode(err error, stderr io.Writer) int {
 		}
 		return 130
 	case isUsage(err):
-		fmt.Fprintln(stderr, "lockbench:", oneLine(strings.TrimPrefix(err.Error(), "usage: ")))
+		fmt.Fprintln(stderr, "lockbench:", servers.Redact(oneLine(strings.TrimPrefix(err.Error(), "usage: "))))
 		return 2
 	case errors.Is(err, ErrUnsafe):
 		say(err)

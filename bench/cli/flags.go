@@ -21,6 +21,7 @@ import (
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/redisutil"
 )
 
 // scenarioFlags registers the scenario flags (loadgen.Scenario) on fs. Each flag
@@ -332,7 +333,7 @@ func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
 	e := servers.EndpointsFromEnv()
 	var err error
 	if ef.redis != "" {
-		if e.RedisAddrs, err = parseList("redis-addrs", ef.redis, "host:port", checkHostPort); err != nil {
+		if e.RedisAddrs, err = parseList("redis-addrs", ef.redis, "host:port or redis[s]://[user:password@]host:port", checkRedisEntry); err != nil {
 			return e, err
 		}
 	}
@@ -353,7 +354,7 @@ func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
 		}
 	}
 	if ef.sentinels != "" {
-		if e.RedisSentinels, err = parseList("redis-sentinels", ef.sentinels, "host:port", checkHostPort); err != nil {
+		if e.RedisSentinels, err = parseList("redis-sentinels", ef.sentinels, "host:port or redis[s]://[user:password@]host:port", checkRedisEntry); err != nil {
 			return e, err
 		}
 	}
@@ -372,6 +373,9 @@ func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
 // stray comma is a typing mistake, not a request for a shorter list; so is
 // an item given twice.
 func parseList(flag, v, want string, check func(string) error) ([]string, error) {
+	// Items may be URLs with a password (rediss://user:pass@host:port):
+	// what the errors quote is redacted.
+	usageErr := func(format string, a ...any) error { return usageErr("%s", servers.Redact(fmt.Sprintf(format, a...))) }
 	var out []string
 	for _, item := range strings.Split(v, ",") {
 		item = strings.TrimSpace(item)
@@ -387,6 +391,23 @@ func parseList(flag, v, want string, check func(string) error) ([]string, error)
 		out = append(out, item)
 	}
 	return out, nil
+}
+
+// checkRedisEntry accepts a Redis entry: host:port, or
+// redis[s]://[user:password@]host:port with a port in 1..65535. Its errors
+// never quote a URL (it may hold a password).
+func checkRedisEntry(s string) error {
+	if !strings.Contains(s, "://") {
+		if strings.Contains(s, "@") {
+			return errors.New("an entry with a login needs a scheme, redis:// or rediss:// (not shown: it may hold a password)")
+		}
+		return checkHostPort(s)
+	}
+	e, err := redisutil.ParseEndpoint(s)
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "redisutil: "))
+	}
+	return checkHostPort(e.Addr)
 }
 
 // checkHostPort accepts host:port with a port in 1..65535 (an empty host
