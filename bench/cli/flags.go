@@ -251,6 +251,8 @@ type endpointFlags struct {
 	redisAOF        bool
 	zk              string
 	zkMembers       int
+	// nats is --nats-url: the queue strategy's NATS server(s).
+	nats string
 	// sentinels and master name a replicated Redis; topo is
 	// --redis-topology as given ("" when not); wait and waitTimeout are
 	// --redis-wait and --redis-wait-timeout.
@@ -267,6 +269,7 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&ef.redisAOF, "redis-aof", false, "locally started Redis nodes persist with appendonly")
 	fs.StringVar(&ef.zk, "zk-servers", "", "existing ZooKeeper servers, comma-separated host:port, port 1..65535 (env "+servers.EnvZKServers+")")
 	fs.IntVar(&ef.zkMembers, "zk-members", 1, "members of a locally started ZooKeeper ensemble: 1 or 3")
+	fs.StringVar(&ef.nats, "nats-url", "", "existing NATS server with JetStream, nats://[user:password@|token@]host:port, comma-separated for a cluster (env "+servers.EnvNATSURL+")")
 	fs.StringVar(&ef.topo, "redis-topology", "", "Redis lockbench starts: masters (independent, as many as the strategies need) or sentinel (one primary, 2 replicas, 3 Sentinels) (default masters, or sentinel when "+servers.EnvRedisSentinels+" is set)")
 	fs.StringVar(&ef.sentinels, "redis-sentinels", "", "existing Sentinels of a replicated Redis, comma-separated host:port: single-node Redis strategies find the primary through them (env "+servers.EnvRedisSentinels+")")
 	fs.StringVar(&ef.master, "redis-master", "", "the name those Sentinels know the primary by (env "+servers.EnvRedisMaster+", default "+strategies.DefaultRedisMaster+")")
@@ -353,6 +356,12 @@ func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
 			return e, err
 		}
 	}
+	if ef.nats != "" {
+		if _, err = parseList("nats-url", ef.nats, "nats://host:port", checkNATSURL); err != nil {
+			return e, err
+		}
+		e.NATSURL = ef.nats
+	}
 	if ef.sentinels != "" {
 		if e.RedisSentinels, err = parseList("redis-sentinels", ef.sentinels, "host:port or redis[s]://[user:password@]host:port", checkRedisEntry); err != nil {
 			return e, err
@@ -429,6 +438,20 @@ func checkEtcdEndpoint(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("bad endpoint %q", s)
+	}
+	return nil
+}
+
+// checkNATSURL accepts nats://host:port (with a user and password or a
+// token) or host:port. The error never quotes the URL: it may hold a
+// secret.
+func checkNATSURL(s string) error {
+	if !strings.Contains(s, "://") {
+		return checkHostPort(s)
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Port() == "" {
+		return errors.New("want nats://host:port (not shown: it may hold a password or a token)")
 	}
 	return nil
 }
