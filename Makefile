@@ -6,7 +6,7 @@ BIN     := bin/lockbench
 OUT     ?= out/bench
 RACE_PKGS := ./loadgen/... ./strategies/... ./results/...
 
-.PHONY: all build deps test test-short vet bench bench-go compare-redis compare-postgres reference clean
+.PHONY: all build deps test test-short vet bench bench-go compare-redis compare-postgres reference soak clean
 
 all: build
 
@@ -66,6 +66,13 @@ compare-postgres: build
 reference: build
 	rm -rf results/reference
 	$(BIN) matrix --trials 6 --sweep-trials 1 --out results/reference
+
+# soak: a 3-minute closed-loop nolock run at full rate with its resident
+# memory sampled every second; fails when the figure at minute 3 is over
+# 10% above minute 1's (SOAK_DURATION=SECONDS for another length). Not part
+# of make test: it takes both cores for the whole duration.
+soak: build
+	scripts/soak.sh
 
 clean:
 	rm -rf bin out bench-go.txt

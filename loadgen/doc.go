@@ -30,7 +30,10 @@
 // registry; servers, faults and the command live above it and hand it what
 // it needs (a lock config, a store, a Fault already built on its target).
 //
-// Caveats: every figure is taken on this host's monotonic clock; a run
-// keeps per-payment state in memory (about 60 bytes plus 64 per delivery),
-// so a closed-loop --duration run stops at MaxPayments.
+// Caveats: every figure is taken on this host's monotonic clock. Memory
+// grows with the accounts and the payments in flight, not with the
+// payments offered: the stream is generated as it is dispatched, the store
+// releases a payment once its deliveries are judged (loadgen/store), and
+// with Options.IntervalLog a long run's intervals go to disk as they close;
+// a --duration run lasts its duration at any rate.
 package loadgen

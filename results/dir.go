@@ -111,10 +111,14 @@ func writeData(dir string, runs []Run, meta Meta, l Layout) error {
 	for i, r := range runs {
 		for p := Phase(0); p < NumPhases; p++ {
 			path := l.hlogPath(dir, ids[i], p)
-			if hasFingerprint(path, hlogFingerprint(r, p)) {
+			fp, write := hlogFingerprint(r, p), func(w io.Writer) error { return WriteHlog(w, r, p) }
+			if r.Log != nil {
+				fp, write = r.Log.Fingerprint(r, p), func(w io.Writer) error { return r.Log.WriteHlog(w, r, p) }
+			}
+			if hasFingerprint(path, fp) {
 				continue // written by an earlier call, unchanged
 			}
-			err := writeFileAtomic(path, func(w io.Writer) error { return WriteHlog(w, r, p) })
+			err := writeFileAtomic(path, write)
 			if err != nil {
 				return err
 			}

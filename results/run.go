@@ -15,6 +15,11 @@ type Run struct {
 	Summary   Summary
 	Total     PhaseSet
 	Intervals []Interval
+	// Log, when set, holds the run's intervals on disk instead of
+	// Intervals (a long run's: loadgen.Options.IntervalLog); WriteData
+	// writes the interval logs from it. Its owner closes it once the data
+	// files are written.
+	Log *HlogStream
 }
 
 // Event is a timestamped note of the fault's timeline.

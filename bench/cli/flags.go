@@ -73,7 +73,7 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 	})
 	intF("instances", d.Instances, fmt.Sprintf("app instances, each with its own strategy object, 1..%d", loadgen.MaxInstances), func(s *loadgen.Scenario, n int) { s.Instances = n })
 	intF("workers", d.Workers, fmt.Sprintf("concurrent workers per instance, 1..%d (and instances × workers ≤ %d)", loadgen.MaxWorkers, loadgen.MaxTotalWorkers), func(s *loadgen.Scenario, n int) { s.Workers = n })
-	intF("payments", d.Payments, fmt.Sprintf("payments to offer, 0..%d (0 with --duration: until the duration ends, or %d payments without --rate)", loadgen.PaymentLimit, loadgen.MaxPayments), func(s *loadgen.Scenario, n int) { s.Payments = n })
+	intF("payments", d.Payments, fmt.Sprintf("payments to offer, 0..%d (0 with --duration: until the duration ends, at any rate)", loadgen.PaymentLimit), func(s *loadgen.Scenario, n int) { s.Payments = n })
 	durF("duration", 0, fmt.Sprintf("run for this long instead of a payment count, 0s..%s", loadgen.MaxDuration), func(s *loadgen.Scenario, x time.Duration) { s.Duration = x; s.Payments = 0 })
 	durF("warmup", 0, fmt.Sprintf("unrecorded warmup before measuring, 0s..%s", loadgen.MaxWarmup), func(s *loadgen.Scenario, x time.Duration) { s.Warmup = x })
 	fs.Func("rate", fmt.Sprintf("open-loop payments per second, 0..%d; 0 = closed loop (default 0)", loadgen.MaxRate), func(v string) error {

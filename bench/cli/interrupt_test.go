@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -140,44 +139,5 @@ func TestKilledRunsTempDirIsRemovedByTheNext(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*")); len(left) > 0 {
 		t.Errorf("left in TMPDIR: %v; want nothing", left)
-	}
-}
-
-// A closed-loop --duration run that ends at loadgen.MaxPayments before its
-// duration is said to be cut short; no other run is.
-func TestPaymentCapNote(t *testing.T) {
-	closed := loadgen.DefaultScenario()
-	closed.Payments, closed.Duration = 0, 20*time.Second
-	paced := closed
-	paced.Rate = 1000
-	counted := loadgen.DefaultScenario()
-	capped := results.Summary{Strategy: "nolock", Payments: loadgen.MaxPayments, DurationNs: int64(5 * time.Second)}
-	full := capped
-	full.DurationNs = int64(20 * time.Second)
-	stopped := capped
-	stopped.Interrupted = true
-	short := capped
-	short.Payments = 1000
-	cases := []struct {
-		name string
-		sc   loadgen.Scenario
-		s    results.Summary
-		want bool
-	}{
-		{"capped 5s into 20s", closed, capped, true},
-		{"ran its duration", closed, full, false},
-		{"interrupted", closed, stopped, false},
-		{"ended early below the cap (errors, not the cap)", closed, short, false},
-		{"open loop: sized by rate × duration", paced, capped, false},
-		{"a payment count", counted, capped, false},
-	}
-	for _, tc := range cases {
-		note := paymentCapNote(tc.sc, tc.s)
-		if (note != "") != tc.want {
-			t.Errorf("%s: note %q; want one: %v", tc.name, note, tc.want)
-		}
-		if strings.Contains(note, "\n") {
-			t.Errorf("%s: note %q spans lines; want one", tc.name, note)
-		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/lockbench/lockbench/bench/faults"
 	"github.com/lockbench/lockbench/loadgen"
@@ -186,10 +185,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 				if err != nil {
 					return err
 				}
-				if note := paymentCapNote(c.sc, r.Summary); note != "" {
-					fmt.Fprintln(stderr, "warning:", note)
-					dir.meta.Notes = append(dir.meta.Notes, note)
-				}
 				if err := dir.add(r); err != nil {
 					return err
 				}
@@ -228,18 +223,4 @@ func rowOf(dir string, n int) (results.Summary, error) {
 		return results.Summary{}, usageErr("--row: want 1..%d (the rows of %s/%s), got %d", len(ss), dir, results.SummaryJSONFile, n)
 	}
 	return ss[n-1], nil
-}
-
-// paymentCapNote says, for a run of a closed-loop --duration scenario that
-// ended before its duration, that it was cut short by loadgen.MaxPayments
-// (its payment stream is generated up front): the run is not the one
-// asked for. It is "" for every other run.
-func paymentCapNote(sc loadgen.Scenario, s results.Summary) string {
-	measured := time.Duration(s.DurationNs)
-	if sc.Payments != 0 || sc.Rate != 0 || sc.Duration == 0 || s.Interrupted ||
-		s.Payments < loadgen.MaxPayments || measured >= sc.Duration*99/100 {
-		return ""
-	}
-	return fmt.Sprintf("%s: the --duration %s run ended after %s, at the %d payments a closed-loop --duration run offers at most (loadgen.MaxPayments); give --rate or --payments for a longer run",
-		s.Strategy, sc.Duration, measured.Round(100*time.Millisecond), loadgen.MaxPayments)
 }

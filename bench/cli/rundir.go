@@ -48,6 +48,7 @@ func newRunDir(out, kind string, args []string) (*runDir, error) {
 func (d *runDir) describe(ctx context.Context, sess *session, trials int, seed int64) {
 	d.meta.Trials, d.meta.Seed = trials, seed
 	sess.trials, sess.firstSeed = trials, seed
+	sess.streamDir = filepath.Join(d.dir, results.HlogDir)
 	if v := sess.cluster.Versions(ctx); len(v) > 0 {
 		d.meta.Servers = v
 	}
@@ -78,7 +79,25 @@ func (d *runDir) close() error {
 		return nil
 	}
 	d.meta.LoadAfter = results.CurrentLoad()
-	return errors.Join(results.WriteMeta(d.dir, d.meta), results.RenderRuns(d.dir, d.runs, d.meta))
+	// A long run's intervals are on disk only (results.Run.Log): the
+	// report is then drawn from the data files, as `lockbench report`
+	// draws it, and the streams' scratch files go.
+	streamed := false
+	for _, r := range d.runs {
+		streamed = streamed || r.Log != nil
+	}
+	err := results.WriteMeta(d.dir, d.meta)
+	if streamed {
+		err = errors.Join(err, results.Render(d.dir))
+	} else {
+		err = errors.Join(err, results.RenderRuns(d.dir, d.runs, d.meta))
+	}
+	for _, r := range d.runs {
+		if r.Log != nil {
+			err = errors.Join(err, r.Log.Close())
+		}
+	}
+	return err
 }
 
 // closeAtExit is close for a command's defer: its error, if any, is

@@ -61,7 +61,17 @@ type session struct {
 	// redisWait per cell.
 	redisWait        int
 	redisWaitTimeout time.Duration
+	// streamDir is where a long run's intervals stream to as they close
+	// (streamAfter; the run directory's hlog/, set by runDir.describe);
+	// "" keeps every run's intervals in memory.
+	streamDir string
 }
+
+// streamAfter is the shortest --duration whose intervals stream to disk as
+// they close instead of staying in memory: 1 minute, 240 intervals of
+// 250ms, about 170 MB of histograms (four phases of about 180 KB each).
+// Shorter runs keep them, for the charts drawn from memory.
+const streamAfter = time.Minute
 
 // openSession makes sure the servers the runs need exist: the user's
 // (flags, then LOCKBENCH_* variables) or ones started on loopback.
@@ -159,7 +169,13 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 		if trial > 0 {
 			label += fmt.Sprintf(" trial %d/%d", trial, s.trials)
 		}
-		bar = progressbar.NewOptions64(int64(sc.PaymentCap()),
+		// A --duration run without a rate has no payment count to
+		// count up to: a spinner with the count.
+		total := int64(sc.Payments)
+		if sc.Payments <= 0 {
+			total = -1
+		}
+		bar = progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(s.stderr),
 			progressbar.OptionSetDescription(label),
 			progressbar.OptionShowCount(),
@@ -171,9 +187,23 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 			_ = bar.Set64(p.Offered)
 		}
 	}
+	var stream *results.HlogStream
+	if s.streamDir != "" && sc.Duration >= streamAfter {
+		if stream, err = results.NewHlogStream(s.streamDir); err != nil {
+			return results.Run{}, err
+		}
+		o.IntervalLog = stream.Write
+	}
 	endMetrics := s.observe(&o, faultName, trial)
 	run, err := loadgen.Run(ctx, o)
 	endMetrics()
+	if stream != nil {
+		if err != nil {
+			_ = stream.Close()
+		} else {
+			run.Log = stream // closed by the run directory, once written
+		}
+	}
 	if bar != nil {
 		_ = bar.Finish()
 	}
