@@ -156,7 +156,9 @@ func (a *Agent) serveConn(conn net.Conn) {
 	_ = conn.SetDeadline(time.Now().Add(HandshakeTimeout))
 	h, err := readHello(conn)
 	if err != nil {
-		if errors.Is(err, errNotAgent) {
+		// A connection closed without a word (a TCP readiness probe) is
+		// not worth a line; a failed TLS handshake or a stranger is.
+		if !errors.Is(err, io.EOF) {
 			a.logf("refused %s: %v", peer, err)
 		}
 		return
