@@ -274,11 +274,10 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 // (store.Setup.Deliveries, which lets the memory store release a payment
 // after that many): one per delivery, since a worker enters the store at
 // most once per delivery it holds the lock for; and 0, no bound, for the
-// queue, whose deliveries process whatever message they take, and take a
-// message again when the broker redelivers it. (The queue is told apart
-// by its backend until the registry says which strategies redeliver.)
+// queue (Info.Redelivers), whose deliveries process whatever message they
+// take, and take a message again when the broker redelivers it.
 func criticalSections(info strategies.Info, sc Scenario) int {
-	if info.Need.Backend == strategies.BackendNATS {
+	if info.Redelivers {
 		return 0
 	}
 	return sc.Deliveries
@@ -468,6 +467,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 		StaleAccepted: c.StaleAccepted,
 		TokenReused:   c.TokenReused,
 		NotAcquired:   snap.NotAcquired,
+		Redeliveries:  snap.Redeliveries,
 		Errors:        snap.ErrorMap(),
 		Latency:       total.Latencies(),
 		DurationNs:    int64(measured),

@@ -46,7 +46,13 @@ func Expected(info strategies.Info, fenced bool) string {
 		// A lease outlived by a stopped holder still lets a second holder
 		// in; the checked token is what keeps the first one's writes out.
 		parts = append(parts, outlived+": stale writes rejected by the store (fenced)")
-		if forgets {
+		switch {
+		case forgets && info.Redelivers:
+			// The queue's tokens carry its consumer's creation time, so
+			// they do not start over: the broker forgets the message in
+			// flight, and the token keeps the caught holder's write out.
+			parts = append(parts, "restart-node: the message in flight forgotten, stale writes rejected by the store (fenced)")
+		case forgets:
 			parts = append(parts, "restart-node: tokens start over, the store refuses new holders")
 		}
 	} else {

@@ -67,7 +67,8 @@ type Summary struct {
 	Strikes       int64 `json:"strikes"`
 	UnsafeStrikes int64 `json:"unsafe_strikes"`
 	// Redeliveries counts messages the broker delivered again (queue).
-	Redeliveries int64 `json:"redeliveries,omitempty"`
+	// It is 0 for every strategy that takes no messages.
+	Redeliveries int64 `json:"redeliveries"`
 
 	// DurationNs is the measured (post-warmup) wall time of the run.
 	DurationNs int64 `json:"duration_ns"`

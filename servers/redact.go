@@ -12,6 +12,10 @@ var (
 	// (A URL's password has '/', '?' and '#' percent-encoded, so
 	// http://h:80/a@b is a port and a path, not a password.)
 	userinfoRe = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@\s]*:)[^\s/?#]+@`)
+	// tokenRe matches a NATS URL's token, nats://TOKEN@host: a userinfo
+	// with no colon, which for NATS is the secret itself (for redis:// or
+	// postgres:// it is a user name, and stays).
+	tokenRe = regexp.MustCompile(`((?:nats|tls|ws|wss)://)[^:/@\s]+@`)
 	// queryRe matches ?password=… or &password=… in a URL's query.
 	queryRe = regexp.MustCompile(`(?i)([?&][a-z_]*password=)[^&#\s]+`)
 	// flagRe matches a command-line flag's value: --redis-password pw,
@@ -29,13 +33,14 @@ var (
 
 // Redact returns s with passwords hidden: in URLs
 // (postgres://u:pw@h/db, redis://:pw@h:6379, rediss://user:pw@h:6380,
-// ?password=pw) and in key=value connection strings (password=pw,
+// ?password=pw, nats://token@h:4222) and in key=value connection strings (password=pw,
 // password='p w'), in NAME_PASSWORD=pw lines (LOCKBENCH_REDIS_PASSWORD,
 // LOCKBENCH_ETCD_PASSWORD), in --x-password flags and in printed fields
 // (EtcdPassword:pw, "password": "pw"). Use it on anything that names a
 // server and is logged.
 func Redact(s string) string {
 	s = userinfoRe.ReplaceAllString(s, "${1}"+redacted+"@")
+	s = tokenRe.ReplaceAllString(s, "${1}"+redacted+"@")
 	s = queryRe.ReplaceAllString(s, "${1}"+redacted)
 	s = flagRe.ReplaceAllString(s, "${1}"+redacted)
 	s = keywordRe.ReplaceAllString(s, "${1}"+redacted)

@@ -618,6 +618,9 @@ func TestRedact(t *testing.T) {
 		{"password in query", "postgres://u@h/db?sslmode=disable&password=pw&x=1", "postgres://u@h/db?sslmode=disable&password=xxxxx&x=1"},
 		{"redis url without user", "redis://:pw@127.0.0.1:6379/0", "redis://:xxxxx@127.0.0.1:6379/0"},
 		{"rediss url with user", "rediss://default:pw@h:6380", "rediss://default:xxxxx@h:6380"},
+		{"nats url with a token", "nats://s3cr3t@127.0.0.1:4222", "nats://xxxxx@127.0.0.1:4222"},
+		{"nats url with user and password", "nats://bench:pw@h:4222?partitions=8", "nats://bench:xxxxx@h:4222?partitions=8"},
+		{"redis url with a user and no password keeps the user", "redis://bench@h:6379", "redis://bench@h:6379"},
 		{"url inside a message", "connect postgres://u:pw@h/db: refused", "connect postgres://u:xxxxx@h/db: refused"},
 		// key=value forms.
 		{"keyword dsn", "host=h user=u password=pw dbname=db", "host=h user=u password=xxxxx dbname=db"},

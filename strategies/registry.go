@@ -80,6 +80,12 @@ type Info struct {
 	// (etcd's session keepalive, a watchdog): slow work past the TTL keeps
 	// the lock, a paused process (whose renewals stop with it) does not.
 	KeepAlive bool
+	// Redelivers marks a strategy whose deliveries take messages from a
+	// broker that delivers a message again when its consumer outlives the
+	// ack deadline (the queue): a payment may then be processed more often
+	// than it has deliveries, so the store cannot bound its critical
+	// sections by them.
+	Redelivers bool
 	// Lease, when set, is how long a lock outlives a holder that stops
 	// renewing it, given the configured TTL, when the server grants
 	// something other than the TTL (etcd: whole seconds, at least its

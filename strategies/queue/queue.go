@@ -50,6 +50,7 @@ func init() {
 		Need:         strategies.Need{Backend: strategies.BackendNATS, Nodes: 1},
 		Fencing:      true,
 		CrossProcess: true,
+		Redelivers:   true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			q, err := New(ctx, cfg)
 			if err != nil {
