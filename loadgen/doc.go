@@ -19,6 +19,11 @@
 // with the lease's fencing token, release. A transactional strategy
 // (strategies.Info.Transactional, pg-unique) takes no lock: each delivery is
 // one transaction on the Postgres store (store.Transactor).
+// A broker strategy (the queue, strategies.Info.Redelivers) takes no lock
+// either: its deliveries publish the payment and take the next message of
+// its shard, and the worker processes the payment that message carries
+// (the small interfaces of queue.go, found by type assertion); a message
+// the broker delivers again counts in Summary.Redeliveries.
 //
 // Instances run as goroutines, or as OS processes (the test or lockbench
 // binary re-executed: call MaybeRunChild first thing in main or TestMain)

@@ -1,6 +1,6 @@
 // Package servers starts and stops the lock servers lockbench measures:
-// Redis nodes, an etcd cluster, PostgreSQL and a ZooKeeper ensemble, on
-// loopback, on free ports, in one temporary directory, so that a benchmark
+// Redis nodes, an etcd cluster, PostgreSQL, a ZooKeeper ensemble and a NATS
+// server with JetStream (the queue strategy's broker), on loopback, on free ports, in one temporary directory, so that a benchmark
 // or a test needs nothing but the binaries. It also reads and prints the
 // environment variables that point lockbench at servers someone else runs
 // instead (EnvRedisAddrs and friends), and gives the fault injector its
@@ -52,7 +52,11 @@
 // own launcher; a program that does not link etcdchild (a test binary) uses
 // $LOCKBENCH_ETCD_BIN, or builds the lockbench binary once with `go build`.
 // Keeping the etcd server out of test binaries keeps them small and their
-// -race builds fast.
+// -race builds fast. NATS is built in too (nats.go, from
+// github.com/nats-io/nats-server/v2) and runs the same way, as the running
+// binary started again with LOCKBENCH_CHILD=nats; it is linked into every
+// binary that imports servers, and a restarted server comes back without
+// its JetStream store.
 //
 // PostgreSQL refuses to run as root. When lockbench runs as root, initdb and
 // postgres run as the postgres user, which owns the server's directory; the
