@@ -74,7 +74,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stderr, "lockbench agent: listening on %s (agent protocol %d, lockbench %s, %s)\n", ln.Addr(), agent.Protocol, agent.Version(), tlsNote)
 	err = a.Serve(ctx, ln)
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w: agent stopped", ErrInterrupted)
+		// Run makes it ErrInterrupted (exit 130), which says no more.
+		fmt.Fprintln(stderr, "lockbench agent: stopped; no instance left running")
+		return nil
 	}
 	return err
 }
