@@ -10,8 +10,10 @@ RACE_PKGS := ./loadgen/... ./strategies/... ./results/...
 
 all: build
 
+# build: -buildvcs=auto records the commit in the binary (meta.json's
+# build.commit) where the go environment turns it off.
 build:
-	$(GO) build -o $(BIN) ./bench/cmd/lockbench
+	$(GO) build -buildvcs=auto -o $(BIN) ./bench/cmd/lockbench
 
 # deps installs the servers the tests and benchmarks use (Debian, as root);
 # lockbench also installs a missing one itself when it can.
