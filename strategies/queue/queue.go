@@ -232,7 +232,7 @@ func (q *Queue) ensureStream(ctx context.Context) error {
 		Duplicates: q.duplicates,
 	})
 	if err != nil {
-		return q.unavailable("create stream", err)
+		return q.unavailable(ctx, "create stream", err)
 	}
 	q.mu.Lock()
 	q.streamOK = true
@@ -281,7 +281,7 @@ func (q *Queue) consumer(ctx context.Context, shard int) (shardConsumer, error) 
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return c, q.unavailable("create consumer", err)
+		return c, q.unavailable(ctx, "create consumer", err)
 	}
 	c = shardConsumer{Consumer: jc, epoch: max(0, jc.CachedInfo().Created.Sub(tokenEpoch).Milliseconds()) << seqBits}
 	q.mu.Lock()
@@ -300,11 +300,15 @@ func (q *Queue) forget() {
 	q.mu.Unlock()
 }
 
-// unavailable wraps err; errors that say the stream or a consumer is gone
-// make the next call create them again.
-func (q *Queue) unavailable(what string, err error) error {
+// unavailable wraps err, a call's failure: the caller's ctx ending is its
+// own doing; anything else, the server refusing or not answering within
+// the call's own bound (a publish to a server just killed waits for an
+// ack that never comes, on a connection that has not noticed yet), wraps
+// strategies.ErrUnavailable. Errors that say the stream or a consumer is
+// gone make the next call create them again.
+func (q *Queue) unavailable(ctx context.Context, what string, err error) error {
 	q.forget()
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if ctx.Err() != nil {
 		return fmt.Errorf("queue: %s: %w", what, err)
 	}
 	return fmt.Errorf("queue: %s: %w: %w", what, strategies.ErrUnavailable, err)
@@ -328,7 +332,7 @@ func (q *Queue) publish(ctx context.Context, key, id string, body []byte) (bool,
 	defer cancel()
 	ack, err := q.js.Publish(pctx, q.subject(q.shardOf(key)), body, opts...)
 	if err != nil {
-		return false, q.unavailable("publish", err)
+		return false, q.unavailable(ctx, "publish", err)
 	}
 	return !ack.Duplicate, nil
 }
@@ -402,7 +406,7 @@ func (q *Queue) next(ctx context.Context, key string, shard int) (strategies.Lea
 			// The request expired with no message: ask again, unless ctx
 			// is done (the loop's first line).
 		default:
-			return nil, q.unavailable("fetch", err)
+			return nil, q.unavailable(ctx, "fetch", err)
 		}
 	}
 }
@@ -444,7 +448,7 @@ func (q *Queue) Reset(ctx context.Context) error {
 	defer cancel()
 	q.forget()
 	if err := q.js.DeleteStream(ctx, q.stream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return q.unavailable("delete stream", err)
+		return q.unavailable(ctx, "delete stream", err)
 	}
 	return q.ensureStream(ctx)
 }
@@ -469,7 +473,7 @@ func (q *Queue) Leftover(ctx context.Context) (strategies.Lease, error) {
 		}
 		info, err := c.Info(ctx)
 		if err != nil {
-			return nil, q.unavailable("consumer info", err)
+			return nil, q.unavailable(ctx, "consumer info", err)
 		}
 		if info.NumPending == 0 {
 			continue
