@@ -18,10 +18,13 @@ const (
 	ErrClassLostLock    = "lost_lock"   // release found the lock no longer ours
 	ErrClassStore       = "store"       // the store failed
 	ErrClassOther       = "other"
+	// ErrClassAgentLost: the instance's agent was lost mid-run, and the
+	// delivery with it (package loadgen/agent).
+	ErrClassAgentLost = "agent_lost"
 )
 
 // errClasses lists the classes in the order counters hold them.
-var errClasses = [...]string{ErrClassTimeout, ErrClassRefused, ErrClassUnavailable, ErrClassLostLock, ErrClassStore, ErrClassOther}
+var errClasses = [...]string{ErrClassTimeout, ErrClassRefused, ErrClassUnavailable, ErrClassLostLock, ErrClassStore, ErrClassOther, ErrClassAgentLost}
 
 const (
 	ecTimeout = iota
@@ -30,6 +33,7 @@ const (
 	ecLostLock
 	ecStore
 	ecOther
+	ecAgentLost
 	numErrClasses
 )
 

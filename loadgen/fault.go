@@ -24,10 +24,12 @@ type Fault interface {
 	Close() error
 }
 
-// InstanceHandle is what a fault may do to any instance: find its process
-// to stop it with a signal.
+// InstanceHandle is what a fault may do to any instance. One that is a
+// process, local or on an agent, is also a Pauser: a fault stops it whole
+// through that (never by a pid, which means nothing on another host).
 type InstanceHandle interface {
-	// Pid is the instance's process id; 0 for an in-process instance.
+	// Pid is the instance's process id when it is a child of this
+	// process; 0 for an in-process instance or one on an agent.
 	Pid() int
 }
 

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,11 +27,14 @@ import (
 // re-executed with these environment variables; MaybeRunChild, called first
 // thing in main (and in TestMain), turns such a process into an instance.
 const (
-	envChild     = "LOCKBENCH_CHILD"
-	envInstance  = "LOCKBENCH_INSTANCE"
-	childName    = "instance"
-	statsEvery   = 250 * time.Millisecond
-	readyTimeout = 20 * time.Second
+	envChild    = "LOCKBENCH_CHILD"
+	envInstance = "LOCKBENCH_INSTANCE"
+	childName   = "instance"
+	statsEvery  = 250 * time.Millisecond
+	// envStoreToken is the agent's token (package loadgen/agent's
+	// TokenEnv), which an instance on an agent presents to the store.
+	envStoreToken = "LOCKBENCH_AGENT_TOKEN"
+	readyTimeout  = 20 * time.Second
 )
 
 // An instance process takes its deliveries on stdin as fixed-size binary
@@ -84,7 +88,9 @@ func runChild(in io.Reader, out io.Writer) error {
 		return bw.Flush()
 	}
 	ctx := context.Background()
-	acc, err := store.Dial(ctx, cfg.StoreAddr)
+	// An instance on an agent presents the agent's token to the
+	// coordinator's store (the agent's environment is the process's).
+	acc, err := store.DialToken(ctx, cfg.StoreAddr, os.Getenv(envStoreToken))
 	if err == nil {
 		defer acc.Close()
 		var inst *Instance
@@ -146,12 +152,151 @@ func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(chi
 	return err
 }
 
+// Proc is an instance process as its coordinator drives it: a child of
+// this process, or one on an agent (a Spawner's). Its stdin takes the
+// delivery records, its stdout gives the reports.
+type Proc interface {
+	Pauser
+	Stdin() io.WriteCloser
+	Stdout() io.Reader
+	// Kill ends the process now.
+	Kill()
+	// Wait reaps the process once its stdout has ended.
+	Wait() error
+	// ClockOffsetNs is the process's clock minus the coordinator's: each
+	// delivery's intended start is shifted by it, so that latency
+	// measured on the process's host is against the intended time.
+	ClockOffsetNs() int64
+	// Lost is closed if the process's host is lost (its agent stopped
+	// answering); nil for a local process.
+	Lost() <-chan struct{}
+}
+
+// Pauser is implemented by instances that are processes, local or on an
+// agent: a fault stops one whole (SIGSTOP; an agent signals its own child)
+// and continues it (SIGCONT).
+type Pauser interface {
+	// Pause stops the process, and returns once it has been signalled.
+	Pause() error
+	// Resume continues it.
+	Resume() error
+	// Process names it for a fault's timeline: "pid 1234", "agent
+	// 10.0.0.2:7070".
+	Process() string
+}
+
+// Spawner starts instance processes elsewhere than as children of this
+// process: on agents (package loadgen/agent's Pool).
+type Spawner interface {
+	// Place serves st to the processes of one run (with o, and the
+	// token they present), until the Placement is closed.
+	Place(st store.Store, o store.ServeOptions) (Placement, error)
+}
+
+// Placement is where one run's instance processes go.
+type Placement interface {
+	// Spawn starts instance id of n; conf makes its configuration from
+	// the address at which it reaches the store.
+	Spawn(ctx context.Context, id, n int, conf func(storeAddr string) ([]byte, error)) (Proc, error)
+	// Close stops serving the store.
+	Close() error
+}
+
+// ChildConfig is the configuration an instance process is started with,
+// reaching its store at storeAddr.
+func ChildConfig(cfg InstanceConfig, storeAddr string) ([]byte, error) {
+	return json.Marshal(struct {
+		InstanceConfig
+		StoreAddr string
+	}{cfg, storeAddr})
+}
+
+// ChildCommand is the command of an instance process with conf: exe
+// re-executed as an instance, in its own process group (Ctrl-C reaches
+// the coordinator or agent, which stops the instances in order), killed
+// if its parent dies; with procs > 0 its GOMAXPROCS, unless the
+// environment sets one.
+func ChildCommand(exe string, conf []byte, procs int) *exec.Cmd {
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envChild+"="+childName, envInstance+"="+string(conf))
+	if procs > 0 && os.Getenv("GOMAXPROCS") == "" {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// ProcsFor is an instance process's GOMAXPROCS when n of them share this
+// host's cpus cores: its share, at least 1. With every process free to run
+// a P per core, idle Ps spin and wake one another across processes, which
+// costs more than the work, as it would for app servers sharing a host.
+func ProcsFor(cpus, n int) int { return max(1, cpus/max(1, n)) }
+
+// localProc is an instance process that is a child of this one.
+type localProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.Reader
+}
+
+var _ Proc = (*localProc)(nil)
+
+func startLocal(cfg InstanceConfig, storeAddr string, log io.Writer) (*localProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	conf, err := ChildConfig(cfg, storeAddr)
+	if err != nil {
+		return nil, err
+	}
+	cmd := ChildCommand(exe, conf, ProcsFor(runtime.NumCPU(), cfg.Scenario.Instances))
+	if log == nil {
+		log = io.Discard
+	}
+	cmd.Stderr = log
+	p := &localProc{cmd: cmd}
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if p.stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *localProc) Stdin() io.WriteCloser { return p.stdin }
+func (p *localProc) Stdout() io.Reader     { return p.stdout }
+func (p *localProc) Pause() error          { return p.cmd.Process.Signal(syscall.SIGSTOP) }
+func (p *localProc) Resume() error         { return p.cmd.Process.Signal(syscall.SIGCONT) }
+func (p *localProc) Process() string       { return fmt.Sprintf("pid %d", p.cmd.Process.Pid) }
+func (p *localProc) ClockOffsetNs() int64  { return 0 }
+func (p *localProc) Lost() <-chan struct{} { return nil }
+func (p *localProc) Wait() error           { return p.cmd.Wait() }
+
+func (p *localProc) Kill() {
+	// A paused process must be continued to die promptly and cleanly.
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Kill()
+	_, _ = p.cmd.Process.Wait()
+}
+
 // remoteInstance is the coordinator's side of an instance process.
 type remoteInstance struct {
-	cmd   *exec.Cmd
+	proc  Proc
+	pid   int // a local process's; 0 on an agent
 	stdin io.WriteCloser
 	dw    *deliveryWriter
 	done  chan struct{} // closed when the child's "done" (or EOF) arrives
+	// offset is proc.ClockOffsetNs; lost is proc.Lost.
+	offset int64
+	lost   <-chan struct{}
+	// sent counts the deliveries handed to the process (or, once it is
+	// lost, failed in its place).
+	sent atomic.Int64
 
 	mu      sync.Mutex
 	pending results.PhaseSet
@@ -162,50 +307,35 @@ type remoteInstance struct {
 	stopped  bool
 }
 
-var _ instance = (*remoteInstance)(nil)
+var (
+	_ instance = (*remoteInstance)(nil)
+	_ Pauser   = (*remoteInstance)(nil)
+)
 
-func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, log io.Writer) (*remoteInstance, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
+// startRemote starts instance cfg.ID as a process: a child of this one,
+// or with pl, wherever pl puts it.
+func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, pl Placement, log io.Writer) (*remoteInstance, error) {
+	var proc Proc
+	var pid int
+	if pl != nil {
+		p, err := pl.Spawn(ctx, cfg.ID, cfg.Scenario.Instances, func(addr string) ([]byte, error) { return ChildConfig(cfg, addr) })
+		if err != nil {
+			return nil, err
+		}
+		proc = p
+	} else {
+		p, err := startLocal(cfg, storeAddr, log)
+		if err != nil {
+			return nil, err
+		}
+		proc, pid = p, p.cmd.Process.Pid
 	}
-	conf, err := json.Marshal(struct {
-		InstanceConfig
-		StoreAddr string
-	}{cfg, storeAddr})
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envChild+"="+childName, envInstance+"="+string(conf))
-	if os.Getenv("GOMAXPROCS") == "" {
-		// Each instance process gets its share of the machine's cores, as
-		// an app server on a host shared with others would: with every
-		// process free to run a P per core, idle Ps spin and wake one
-		// another across processes, which costs more than the work.
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(max(1, runtime.NumCPU()/cfg.Scenario.Instances)))
-	}
-	// Its own process group (Ctrl-C reaches the coordinator, which stops the
-	// instances in order) and killed with the coordinator if it dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if log == nil {
-		log = io.Discard
-	}
-	cmd.Stderr = log
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	r := &remoteInstance{cmd: cmd, stdin: stdin, dw: newDeliveryWriter(stdin), done: make(chan struct{}), pending: results.NewPhaseSet(), outcomes: results.NewOutcomeSet()}
+	stdin := proc.Stdin()
+	r := &remoteInstance{proc: proc, pid: pid, stdin: stdin, dw: newDeliveryWriter(stdin), done: make(chan struct{}),
+		offset: proc.ClockOffsetNs(), lost: proc.Lost(), pending: results.NewPhaseSet(), outcomes: results.NewOutcomeSet()}
 	ready := make(chan error, 1)
-	go r.read(stdout, ready)
+	go r.read(proc.Stdout(), ready)
+	var err error
 	select {
 	case err = <-ready:
 	case <-ctx.Done():
@@ -265,13 +395,45 @@ func (r *remoteInstance) read(stdout io.Reader, ready chan<- error) {
 
 // Deliver sends d to the instance process, batched with whatever else is
 // queued for it. It blocks while the process's input is full (for example
-// while it is paused), as a real connection would.
+// while it is paused), as a real connection would. Once the process's
+// agent is lost, d fails at once (Counts: ErrClassAgentLost).
 func (r *remoteInstance) Deliver(ctx context.Context, d Delivery) error {
-	return r.dw.Deliver(ctx, d)
+	d.IntendedNs += r.offset
+	if r.isLost() {
+		r.sent.Add(1)
+		return nil
+	}
+	if err := r.dw.Deliver(ctx, d); err != nil {
+		if r.isLost() {
+			r.sent.Add(1)
+			return nil
+		}
+		return err
+	}
+	r.sent.Add(1)
+	return nil
 }
 
-// Pid is the instance process's pid.
-func (r *remoteInstance) Pid() int { return r.cmd.Process.Pid }
+func (r *remoteInstance) isLost() bool {
+	select {
+	case <-r.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// Pid is a local instance process's pid; 0 for one on an agent.
+func (r *remoteInstance) Pid() int { return r.pid }
+
+// Pause stops the process (SIGSTOP).
+func (r *remoteInstance) Pause() error { return r.proc.Pause() }
+
+// Resume continues it (SIGCONT).
+func (r *remoteInstance) Resume() error { return r.proc.Resume() }
+
+// Process names the process: its pid, or its agent.
+func (r *remoteInstance) Process() string { return r.proc.Process() }
 
 // Swap moves what the process reported since the last Swap into into.
 func (r *remoteInstance) Swap(into results.PhaseSet) {
@@ -288,11 +450,20 @@ func (r *remoteInstance) Outcomes() results.OutcomeSet {
 	return r.outcomes
 }
 
-// Counts returns the process's last reported counters.
+// Counts returns the process's last reported counters; once its agent is
+// lost, every delivery sent that it had not reported as taken counts as
+// taken and failed, ErrClassAgentLost.
 func (r *remoteInstance) Counts() Snapshot {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.counts
+	s := r.counts
+	r.mu.Unlock()
+	if r.isLost() {
+		if n := r.sent.Load() - s.Deliveries; n > 0 {
+			s.Deliveries += n
+			s.Errors[ecAgentLost] += n
+		}
+	}
+	return s
 }
 
 // Stop closes the process's input, waits for it to drain and report, and
@@ -323,7 +494,11 @@ func (r *remoteInstance) Stop() error {
 		<-r.done
 		return errors.New("instance process did not stop in time; killed")
 	}
-	return r.cmd.Wait()
+	err := r.proc.Wait()
+	if r.isLost() {
+		return nil // counted: its deliveries failed as agent_lost
+	}
+	return err
 }
 
 // stopTimeout bounds an instance process's drain: 60 seconds.
@@ -331,10 +506,7 @@ const stopTimeout = 60 * time.Second
 
 func (r *remoteInstance) kill() {
 	r.dw.Close()
-	// A paused process must be continued to die promptly and cleanly.
-	_ = r.cmd.Process.Signal(syscall.SIGCONT)
-	_ = r.cmd.Process.Kill()
-	_, _ = r.cmd.Process.Wait()
+	r.proc.Kill()
 }
 
 // sparseHist is a latency histogram (results.NewHistogram's bounds) as

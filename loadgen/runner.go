@@ -46,6 +46,10 @@ type Options struct {
 	IntervalLog func(results.Interval) error
 	// Log receives instance processes' stderr; nil discards it.
 	Log io.Writer
+	// Spawner, if set, places the instance processes (--instance-mode
+	// process) on agents (package loadgen/agent) instead of starting them
+	// as children of this process; goroutine instances stay here.
+	Spawner Spawner
 	// LoadSpan, if set, is called just before the first payment is
 	// dispatched, and the function it returns once the instances have
 	// drained and the last interval is collected: the span of the load
@@ -128,7 +132,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		}
 	}
 
-	insts, stopAll, err := startInstances(ctx, sc, o.Strategy, env.Lock, st, o.Log)
+	insts, stopAll, err := startInstances(ctx, sc, o.Strategy, env.Lock, st, o.Spawner, o.Log)
 	if err != nil {
 		return results.Run{}, err
 	}
@@ -384,9 +388,10 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, 
 
 // startInstances builds the instances (in-process or child processes) and
 // returns a function that stops them all, for the error paths.
-func startInstances(ctx context.Context, sc Scenario, name string, lock strategies.Config, st store.Store, log io.Writer) ([]instance, func(), error) {
+func startInstances(ctx context.Context, sc Scenario, name string, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, func(), error) {
 	var insts []instance
 	var ln net.Listener
+	var pl Placement
 	stopAll := func() {
 		for _, in := range insts {
 			_ = in.Stop()
@@ -394,21 +399,35 @@ func startInstances(ctx context.Context, sc Scenario, name string, lock strategi
 		if ln != nil {
 			_ = ln.Close()
 		}
+		if pl != nil {
+			_ = pl.Close()
+		}
 	}
-	if sc.InstanceMode == "process" {
+	serve := store.ServeOptions{Inline: sc.Store == "memory"}
+	switch {
+	case sc.InstanceMode == "process" && sp != nil:
+		var err error
+		if pl, err = sp.Place(st, serve); err != nil {
+			return nil, nil, err
+		}
+	case sc.InstanceMode == "process":
 		var err error
 		ln, err = store.ListenLocal()
 		if err != nil {
 			return nil, nil, err
 		}
-		go func() { _ = store.ServeWith(ln, st, store.ServeOptions{Inline: sc.Store == "memory"}) }()
+		go func() { _ = store.ServeWith(ln, st, serve) }()
 	}
 	for id := range sc.Instances {
 		cfg := InstanceConfig{ID: id, Strategy: name, Scenario: sc, Lock: lock}
 		var in instance
 		var err error
 		if sc.InstanceMode == "process" {
-			in, err = startRemote(ctx, cfg, ln.Addr().String(), log)
+			var addr string
+			if ln != nil {
+				addr = ln.Addr().String()
+			}
+			in, err = startRemote(ctx, cfg, addr, pl, log)
 		} else {
 			in, err = NewInstance(ctx, cfg, st)
 		}

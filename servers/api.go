@@ -106,6 +106,14 @@ type Options struct {
 	// Log receives the servers' own output; nil discards it (it is kept in
 	// the temporary directory until Stop).
 	Log io.Writer
+	// Host is the address the servers' clients reach them at, and their
+	// endpoints name: for instances on agents, an address of this machine
+	// they reach (the host side of a veth pair, say). Redis nodes and
+	// Sentinels, etcd's client URLs, ZooKeeper's client port and NATS
+	// listen on it; Postgres, and the members' own traffic among
+	// themselves, stay on 127.0.0.1. It must be loopback or private
+	// (CheckHost); the default, "", is 127.0.0.1.
+	Host string
 }
 
 // Cluster is a set of servers lockbench started itself: loopback only, free

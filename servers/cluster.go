@@ -57,6 +57,11 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	if opts.ZKMembers == 0 {
 		opts.ZKMembers = DefaultZKMembers
 	}
+	if opts.Host != "" {
+		if err := CheckHost(opts.Host); err != nil {
+			return nil, err
+		}
+	}
 	if opts.ZKMembers < 1 || opts.ZKMembers > MaxZKMembers {
 		return nil, fmt.Errorf("servers: Options.ZKMembers is %d; want 1 to %d (1 or 3 usually)", opts.ZKMembers, MaxZKMembers)
 	}
@@ -243,3 +248,25 @@ func freePorts(n int) ([]int, error) {
 }
 
 func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// host is where the Redis nodes listen: Options.Host, or 127.0.0.1.
+func (c *Cluster) host() string {
+	if c.opts.Host != "" {
+		return c.opts.Host
+	}
+	return "127.0.0.1"
+}
+
+// CheckHost says whether lockbench may start servers listening on host
+// (Options.Host): a loopback or private address of this machine, never a
+// public one, so that servers started for a benchmark are not exposed.
+func CheckHost(host string) error {
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return fmt.Errorf("servers: host %q: want an IP address", host)
+	}
+	if !ip.IsLoopback() && !ip.IsPrivate() {
+		return fmt.Errorf("servers: host %s is not a loopback or private address: lockbench starts no server on a public interface (give your own server endpoints)", host)
+	}
+	return nil
+}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,7 +100,9 @@ func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attem
 	var initial []string
 	for i := range members {
 		name := fmt.Sprintf("etcd-%d", i)
-		m := &EtcdMember{ClientURL: scheme + hostPort(ports[2*i])}
+		// Clients (instances on agents among them) on Options.Host;
+		// the members' own traffic on loopback.
+		m := &EtcdMember{ClientURL: scheme + net.JoinHostPort(c.host(), strconv.Itoa(ports[2*i]))}
 		m.health = health
 		m.peerURL = "http://" + hostPort(ports[2*i+1])
 		dir := filepath.Join(c.dir, name)

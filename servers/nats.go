@@ -2,6 +2,7 @@ package servers
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -22,8 +23,10 @@ import (
 // github.com/nats-io/nats-server/v2) with JetStream, configured by the
 // EnvChildNATS* variables.
 const (
-	ChildNATS           = "nats"
-	EnvChildNATSPort    = "LOCKBENCH_CHILD_NATS_PORT"
+	ChildNATS        = "nats"
+	EnvChildNATSPort = "LOCKBENCH_CHILD_NATS_PORT"
+	// EnvChildNATSHost is the address it listens on (Options.Host).
+	EnvChildNATSHost    = "LOCKBENCH_CHILD_NATS_HOST"
 	EnvChildNATSDir     = "LOCKBENCH_CHILD_NATS_STORE_DIR"
 	natsReadyTimeout    = 20 * time.Second
 	natsShutdownTimeout = 2 * time.Second
@@ -95,8 +98,9 @@ func (c *Cluster) startNATSOnce(ctx context.Context, self string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("servers: %w", err)
 	}
-	n := &NATSServer{URL: "nats://" + hostPort(ports[0])}
-	n.addr = hostPort(ports[0])
+	addr := net.JoinHostPort(c.host(), strconv.Itoa(ports[0]))
+	n := &NATSServer{URL: "nats://" + addr}
+	n.addr = addr
 	n.storeDir = filepath.Join(dir, "jetstream")
 	n.server = server{
 		name:    name,
@@ -105,7 +109,7 @@ func (c *Cluster) startNATSOnce(ctx context.Context, self string) error {
 		timeout: natsReadyTimeout,
 		build: func() (*exec.Cmd, error) {
 			cmd := exec.Command(self)
-			cmd.Env = childEnv(ChildEnv+"="+ChildNATS, EnvChildNATSPort+"="+strconv.Itoa(ports[0]), EnvChildNATSDir+"="+n.storeDir)
+			cmd.Env = childEnv(ChildEnv+"="+ChildNATS, EnvChildNATSPort+"="+strconv.Itoa(ports[0]), EnvChildNATSHost+"="+c.host(), EnvChildNATSDir+"="+n.storeDir)
 			return cmd, nil
 		},
 		ready: func(ctx context.Context) error { return natsReady(ctx, n.addr) },
@@ -176,7 +180,7 @@ func runNATSChild() int {
 	}
 	opts := &natsserver.Options{
 		ServerName: "lockbench-nats",
-		Host:       "127.0.0.1",
+		Host:       cmp.Or(os.Getenv(EnvChildNATSHost), "127.0.0.1"),
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   dir,

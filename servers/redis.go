@@ -28,7 +28,9 @@ const (
 // redisState is the implementation part of Redis.
 type redisState struct {
 	server
-	port     int
+	port int
+	// host is the address it listens on (Options.Host).
+	host     string
 	dir      string
 	faketime bool
 	// group is the replicated Redis the node belongs to (the sentinel
@@ -58,7 +60,7 @@ func (c *Cluster) startRedis(ctx context.Context, n int, bins binaries) error {
 			if perr != nil {
 				return perr
 			}
-			r.port, r.Addr = ports[0], hostPort(ports[0])
+			r.port, r.Addr = ports[0], net.JoinHostPort(r.host, strconv.Itoa(ports[0]))
 			if err = r.start(ctx); !addrInUse(err) {
 				break
 			}
@@ -79,6 +81,7 @@ func (c *Cluster) newRedis(name string, bins binaries, group *sentinelGroup) (*R
 		return nil, fmt.Errorf("servers: %w", err)
 	}
 	r.group = group
+	r.host = c.host()
 	r.faketime = c.opts.Faketime
 	r.secure = c.opts.Secure
 	if r.secure.auth() {
@@ -125,13 +128,18 @@ func (r *Redis) command(bins binaries, aof bool) *exec.Cmd {
 	}
 	cmd := exec.Command(bins.redisServer, port...)
 	cmd.Args = append(cmd.Args,
-		"--bind", "127.0.0.1",
+		"--bind", r.host,
 		"--save", "",
 		"--appendonly", appendonly,
 		"--dir", r.dir,
 		"--daemonize", "no",
 		"--maxclients", strconv.Itoa(redisMaxClients),
 	)
+	if ip := net.ParseIP(r.host); ip != nil && !ip.IsLoopback() {
+		// Protected mode refuses every client but loopback ones on a
+		// node without a password; Options.Host is private (CheckHost).
+		cmd.Args = append(cmd.Args, "--protected-mode", "no")
+	}
 	if r.group != nil {
 		cmd.Args = append(cmd.Args, r.group.replicationArgs(r)...)
 	}

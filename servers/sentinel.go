@@ -155,7 +155,7 @@ func (c *Cluster) startSentinelGroupOnce(ctx context.Context, bins binaries) err
 		if err != nil {
 			return fail(err)
 		}
-		r.port, r.Addr = ports[i], hostPort(ports[i])
+		r.port, r.Addr = ports[i], net.JoinHostPort(r.host, strconv.Itoa(ports[i]))
 		g.nodes = append(g.nodes, r)
 	}
 	g.lastPrimary = g.nodes[0].Addr
@@ -201,7 +201,7 @@ func (c *Cluster) groupServers(g *sentinelGroup) []*server {
 // Sentinel rewrites its configuration file as it learns (replicas, other
 // Sentinels, a new primary), so a restarted Sentinel knows what it knew.
 func (c *Cluster) newSentinel(name string, port int, g *sentinelGroup, bins binaries) (*Sentinel, error) {
-	s := &Sentinel{Addr: hostPort(port)}
+	s := &Sentinel{Addr: net.JoinHostPort(c.host(), strconv.Itoa(port))}
 	s.port, s.secure = port, g.secure
 	s.dir = filepath.Join(c.dir, name)
 	s.cfgPath = filepath.Join(s.dir, "sentinel.conf")
@@ -241,7 +241,9 @@ func (g *sentinelGroup) sentinelConfig(port int, dir string) string {
 			"tls-ca-cert-file " + sec.Certs.CA, "tls-auth-clients no", "tls-replication yes"}
 	}
 	lines := append(listen,
-		"bind 127.0.0.1",
+		"bind "+host,
+		// The nodes' host is loopback or private (CheckHost).
+		"protected-mode no",
 		"daemonize no",
 		"dir "+dir,
 		`logfile ""`,

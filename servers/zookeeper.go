@@ -83,7 +83,8 @@ func (c *Cluster) startZooKeeperOnce(ctx context.Context, n int, bins binaries) 
 	members := make([]*ZKMember, n)
 	for i := range members {
 		name := fmt.Sprintf("zookeeper-%d", i)
-		m := &ZKMember{Addr: hostPort(ports[3*i])}
+		// Clients on Options.Host; the quorum's own traffic on loopback.
+		m := &ZKMember{Addr: net.JoinHostPort(c.host(), strconv.Itoa(ports[3*i]))}
 		m.myid, m.peerPort, m.electionPort = i+1, ports[3*i+1], ports[3*i+2]
 		m.dir = filepath.Join(c.dir, name)
 		m.cfgPath = filepath.Join(m.dir, "zoo.cfg")
@@ -140,7 +141,7 @@ func (m *ZKMember) prepare(members []*ZKMember) error {
 // config is the member's zoo.cfg. Keys ZooKeeper does not know as settings
 // (forceSync, preAllocSize) become zookeeper.* system properties.
 func (m *ZKMember) config(dataDir string, members []*ZKMember) string {
-	_, port, _ := net.SplitHostPort(m.Addr)
+	host, port, _ := net.SplitHostPort(m.Addr)
 	lines := []string{
 		"tickTime=" + strconv.Itoa(int(ZKTickTime/time.Millisecond)),
 		"initLimit=" + strconv.Itoa(zkInitLimit),
@@ -149,7 +150,7 @@ func (m *ZKMember) config(dataDir string, members []*ZKMember) string {
 		"maxSessionTimeout=" + strconv.Itoa(int(ZKMaxSessionTimeout/time.Millisecond)),
 		"dataDir=" + dataDir,
 		"clientPort=" + port,
-		"clientPortAddress=127.0.0.1",
+		"clientPortAddress=" + host,
 		// No limit on connections from one address: every instance and
 		// contender of a run connects from 127.0.0.1 (the default is 60).
 		"maxClientCnxns=0",

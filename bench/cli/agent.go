@@ -6,8 +6,12 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
+	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/agent"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // agentOptions are the parsed and checked flags of `lockbench agent`.
@@ -79,4 +83,80 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	return err
+}
+
+// openAgents opens a session with every agent of --agents (names
+// resolved to all their addresses) and says where the servers lockbench
+// starts must listen for the agents' instances to reach them: this
+// host's address on the way to the agents, which must be one and must
+// not be public (servers.CheckHost).
+func openAgents(ctx context.Context, list string, stderr io.Writer) (*agent.Pool, string, error) {
+	addrs, err := agent.SplitAddrs(ctx, list)
+	if err != nil {
+		return nil, "", usageErr("--agents: %v", err)
+	}
+	token := os.Getenv(agent.TokenEnv)
+	if token == "" {
+		return nil, "", usageErr("--agents: %s is not set: agents refuse a coordinator without their token", agent.TokenEnv)
+	}
+	tc, err := agent.TLSFilesFromEnv().ClientTLS()
+	if err != nil {
+		return nil, "", err
+	}
+	pool, err := agent.Open(ctx, addrs, agent.PoolConfig{DialConfig: agent.DialConfig{Token: token, TLS: tc, Log: stderr}})
+	if err != nil {
+		return nil, "", err
+	}
+	hosts := map[string]bool{}
+	for _, c := range pool.Conns() {
+		hosts[c.LocalIP().String()] = true
+		fmt.Fprintf(stderr, "lockbench: agent %s (%s, %d cpus, clock offset %s)\n", c.Addr(), c.Host(), c.CPUs(), c.ClockOffset().Round(time.Microsecond))
+	}
+	var host string
+	for h := range hosts {
+		host = h
+	}
+	if len(hosts) > 1 {
+		// Several routes: servers lockbench starts listen on one address
+		// only; loopback agents are all reached through 127.0.0.1.
+		_ = pool.Close()
+		return nil, "", fmt.Errorf("agents are reached from %d local addresses; servers lockbench starts listen on one: give your own server endpoints (LOCKBENCH_REDIS_ADDRS, …)", len(hosts))
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		host = "" // the default, 127.0.0.1, reaches every loopback agent
+	}
+	if host != "" {
+		if err := servers.CheckHost(host); err != nil {
+			_ = pool.Close()
+			return nil, "", err
+		}
+	}
+	return pool, host, nil
+}
+
+// agentsInstanceMode is the instance mode of a run with agents: process
+// (the instances on the agents), unless the fault needs in-process
+// instances (slow turns a process scenario into a goroutine one), which
+// then run here.
+func agentsInstanceMode(sc loadgen.Scenario, spec faults.Spec) string {
+	if sc.InstanceMode == "process" {
+		return "process"
+	}
+	probe := sc
+	probe.InstanceMode = "process"
+	if adj, err := spec.Adjust(probe); err == nil && adj.InstanceMode == "goroutine" {
+		return "goroutine"
+	}
+	return "process"
+}
+
+// checkAgentHost refuses, before anything starts, a run whose agents are
+// off this host's loopback (host is set) when it would start Postgres:
+// the other servers listen on that host (servers.Options.Host), Postgres
+// on 127.0.0.1 only, which the agents' instances cannot reach.
+func checkAgentHost(host string, need servers.Needs, given servers.Endpoints) error {
+	if host != "" && need.Postgres && given.PostgresDSN == "" {
+		return usageErr("--agents: lockbench starts Postgres on loopback only, which agents off this host cannot reach (%s); give its DSN: %s", host, servers.EnvPostgresDSN)
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/agent"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
@@ -259,6 +260,8 @@ type endpointFlags struct {
 	sentinels, master, topo string
 	wait                    int
 	waitTimeout             time.Duration
+	// agents is --agents as given: HOST:PORT,… ("" for none).
+	agents string
 }
 
 func (ef *endpointFlags) register(fs *flag.FlagSet) {
@@ -281,6 +284,7 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 		ef.wait = n
 		return nil
 	})
+	fs.StringVar(&ef.agents, "agents", "", "run the instance processes on these agents (lockbench agent), comma-separated host:port; a name stands for every address it resolves to; makes process the default instance mode (token in env "+agent.TokenEnv+")")
 	fs.Func("redis-wait-timeout", fmt.Sprintf("WAIT's timeout (default: the TTL ÷ %d)", strategies.RedisWaitDivisor), func(v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Millisecond || d > time.Minute {
@@ -319,6 +323,11 @@ func (ef *endpointFlags) check() error {
 	}
 	if ef.waitTimeout > 0 && ef.wait == 0 {
 		return usageErr("--redis-wait-timeout: only with --redis-wait N")
+	}
+	if ef.agents != "" {
+		if _, err := parseList("agents", ef.agents, "host:port", checkHostPort); err != nil {
+			return err
+		}
 	}
 	return nil
 }

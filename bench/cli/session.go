@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockbench/lockbench/bench/faults"
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/agent"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
@@ -65,6 +66,9 @@ type session struct {
 	// (streamAfter; the run directory's hlog/, set by runDir.describe);
 	// "" keeps every run's intervals in memory.
 	streamDir string
+	// agents are the --agents sessions, where instance processes run; nil
+	// without --agents.
+	agents *agent.Pool
 }
 
 // streamAfter is the shortest --duration whose intervals stream to disk as
@@ -86,12 +90,25 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 	if opts.RedisTopology, err = ef.topology(); err != nil {
 		return nil, err
 	}
+	var pool *agent.Pool
+	if ef.agents != "" {
+		if pool, opts.Host, err = openAgents(ctx, ef.agents, stderr); err != nil {
+			return nil, err
+		}
+		if err := checkAgentHost(opts.Host, need, given); err != nil {
+			_ = pool.Close()
+			return nil, err
+		}
+	}
 	ep, cluster, err := servers.Ensure(ctx, need, given, opts)
 	if err != nil {
+		if pool != nil {
+			_ = pool.Close()
+		}
 		return nil, fmt.Errorf("servers: %s", servers.Redact(err.Error()))
 	}
 	s := &session{ep: ep, cluster: cluster, stores: map[string]store.Store{}, stderr: stderr,
-		redisWait: ef.wait, redisWaitTimeout: ef.waitTimeout}
+		redisWait: ef.wait, redisWaitTimeout: ef.waitTimeout, agents: pool}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		s.progress = true
 	}
@@ -106,6 +123,9 @@ func (s *session) Close() {
 	}
 	if s.cluster != nil {
 		_ = s.cluster.Stop()
+	}
+	if s.agents != nil {
+		_ = s.agents.Close()
 	}
 }
 
@@ -156,6 +176,10 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	}
 	lock, sc := s.lockOf(info, target, sc)
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Fault: fault}
+	if s.agents != nil {
+		o.Spawner = s.agents
+		o.Scenario.InstanceMode = agentsInstanceMode(sc, spec)
+	}
 	faultName, trial := results.FaultNone, s.trialOf(sc)
 	if fault != nil {
 		faultName = fault.Name()

@@ -8,7 +8,6 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -248,7 +247,7 @@ type failover struct {
 	acked    []servers.Member
 
 	mu      sync.Mutex
-	stopped int              // pid of a holder process we stopped, 0 when none
+	stopped loadgen.Pauser   // a holder process we stopped, nil when none
 	killed  []servers.Member // killed and not started again
 	healed  bool
 	// caught is the caught holder while it is inside; contended is closed
@@ -383,10 +382,10 @@ func (f *failover) onPrimaryOnly(r store.EnterReq) bool {
 func (f *failover) holdHolder(r store.EnterReq) {
 	h := f.handles[r.Instance]
 	how := "slowed"
-	if pid := h.Pid(); pid != 0 {
+	if proc, ok := h.(loadgen.Pauser); ok {
 		f.mu.Lock()
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err == nil {
-			f.stopped = pid
+		if err := proc.Pause(); err == nil {
+			f.stopped = proc
 			how = "stopped"
 		}
 		f.mu.Unlock()
@@ -479,7 +478,7 @@ func (f *failover) forget() {
 // written. A slowed in-process holder stays the whole cfg.hold.
 func (f *failover) awaitContender(ctx context.Context, at time.Time) {
 	f.mu.Lock()
-	stopped := f.stopped != 0
+	stopped := f.stopped != nil
 	f.mu.Unlock()
 	t := time.NewTimer(f.cfg.hold - time.Since(at))
 	defer t.Stop()
@@ -613,12 +612,12 @@ func (f *failover) heal() error {
 func (f *failover) resumeHolder() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.stopped == 0 {
+	if f.stopped == nil {
 		return nil
 	}
-	pid := f.stopped
-	f.stopped = 0
-	return syscall.Kill(pid, syscall.SIGCONT)
+	proc := f.stopped
+	f.stopped = nil
+	return proc.Resume()
 }
 
 // Close puts back whatever Inject could not: the holder, the old primary,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/usage"
@@ -101,8 +100,8 @@ type partition struct {
 	hold    time.Duration            // reset: this strike's hold, set before the trap is armed
 
 	mu      sync.Mutex
-	caught  time.Time // when the holder was caught
-	stopped int       // pid of a holder process we stopped, 0 when none
+	caught  time.Time      // when the holder was caught
+	stopped loadgen.Pauser // a holder process we stopped, nil when none
 }
 
 var _ striker = (*partition)(nil)
@@ -223,9 +222,9 @@ func (f *partition) holdHolder(r store.EnterReq) {
 	f.mu.Lock()
 	f.caught = time.Now()
 	how := "held"
-	if pid := f.handles[r.Instance].Pid(); pid != 0 {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err == nil {
-			f.stopped = pid
+	if proc, ok := f.handles[r.Instance].(loadgen.Pauser); ok {
+		if err := proc.Pause(); err == nil {
+			f.stopped = proc
 			how = "stopped"
 		}
 	} else if sl, ok := f.handles[r.Instance].(loadgen.Slower); ok {
@@ -241,12 +240,12 @@ func (f *partition) holdHolder(r store.EnterReq) {
 func (f *partition) resumeHolder() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.stopped == 0 {
+	if f.stopped == nil {
 		return nil
 	}
-	pid := f.stopped
-	f.stopped = 0
-	return syscall.Kill(pid, syscall.SIGCONT)
+	proc := f.stopped
+	f.stopped = nil
+	return proc.Resume()
 }
 
 // Close continues a holder Inject could not, and stops the proxy: the run

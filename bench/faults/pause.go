@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/usage"
@@ -97,8 +96,8 @@ type pause struct {
 	handles []loadgen.InstanceHandle // copied by Inject before the trap is armed
 
 	mu      sync.Mutex
-	pid     int  // the process stopped
-	stopped bool // it is stopped by us and not yet continued
+	proc    loadgen.Pauser // the process stopped
+	stopped bool           // it is stopped by us and not yet continued
 }
 
 var _ striker = (*pause)(nil)
@@ -128,33 +127,33 @@ func (p *pause) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 func (p *pause) stop(r store.EnterReq) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pid := p.handles[r.Instance].Pid()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		p.env.Event(fmt.Sprintf("could not stop instance %d (pid %d): %v", r.Instance, pid, err))
+	proc := p.handles[r.Instance].(loadgen.Pauser) // checked by Inject
+	if err := proc.Pause(); err != nil {
+		p.env.Event(fmt.Sprintf("could not stop instance %d (%s): %v", r.Instance, proc.Process(), err))
 		return
 	}
-	p.pid, p.stopped = pid, true
-	p.env.Begin(fmt.Sprintf("instance %d (pid %d) stopped inside its critical section: key %s, payment %d, token %d",
-		r.Instance, pid, r.LockKey, r.Payment, r.Token))
+	p.proc, p.stopped = proc, true
+	p.env.Begin(fmt.Sprintf("instance %d (%s) stopped inside its critical section: key %s, payment %d, token %d",
+		r.Instance, proc.Process(), r.LockKey, r.Payment, r.Token))
 }
 
 // resume continues the process if it is stopped, and reports which it was
-// (0: none).
-func (p *pause) resume() (int, error) {
+// (nil: none).
+func (p *pause) resume() (loadgen.Pauser, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.stopped {
-		return 0, nil
+		return nil, nil
 	}
 	p.stopped = false
-	return p.pid, syscall.Kill(p.pid, syscall.SIGCONT)
+	return p.proc, p.proc.Resume()
 }
 
 // Inject strikes on the fault's schedule.
 func (p *pause) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	p.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
 	for i, h := range p.handles {
-		if h.Pid() == 0 {
+		if _, ok := h.(loadgen.Pauser); !ok {
 			return fmt.Errorf("pause: instance %d is not a process", i)
 		}
 	}
@@ -173,12 +172,12 @@ func (p *pause) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) err
 	}
 	start := time.Now()
 	sleep(ctx, dur)
-	pid, err := p.resume()
+	proc, err := p.resume()
 	if err != nil {
-		return fmt.Errorf("resume instance %d (pid %d): %w", r.Instance, pid, err)
+		return fmt.Errorf("resume instance %d (%s): %w", r.Instance, proc.Process(), err)
 	}
-	if pid != 0 {
-		env.End(fmt.Sprintf("instance %d (pid %d) resumed after %s", r.Instance, pid, ms(time.Since(start))))
+	if proc != nil {
+		env.End(fmt.Sprintf("instance %d (%s) resumed after %s", r.Instance, proc.Process(), ms(time.Since(start))))
 	}
 	return nil
 }

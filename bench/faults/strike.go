@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -95,9 +94,9 @@ type strike struct {
 	hold    time.Duration            // this strike's hold, set before arming
 
 	mu      sync.Mutex
-	stopped int  // pid of a holder process we stopped, 0 when none
-	undone  bool // this strike's undo ran (or is not needed)
-	acted   bool // this strike failed the node
+	stopped loadgen.Pauser // a holder process we stopped, nil when none
+	undone  bool           // this strike's undo ran (or is not needed)
+	acted   bool           // this strike failed the node
 }
 
 var _ striker = (*strike)(nil)
@@ -163,10 +162,10 @@ func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 func (s *strike) holdHolder(r store.EnterReq) {
 	h := s.handles[r.Instance]
 	how := "slowed"
-	if pid := h.Pid(); pid != 0 {
+	if proc, ok := h.(loadgen.Pauser); ok {
 		s.mu.Lock()
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err == nil {
-			s.stopped = pid
+		if err := proc.Pause(); err == nil {
+			s.stopped = proc
 			how = "stopped"
 		}
 		s.mu.Unlock()
@@ -246,12 +245,12 @@ func (s *strike) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) er
 func (s *strike) resumeHolder() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped == 0 {
+	if s.stopped == nil {
 		return nil
 	}
-	pid := s.stopped
-	s.stopped = 0
-	return syscall.Kill(pid, syscall.SIGCONT)
+	proc := s.stopped
+	s.stopped = nil
+	return proc.Resume()
 }
 
 func (s *strike) doUndo() (string, error) {

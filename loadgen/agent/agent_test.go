@@ -366,7 +366,11 @@ func TestSplitAddrs(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := SplitAddrs(context.Background(), c.in)
-		g := strings.Join(got, ",")
+		var addrs []string
+		for _, t := range got {
+			addrs = append(addrs, t.Addr)
+		}
+		g := strings.Join(addrs, ",")
 		if err != nil {
 			g = "error"
 		}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockbench/lockbench/loadgen"
 )
 
 // PingEvery is how often a coordinator pings each agent: 1 second. An
@@ -175,7 +177,7 @@ func (c *Conn) fail(err error) {
 		close(c.lost)
 		_ = c.ctrl.Close()
 		if !c.closed.Load() {
-			fmt.Fprintf(c.cfg.Log, "lockbench: agent %s lost: %v; its instances' deliveries count as failed (%s)\n", c.addr, err, ErrClassAgentLost)
+			fmt.Fprintf(c.cfg.Log, "lockbench: agent %s lost: %v; its instances' deliveries count as failed (%s)\n", c.addr, err, loadgen.ErrClassAgentLost)
 		}
 		c.instMu.Lock()
 		for in := range c.insts {
@@ -190,10 +192,6 @@ func (c *Conn) fail(err error) {
 		c.mu.Unlock()
 	})
 }
-
-// ErrClassAgentLost is the error class of deliveries to an instance whose
-// agent was lost.
-const ErrClassAgentLost = "agent_lost"
 
 func (c *Conn) read() {
 	dec := gob.NewDecoder(bufio.NewReader(c.ctrl))
@@ -301,11 +299,22 @@ func (c *Conn) signal(key uint64, sig string) error {
 	return err
 }
 
+// Target is one agent of a --agents value: its address, and the name it
+// was resolved from ("" for an address given as such), which TLS checks
+// the agent's certificate against.
+type Target struct {
+	Addr string // IP:PORT
+	Name string
+}
+
+// String is the target's address.
+func (t Target) String() string { return t.Addr }
+
 // SplitAddrs splits a --agents value (HOST:PORT,…) and resolves every
 // host: a name with several addresses (a Kubernetes headless Service)
 // stands for every one of them.
-func SplitAddrs(ctx context.Context, list string) ([]string, error) {
-	var out []string
+func SplitAddrs(ctx context.Context, list string) ([]Target, error) {
+	var out []Target
 	seen := map[string]bool{}
 	for _, e := range strings.Split(list, ",") {
 		e = strings.TrimSpace(e)
@@ -316,17 +325,18 @@ func SplitAddrs(ctx context.Context, list string) ([]string, error) {
 		if err != nil || host == "" || port == "" {
 			return nil, fmt.Errorf("agent address %q: want HOST:PORT", e)
 		}
-		ips := []string{host}
+		ips, name := []string{host}, ""
 		if net.ParseIP(host) == nil {
 			if ips, err = net.DefaultResolver.LookupHost(ctx, host); err != nil {
 				return nil, fmt.Errorf("agent address %q: %w", e, err)
 			}
+			name = host
 		}
 		for _, ip := range ips {
 			a := net.JoinHostPort(ip, port)
 			if !seen[a] {
 				seen[a] = true
-				out = append(out, a)
+				out = append(out, Target{Addr: a, Name: name})
 			}
 		}
 	}

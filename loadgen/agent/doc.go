@@ -30,14 +30,14 @@
 // left running. An agent that does not answer for LostAfter, or whose
 // connection breaks, is lost to the coordinator (Conn.Lost), which counts
 // its instances' deliveries from then on as failed, error class
-// ErrClassAgentLost, and says so in one line.
+// loadgen.ErrClassAgentLost, and says so in one line.
 //
 // Caveats: the store link is authenticated by the token but carried in
 // the clear even when the agent link uses TLS (the store's frames are
 // small and many; run agents on a network you trust, or tunnel it). The
 // clock offset is agreed once per session: a drift of the hosts' clocks
 // during a long run is not followed (NTP-disciplined hosts drift
-// microseconds per second). With TLS, an agent named by an address that
-// resolves to several (a headless Service) is verified against the
-// address it resolved to, so its certificate must carry that IP.
+// microseconds per second). With TLS, an agent given by a name (a headless
+// Service's, resolved to every pod) is verified against that name, one
+// given by its address against the address.
 package agent

@@ -10,7 +10,7 @@ import (
 // A --agents value: addresses as given, each once; a name would stand for
 // every address it resolves to.
 func ExampleSplitAddrs() {
-	addrs, err := agent.SplitAddrs(context.Background(), "127.0.0.2:7070, 127.0.0.3:7070,127.0.0.2:7070")
-	fmt.Println(addrs, err)
+	targets, err := agent.SplitAddrs(context.Background(), "127.0.0.2:7070, 127.0.0.3:7070,127.0.0.2:7070")
+	fmt.Println(targets, err)
 	// Output: [127.0.0.2:7070 127.0.0.3:7070] <nil>
 }

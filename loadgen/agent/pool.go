@@ -23,15 +23,21 @@ type PoolConfig struct {
 	StoreHost string
 }
 
-// Open connects to every agent in addrs (SplitAddrs's); an agent that
-// cannot be reached or refuses fails it whole.
-func Open(ctx context.Context, addrs []string, cfg PoolConfig) (*Pool, error) {
-	if len(addrs) == 0 {
+// Open connects to every agent in targets (SplitAddrs's); an agent that
+// cannot be reached or refuses fails it whole. With TLS, an agent whose
+// target has a name is checked against that name, else its address.
+func Open(ctx context.Context, targets []Target, cfg PoolConfig) (*Pool, error) {
+	if len(targets) == 0 {
 		return nil, ErrNoAgents
 	}
 	p := &Pool{cfg: cfg}
-	for _, a := range addrs {
-		c, err := Dial(ctx, a, cfg.DialConfig)
+	for _, t := range targets {
+		dc := cfg.DialConfig
+		if dc.TLS != nil && dc.TLS.ServerName == "" && t.Name != "" {
+			dc.TLS = dc.TLS.Clone()
+			dc.TLS.ServerName = t.Name
+		}
+		c, err := Dial(ctx, t.Addr, dc)
 		if err != nil {
 			p.Close()
 			return nil, err
@@ -95,9 +101,9 @@ func closeAll(lns []net.Listener) {
 	}
 }
 
-// Place picks the agent of instance id of n: round robin over the pool,
+// pick picks the agent of instance id of n: round robin over the pool,
 // and how many of the n it gets (for its GOMAXPROCS share).
-func (p *Pool) Place(id, n int) (c *Conn, share int) {
+func (p *Pool) pick(id, n int) (c *Conn, share int) {
 	k := len(p.conns)
 	i := id % k
 	share = n / k

@@ -12,11 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -344,7 +344,10 @@ func (a *Agent) serveInstance(conn net.Conn) {
 		_ = writeStatus(conn, statusRefused, fmt.Sprintf("no session %d (its control connection is gone)", req.Session))
 		return
 	}
-	cmd := ChildCommand(a.cfg.Exe, req.Config, req.Procs)
+	cmd := loadgen.ChildCommand(a.cfg.Exe, req.Config, req.Procs)
+	// The process presents the agent's token to the coordinator's store,
+	// from its environment (whatever the agent's own says).
+	cmd.Env = append(cmd.Env, TokenEnv+"="+a.cfg.Token)
 	cmd.Stderr = &prefixWriter{a: a, prefix: fmt.Sprintf("session %d instance %d: ", s.id, req.Key)}
 	stdin, err := cmd.StdinPipe()
 	if err == nil {
@@ -383,6 +386,7 @@ func (a *Agent) relay(conn net.Conn, s *session, key uint64, cmd *exec.Cmd, stdi
 		<-reaped
 		return
 	}
+	a.logf("session %d: instance %d started (pid %d)", s.id, key, cmd.Process.Pid)
 	_ = conn.SetDeadline(time.Time{})
 	// Deliveries until the coordinator closes its side (EOF: the
 	// instance drains and reports "done") or the connection breaks (the
@@ -404,28 +408,6 @@ func (a *Agent) relay(conn net.Conn, s *session, key uint64, cmd *exec.Cmd, stdi
 // stopTimeout bounds an instance's drain after its input ended: 60
 // seconds, as the coordinator's own.
 const stopTimeout = 60 * time.Second
-
-// Environment of an instance process: loadgen's (process.go), which this
-// must match.
-const (
-	envChild    = "LOCKBENCH_CHILD"
-	envInstance = "LOCKBENCH_INSTANCE"
-	childName   = "instance"
-)
-
-// ChildCommand is the command of an instance process: exe re-executed as
-// an instance with conf, in its own process group (a signal meant for the
-// agent does not reach it) and killed if the agent dies; procs sets its
-// GOMAXPROCS when > 0 and the agent's environment does not.
-func ChildCommand(exe string, conf []byte, procs int) *exec.Cmd {
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envChild+"="+childName, envInstance+"="+string(conf))
-	if procs > 0 && os.Getenv("GOMAXPROCS") == "" {
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	return cmd
-}
 
 // prefixWriter logs an instance's stderr through the agent's log, each
 // write on its own line with prefix.

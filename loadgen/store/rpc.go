@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,14 +34,16 @@ const CallTimeout = 10 * time.Second
 // many calls, and a critical section still costs exactly its two round
 // trips of latency.
 //
-// A connection opens with protoMagic and the protocol version. A request
+// A connection opens with protoMagic, the protocol version and a token
+// (u16 length, bytes; empty for none), which a server started with one
+// (ServeOptions.Token: instances on agents, over TCP) checks. A request
 // is a u32 id, an op byte, the lock key (u16 length, bytes), then the op's
 // fixed fields; a response is the u32 id, a status byte, a u16 length and
 // the body (the op's fixed result, or the error message); all
 // little-endian.
 const (
 	protoMagic   = "LBS"
-	protoVersion = 2
+	protoVersion = 3
 
 	opEnter  = 1
 	opFinish = 2
@@ -48,7 +51,7 @@ const (
 	statusOK  = 0
 	statusErr = 1
 
-	// maxKey bounds a lock key on the wire: 4 KB.
+	// maxKey bounds a lock key on the wire, and a token: 4 KB.
 	maxKey = 4096
 	// connBuffer is each side's read buffer: 64 KB.
 	connBuffer = 64 << 10
@@ -85,6 +88,10 @@ type ServeOptions struct {
 	// where a goroutine per call costs more than the call. The default is
 	// off: a goroutine per call.
 	Inline bool
+	// Token, when set, is what every client must present (DialToken): a
+	// connection with another is closed before any call. The default, "",
+	// takes any.
+	Token string
 }
 
 // ServeWith serves s on ln until ln is closed.
@@ -115,6 +122,13 @@ func serveConn(conn net.Conn, s Store, o ServeOptions) error {
 	}
 	if string(hello[:3]) != protoMagic || hello[3] != protoVersion {
 		return fmt.Errorf("store: protocol mismatch: got %q, want %s%d", hello[:], protoMagic, protoVersion)
+	}
+	token, err := readKey(br, nil)
+	if err != nil {
+		return err
+	}
+	if o.Token != "" && subtle.ConstantTimeCompare(token, []byte(o.Token)) != 1 {
+		return errors.New("store: client with a bad token")
 	}
 	out := &coalescer{w: conn}
 	// Inline answers wait in bw until no request is left buffered.
@@ -390,9 +404,12 @@ var callPool = sync.Pool{New: func() any { return &pendingCall{done: make(chan s
 
 // Dial connects to a store served at addr: HOST:PORT over TCP, or
 // unix:NAME over a Unix socket (as ListenLocal gives).
-func Dial(ctx context.Context, addr string) (*Client, error) {
+func Dial(ctx context.Context, addr string) (*Client, error) { return DialToken(ctx, addr, "") }
+
+// DialToken is Dial presenting token (ServeOptions.Token).
+func DialToken(ctx context.Context, addr, token string) (*Client, error) {
 	d := &net.Dialer{Timeout: DialTimeout}
-	return DialWith(ctx, addr, func(ctx context.Context, addr string) (net.Conn, error) {
+	return dialWith(ctx, addr, token, func(ctx context.Context, addr string) (net.Conn, error) {
 		if name, ok := strings.CutPrefix(addr, "unix:"); ok {
 			return d.DialContext(ctx, "unix", name)
 		}
@@ -429,6 +446,10 @@ func (a localAddr) String() string { return "unix:" + a.Addr.String() }
 
 // DialWith is Dial over a connection made by dial (TLS, say).
 func DialWith(ctx context.Context, addr string, dial func(ctx context.Context, addr string) (net.Conn, error)) (*Client, error) {
+	return dialWith(ctx, addr, "", dial)
+}
+
+func dialWith(ctx context.Context, addr, token string, dial func(ctx context.Context, addr string) (net.Conn, error)) (*Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	conn, err := dial(dctx, addr)
@@ -438,7 +459,10 @@ func DialWith(ctx context.Context, addr string, dial func(ctx context.Context, a
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	if _, err := conn.Write([]byte{protoMagic[0], protoMagic[1], protoMagic[2], protoVersion}); err != nil {
+	// The hello is the magic, then the version and the token laid out as
+	// an op byte and its key.
+	hello := appendKey([]byte(protoMagic), protoVersion, token)
+	if _, err := conn.Write(hello); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("store: dial %s: %w", addr, err)
 	}

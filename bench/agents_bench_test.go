@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/agent"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// benchAgentToken is the token of the benchmark's agents.
+const benchAgentToken = "bench-agent-token"
+
+// startBenchAgents serves n agents in this process on loopback (their
+// instance processes are this binary again) and opens a pool on them.
+func startBenchAgents(b *testing.B, n int) *agent.Pool {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var addrs []agent.Target
+	var done []chan struct{}
+	for range n {
+		a, err := agent.New(agent.Config{Token: benchAgentToken})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		addrs = append(addrs, agent.Target{Addr: ln.Addr().String()})
+		d := make(chan struct{})
+		done = append(done, d)
+		go func() { defer close(d); _ = a.Serve(ctx, ln) }()
+	}
+	pool, err := agent.Open(ctx, addrs, agent.PoolConfig{DialConfig: agent.DialConfig{Token: benchAgentToken}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = pool.Close()
+		cancel()
+		for _, d := range done {
+			<-d
+		}
+	})
+	return pool
+}
+
+// BenchmarkAgentTransport is BenchmarkProcessTransport's load (2
+// instances × 8 workers, one delivery per payment, no hold, the memory
+// store, closed loop) with the instance processes on two agents on this
+// host, beside the same load with local instance processes: what the
+// agents' hop (deliveries and reports relayed by the agent, the store over
+// loopback TCP instead of a Unix socket) costs. payments/cpu-s counts the
+// CPU of this process and its children, the agents' instances among them.
+func BenchmarkAgentTransport(b *testing.B) {
+	for _, name := range []string{"nolock", "setnx"} {
+		var lock strategies.Config
+		if name != "nolock" {
+			info, _ := strategies.Lookup(name)
+			ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+			ep, cluster, err := servers.Ensure(ctx, servers.NeedsOf([]strategies.Info{info}), servers.EndpointsFromEnv(), servers.Options{})
+			cancel()
+			if err != nil {
+				b.Logf("%s skipped: its servers are unavailable: %s", name, servers.Redact(err.Error()))
+				continue
+			}
+			b.Cleanup(func() { _ = cluster.Stop() })
+			target, err := servers.TargetFor(info.Need, ep, cluster)
+			if err != nil {
+				b.Fatal(servers.Redact(err.Error()))
+			}
+			lock = target.Config
+		}
+		for _, where := range []string{"process", "agents"} {
+			b.Run("strategy="+name+"/mode="+where, func(b *testing.B) {
+				var sp loadgen.Spawner
+				if where == "agents" {
+					sp = startBenchAgents(b, 2)
+				}
+				sc := loadgen.DefaultScenario()
+				sc.Name = "transport"
+				sc.Instances, sc.Deliveries, sc.InstanceMode = 2, 1, "process"
+				sc.Payments = max(b.N, 1000)
+				sc.Hold, _ = loadgen.ParseHold("0s")
+				sc.Rate = 0
+				st := store.NewMemory()
+				defer st.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+				defer cancel()
+				var cpu time.Duration
+				span := func() func() {
+					b.ResetTimer()
+					cpu0 := cpuTimeAll()
+					return func() {
+						cpu = cpuTimeAll() - cpu0
+						b.StopTimer()
+					}
+				}
+				r, err := loadgen.Run(ctx, loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: span})
+				if err != nil {
+					b.Fatal(servers.Redact(err.Error()))
+				}
+				s := r.Summary
+				if s.Processed != s.Payments {
+					b.Fatalf("processed %d of %d payments", s.Processed, s.Payments)
+				}
+				b.ReportMetric(float64(s.DurationNs)/float64(max(s.Payments, 1)), "ns/op")
+				b.ReportMetric(s.PaymentsPerSec, "payments/s")
+				if cpu > 0 {
+					b.ReportMetric(float64(s.Payments)/cpu.Seconds(), "payments/cpu-s")
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The namespaces test's network: a bridge on this host holding
+// nsSubnet.1 and, for each agent, a veth pair whose other end is
+// nsSubnet.N inside its own network namespace. A private /24 that
+// nothing else here uses.
+const nsSubnet = "10.203.0"
+
+// ip runs iproute2's ip with args.
+func ip(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// netnsAgents makes n network namespaces joined to this host by veth pairs
+// on a bridge, and returns their names and addresses; it skips the test
+// (one line) when they cannot be made. Everything it made is removed when
+// the test ends, by name, whatever happened.
+func netnsAgents(t *testing.T, n int) (names, hosts []string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("network namespaces need iproute2's ip")
+	}
+	tag := fmt.Sprint(os.Getpid() % 1_000_000)
+	bridge := "lbb" + tag
+	// Deleting a namespace deletes the veth end inside it, and with it
+	// the pair; the bridge goes by name.
+	t.Cleanup(func() {
+		for _, ns := range names {
+			_ = ip("netns", "delete", ns)
+		}
+		_ = ip("link", "delete", bridge)
+	})
+	if err := ip("link", "add", bridge, "type", "bridge"); err != nil {
+		t.Skipf("cannot make a bridge: %v", err)
+	}
+	steps := [][]string{
+		{"addr", "add", nsSubnet + ".1/24", "dev", bridge},
+		{"link", "set", bridge, "up"},
+	}
+	for i := range n {
+		ns, host, peer := fmt.Sprintf("lb14-%s-%d", tag, i), fmt.Sprintf("lbh%s%d", tag, i), fmt.Sprintf("lbn%s%d", tag, i)
+		addr := fmt.Sprintf("%s.%d", nsSubnet, i+2)
+		if err := ip("netns", "add", ns); err != nil {
+			t.Skipf("cannot make a network namespace: %v", err)
+		}
+		names = append(names, ns)
+		hosts = append(hosts, addr)
+		steps = append(steps,
+			[]string{"link", "add", host, "type", "veth", "peer", "name", peer},
+			[]string{"link", "set", host, "master", bridge, "up"},
+			[]string{"link", "set", peer, "netns", ns},
+			[]string{"-n", ns, "addr", "add", addr + "/24", "dev", peer},
+			[]string{"-n", ns, "link", "set", peer, "up"},
+			[]string{"-n", ns, "link", "set", "lo", "up"},
+		)
+	}
+	for _, s := range steps {
+		if err := ip(s...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return names, hosts
+}
+
+// TestAgentsAcrossNamespaces: agents in two network namespaces, the
+// coordinator outside, the servers it starts on the bridge's address (the
+// only one the namespaces reach): the sample of verdicts (setnx, fencing;
+// none, pause) and the setnx run are those of local process
+// instances.
+func TestAgentsAcrossNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents, a Redis node and instance processes; skipped with -short")
+	}
+	names, hosts := netnsAgents(t, 2)
+	var agents []*agentProc
+	for i, ns := range names {
+		// Stopped before the namespaces go (cleanups run last first).
+		agents = append(agents, startAgentProc(t, ns, hosts[i]+":7070"))
+	}
+	checkAgentsMatchProcess(t, agents)
+}
