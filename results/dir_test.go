@@ -370,7 +370,7 @@ func entries(t *testing.T, dir string) []string {
 
 // TestFlatLayout reads and renders a directory in the flat layout of
 // lockbench before hlog/ and charts/ (everything at the top), as the
-// committed results/reference still is: LoadDir finds its histograms, and
+// committed results/reference was until 2026-12: LoadDir finds its histograms, and
 // Render draws its charts at the top, where its report links them.
 func TestFlatLayout(t *testing.T) {
 	runs := makeRuns(dirFixtures())

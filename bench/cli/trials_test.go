@@ -268,6 +268,32 @@ func TestDryRun(t *testing.T) {
 	}
 }
 
+// beforeTrials writes a run directory as lockbench wrote them before
+// trials: one setnx run, its summary.json rows without a trial field.
+func beforeTrials(t *testing.T) string {
+	t.Helper()
+	dir := writeTrials(t, []float64{1000}, false)
+	path := filepath.Join(dir, results.SummaryJSONFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(data, &rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		delete(r, "trial")
+	}
+	if data, err = json.Marshal(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // writeTrials writes a run directory of six setnx trials at the given
 // payments/s, the last unsafe when unsafeLast.
 func writeTrials(t *testing.T, pps []float64, unsafeLast bool) string {
@@ -290,7 +316,7 @@ func writeTrials(t *testing.T, pps []float64, unsafeLast bool) string {
 
 // `lockbench compare OLD NEW`: a significant slowdown beyond
 // --fail-on-regression exits 4, within it 0; a verdict that turns unsafe
-// exits 4; a directory from before trials (results/reference, flat) reads.
+// exits 4; a directory from before trials reads.
 func TestCompareDirs(t *testing.T) {
 	old := writeTrials(t, []float64{1000, 1010, 990, 1005, 995, 1002}, false)
 	slower := writeTrials(t, []float64{800, 810, 790, 805, 795, 802}, false)
@@ -305,7 +331,7 @@ func TestCompareDirs(t *testing.T) {
 		{"slower than the threshold", []string{"--fail-on-regression", "10", old, slower}, 4, "payments/s"},
 		{"slower within the threshold", []string{old, slower, "--fail-on-regression", "25"}, 0, "-20.0%"},
 		{"turned unsafe", []string{"--fail-on-regression", "50", old, unsafe}, 4, "**UNSAFE 1/6**"},
-		{"a directory from before trials", []string{"../../results/reference", old}, 0, "~ (too few trials) n=1+6"},
+		{"a directory from before trials", []string{beforeTrials(t), old}, 0, "~ (too few trials) n=1+6"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
