@@ -49,7 +49,7 @@ func commands() []command {
 		{"compare", "OLD NEW", "two run directories side by side, with significance", runCompareDirs},
 		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runCompare},
 		{"compare-postgres", "[flags]", "pg-onconflict's lock-cycle rate against pgbench's (harness check)", runComparePG},
-		{"agent", "--listen HOST:PORT", "run instances here for a coordinator elsewhere (--agents)", runAgent},
+		{"agent", "[flags]", "run instances here for a coordinator elsewhere (--listen HOST:PORT; see --agents)", runAgent},
 	}
 }
 
