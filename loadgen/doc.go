@@ -29,7 +29,9 @@
 // binary re-executed: call MaybeRunChild first thing in main or TestMain)
 // so that a fault can SIGSTOP a whole instance. Process instances reach the
 // coordinator's store and report their measurements over a local
-// connection.
+// connection; those a Spawner places on other hosts (loadgen/agent, a
+// `lockbench agent` per host) reach it over TCP, with a token, and are
+// paused and continued through their agent (Pauser), never by pid.
 //
 // loadgen knows strategies only through package strategies' interface and
 // registry; servers, faults and the command live above it and hand it what

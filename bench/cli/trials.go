@@ -27,6 +27,10 @@ func trialSeed(base int64, trial int) int64 { return base + int64(trial) - 1 }
 // and its whole scenario in the summary.
 func runTrial(ctx context.Context, sess *session, name string, sc loadgen.Scenario, spec faults.Spec, trial int) (results.Run, error) {
 	sc.Seed = trialSeed(sc.Seed, trial)
+	if sess.agents != nil {
+		// On agents every instance is a process: record it so.
+		sc.InstanceMode = agentsInstanceMode(sc, spec)
+	}
 	r, err := sess.run(ctx, name, sc, spec)
 	r.Summary.Trial = trial
 	r.Summary.Params = paramsOf(sc, spec)

@@ -21,8 +21,9 @@
 //
 //   - pause: instance=N (default any), for=D (default 1.5 × TTL + 1s; for
 //     etcd its lease, the TTL rounded up to whole seconds and at least 2s).
-//     Runs the instances as processes and SIGSTOPs one inside a critical
-//     section, then SIGCONTs it.
+//     Runs the instances as processes and stops one inside a critical
+//     section, then continues it (loadgen.Pauser: SIGSTOP and SIGCONT,
+//     sent locally or by the instance's agent).
 //   - slow: instance=N, for=D (defaults as pause). The caught critical
 //     section's work takes for=D; runs the instances as goroutines.
 //   - kill-node: node=N (default 0), down=D (default 3s). SIGKILLs a Redis
