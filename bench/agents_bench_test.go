@@ -10,7 +10,6 @@ import (
 	"github.com/lockbench/lockbench/loadgen/agent"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/servers"
-	"github.com/lockbench/lockbench/strategies"
 )
 
 // benchAgentToken is the token of the benchmark's agents.
@@ -60,22 +59,9 @@ func startBenchAgents(b *testing.B, n int) *agent.Pool {
 // CPU of this process and its children, the agents' instances among them.
 func BenchmarkAgentTransport(b *testing.B) {
 	for _, name := range []string{"nolock", "setnx"} {
-		var lock strategies.Config
-		if name != "nolock" {
-			info, _ := strategies.Lookup(name)
-			ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-			ep, cluster, err := servers.Ensure(ctx, servers.NeedsOf([]strategies.Info{info}), servers.EndpointsFromEnv(), servers.Options{})
-			cancel()
-			if err != nil {
-				b.Logf("%s skipped: its servers are unavailable: %s", name, servers.Redact(err.Error()))
-				continue
-			}
-			b.Cleanup(func() { _ = cluster.Stop() })
-			target, err := servers.TargetFor(info.Need, ep, cluster)
-			if err != nil {
-				b.Fatal(servers.Redact(err.Error()))
-			}
-			lock = target.Config
+		lock, ok := transportLock(b, name)
+		if !ok {
+			continue
 		}
 		for _, where := range []string{"process", "agents"} {
 			b.Run("strategy="+name+"/mode="+where, func(b *testing.B) {

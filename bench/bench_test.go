@@ -282,6 +282,29 @@ func errorCount(m map[string]int64) int64 {
 	return n
 }
 
+// transportLock is the lock config of the transport benchmarks' strategy
+// name: none for nolock, else the servers it needs (Redis), started here
+// and stopped when b ends; false, having said so, when they cannot start.
+func transportLock(b *testing.B, name string) (strategies.Config, bool) {
+	if name == "nolock" {
+		return strategies.Config{}, true
+	}
+	info, _ := strategies.Lookup(name)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	ep, cluster, err := servers.Ensure(ctx, servers.NeedsOf([]strategies.Info{info}), servers.EndpointsFromEnv(), servers.Options{})
+	cancel()
+	if err != nil {
+		b.Logf("%s skipped: its servers are unavailable: %s", name, servers.Redact(err.Error()))
+		return strategies.Config{}, false
+	}
+	b.Cleanup(func() { _ = cluster.Stop() })
+	target, err := servers.TargetFor(info.Need, ep, cluster)
+	if err != nil {
+		b.Fatal(servers.Redact(err.Error()))
+	}
+	return target.Config, true
+}
+
 // BenchmarkProcessTransport measures what instance processes cost over
 // goroutine instances: nolock (the harness and the transport alone) and
 // setnx (a real lock on Redis), 2 instances × 8 workers, one delivery per
@@ -292,23 +315,9 @@ func errorCount(m map[string]int64) int64 {
 // ratio within one run.
 func BenchmarkProcessTransport(b *testing.B) {
 	for _, name := range []string{"nolock", "setnx"} {
-		var lock strategies.Config
-		if name != "nolock" {
-			// Only the servers this strategy needs (Redis), started here.
-			info, _ := strategies.Lookup(name)
-			ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-			ep, cluster, err := servers.Ensure(ctx, servers.NeedsOf([]strategies.Info{info}), servers.EndpointsFromEnv(), servers.Options{})
-			cancel()
-			if err != nil {
-				b.Logf("%s skipped: its servers are unavailable: %s", name, servers.Redact(err.Error()))
-				continue
-			}
-			b.Cleanup(func() { _ = cluster.Stop() })
-			target, err := servers.TargetFor(info.Need, ep, cluster)
-			if err != nil {
-				b.Fatal(servers.Redact(err.Error()))
-			}
-			lock = target.Config
+		lock, ok := transportLock(b, name)
+		if !ok {
+			continue
 		}
 		for _, mode := range []string{"goroutine", "process"} {
 			b.Run("strategy="+name+"/mode="+mode, func(b *testing.B) {
