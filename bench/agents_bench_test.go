@@ -4,12 +4,9 @@ import (
 	"context"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/agent"
-	"github.com/lockbench/lockbench/loadgen/store"
-	"github.com/lockbench/lockbench/servers"
 )
 
 // benchAgentToken is the token of the benchmark's agents.
@@ -69,38 +66,7 @@ func BenchmarkAgentTransport(b *testing.B) {
 				if where == "agents" {
 					sp = startBenchAgents(b, 2)
 				}
-				sc := loadgen.DefaultScenario()
-				sc.Name = "transport"
-				sc.Instances, sc.Deliveries, sc.InstanceMode = 2, 1, "process"
-				sc.Payments = max(b.N, 1000)
-				sc.Hold, _ = loadgen.ParseHold("0s")
-				sc.Rate = 0
-				st := store.NewMemory()
-				defer st.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-				defer cancel()
-				var cpu time.Duration
-				span := func() func() {
-					b.ResetTimer()
-					cpu0 := cpuTimeAll()
-					return func() {
-						cpu = cpuTimeAll() - cpu0
-						b.StopTimer()
-					}
-				}
-				r, err := loadgen.Run(ctx, loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: span})
-				if err != nil {
-					b.Fatal(servers.Redact(err.Error()))
-				}
-				s := r.Summary
-				if s.Processed != s.Payments {
-					b.Fatalf("processed %d of %d payments", s.Processed, s.Payments)
-				}
-				b.ReportMetric(float64(s.DurationNs)/float64(max(s.Payments, 1)), "ns/op")
-				b.ReportMetric(s.PaymentsPerSec, "payments/s")
-				if cpu > 0 {
-					b.ReportMetric(float64(s.Payments)/cpu.Seconds(), "payments/cpu-s")
-				}
+				runTransport(b, name, "process", lock, sp)
 			})
 		}
 	}

@@ -305,6 +305,45 @@ func transportLock(b *testing.B, name string) (strategies.Config, bool) {
 	return target.Config, true
 }
 
+// runTransport is one transport benchmark: b.N payments (at least 1,000)
+// of strategy name, 2 instances in mode (placed by sp, when set), one
+// delivery each, no hold, the memory store, closed loop; it reports ns/op,
+// payments/s and payments/cpu-s (this process and its children).
+func runTransport(b *testing.B, name, mode string, lock strategies.Config, sp loadgen.Spawner) {
+	sc := loadgen.DefaultScenario()
+	sc.Name = "transport"
+	sc.Instances, sc.Deliveries, sc.InstanceMode = 2, 1, mode
+	sc.Payments = max(b.N, 1000)
+	sc.Hold, _ = loadgen.ParseHold("0s")
+	sc.Rate = 0
+	st := store.NewMemory()
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	var cpu time.Duration
+	span := func() func() {
+		b.ResetTimer()
+		cpu0 := cpuTimeAll()
+		return func() {
+			cpu = cpuTimeAll() - cpu0
+			b.StopTimer()
+		}
+	}
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: span})
+	if err != nil {
+		b.Fatal(servers.Redact(err.Error()))
+	}
+	s := r.Summary
+	if s.Processed != s.Payments {
+		b.Fatalf("processed %d of %d payments", s.Processed, s.Payments)
+	}
+	b.ReportMetric(float64(s.DurationNs)/float64(max(s.Payments, 1)), "ns/op")
+	b.ReportMetric(s.PaymentsPerSec, "payments/s")
+	if cpu > 0 {
+		b.ReportMetric(float64(s.Payments)/cpu.Seconds(), "payments/cpu-s")
+	}
+}
+
 // BenchmarkProcessTransport measures what instance processes cost over
 // goroutine instances: nolock (the harness and the transport alone) and
 // setnx (a real lock on Redis), 2 instances × 8 workers, one delivery per
@@ -321,38 +360,7 @@ func BenchmarkProcessTransport(b *testing.B) {
 		}
 		for _, mode := range []string{"goroutine", "process"} {
 			b.Run("strategy="+name+"/mode="+mode, func(b *testing.B) {
-				sc := loadgen.DefaultScenario()
-				sc.Name = "transport"
-				sc.Instances, sc.Deliveries, sc.InstanceMode = 2, 1, mode
-				sc.Payments = max(b.N, 1000)
-				sc.Hold, _ = loadgen.ParseHold("0s")
-				sc.Rate = 0
-				st := store.NewMemory()
-				defer st.Close()
-				ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-				defer cancel()
-				var cpu time.Duration
-				span := func() func() {
-					b.ResetTimer()
-					cpu0 := cpuTimeAll()
-					return func() {
-						cpu = cpuTimeAll() - cpu0
-						b.StopTimer()
-					}
-				}
-				r, err := loadgen.Run(ctx, loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, LoadSpan: span})
-				if err != nil {
-					b.Fatal(servers.Redact(err.Error()))
-				}
-				s := r.Summary
-				if s.Processed != s.Payments {
-					b.Fatalf("processed %d of %d payments", s.Processed, s.Payments)
-				}
-				b.ReportMetric(float64(s.DurationNs)/float64(max(s.Payments, 1)), "ns/op")
-				b.ReportMetric(s.PaymentsPerSec, "payments/s")
-				if cpu > 0 {
-					b.ReportMetric(float64(s.Payments)/cpu.Seconds(), "payments/cpu-s")
-				}
+				runTransport(b, name, mode, lock, nil)
 			})
 		}
 	}
