@@ -67,9 +67,10 @@ type deadlines struct {
 }
 
 // newDeadlines returns the contexts of calls bounded by timeout, children
-// of parent. Call close when done with it.
-func newDeadlines(parent context.Context, timeout time.Duration) *deadlines {
-	d := &deadlines{parent: parent, timeout: timeout, epoch: time.Now(), parentDone: parent.Done(), parentDeadline: math.MaxInt64}
+// of parent, their start times counted from epoch (a worker's clock
+// anchor). Call close when done with it.
+func newDeadlines(parent context.Context, timeout time.Duration, epoch time.Time) *deadlines {
+	d := &deadlines{parent: parent, timeout: timeout, epoch: epoch, parentDone: parent.Done(), parentDeadline: math.MaxInt64}
 	if dl, ok := parent.Deadline(); ok {
 		d.parentDeadline = int64(dl.Sub(d.epoch))
 	}
@@ -80,12 +81,12 @@ func newDeadlines(parent context.Context, timeout time.Duration) *deadlines {
 }
 
 // begin makes c, a new (zero) callCtx, the context of a call starting at
-// now, the caller's clock reading (which saves taking another), and
-// returns it. The caller allocates c so that it can allocate the contexts
-// of several calls at once. Pass it to end when the call returns, before
-// the next begin.
-func (d *deadlines) begin(c *callCtx, now time.Time) *callCtx {
-	c.d, c.deadline = d, int64(now.Sub(d.epoch)+d.timeout)
+// now, the caller's clock reading in nanoseconds since d's epoch (which
+// saves taking another), and returns it. The caller allocates c so that
+// it can allocate the contexts of several calls at once. Pass it to end
+// when the call returns, before the next begin.
+func (d *deadlines) begin(c *callCtx, now int64) *callCtx {
+	c.d, c.deadline = d, now+int64(d.timeout)
 	c.deadline = min(c.deadline, d.parentDeadline)
 	if d.asksDone.Load() {
 		c.done = make(chan struct{})

@@ -26,11 +26,11 @@ func waitDone(t *testing.T, ctx context.Context, limit time.Duration) time.Durat
 // is live during the call, and is cancelled when the call ends, whether
 // Done was asked for before or after.
 func TestCallContextEndCancels(t *testing.T) {
-	d := newDeadlines(context.Background(), time.Hour)
+	d := newDeadlines(context.Background(), time.Hour, time.Now())
 	defer d.close()
 	for _, early := range []bool{true, false} {
 		now := time.Now()
-		c := d.begin(new(callCtx), now)
+		c := d.begin(new(callCtx), at(d, now))
 		if dl, ok := c.Deadline(); !ok || !dl.Equal(now.Add(time.Hour)) {
 			t.Errorf("Deadline() = %v, %v; want %v, true", dl, ok, now.Add(time.Hour))
 		}
@@ -61,17 +61,17 @@ func TestCallContextEndCancels(t *testing.T) {
 // armed once and re-armed when it fires early, not per call).
 func TestCallContextExpires(t *testing.T) {
 	const timeout = 50 * time.Millisecond
-	d := newDeadlines(context.Background(), timeout)
+	d := newDeadlines(context.Background(), timeout, time.Now())
 	defer d.close()
 	for end := time.Now().Add(3 * timeout); time.Now().Before(end); {
-		c := d.begin(new(callCtx), time.Now())
+		c := d.begin(new(callCtx), at(d, time.Now()))
 		d.end(c)
 		if err := c.Err(); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Err() of a call that ended in time = %v; want context.Canceled", err)
 		}
 	}
 	start := time.Now()
-	c := d.begin(new(callCtx), start)
+	c := d.begin(new(callCtx), at(d, start))
 	defer d.end(c)
 	waitDone(t, c, 5*time.Second)
 	if took := time.Since(start); took < timeout-time.Millisecond {
@@ -86,16 +86,16 @@ func TestCallContextExpires(t *testing.T) {
 // parent's earlier deadline is the call's.
 func TestCallContextParent(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
-	d := newDeadlines(parent, time.Hour)
+	d := newDeadlines(parent, time.Hour, time.Now())
 	defer d.close()
-	c := d.begin(new(callCtx), time.Now())
+	c := d.begin(new(callCtx), at(d, time.Now()))
 	cancel()
 	waitDone(t, c, 5*time.Second)
 	if err := c.Err(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Err() after the parent's cancel = %v; want context.Canceled", err)
 	}
 	d.end(c)
-	c = d.begin(new(callCtx), time.Now())
+	c = d.begin(new(callCtx), at(d, time.Now()))
 	if err := c.Err(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Err() of a call begun after the parent's cancel = %v; want context.Canceled", err)
 	}
@@ -104,9 +104,9 @@ func TestCallContextParent(t *testing.T) {
 	pdl := time.Now().Add(30 * time.Millisecond)
 	short, cancelShort := context.WithDeadline(context.Background(), pdl)
 	defer cancelShort()
-	d2 := newDeadlines(short, time.Hour)
+	d2 := newDeadlines(short, time.Hour, time.Now())
 	defer d2.close()
-	c = d2.begin(new(callCtx), time.Now())
+	c = d2.begin(new(callCtx), at(d2, time.Now()))
 	defer d2.end(c)
 	if dl, _ := c.Deadline(); !dl.Equal(pdl) {
 		t.Errorf("Deadline() = %v; want the parent's %v", dl, pdl)
@@ -118,9 +118,9 @@ func TestCallContextParent(t *testing.T) {
 
 	// A parent that is never done (release's, WithoutCancel) leaves the
 	// call to its own deadline.
-	d3 := newDeadlines(context.WithoutCancel(parent), time.Hour)
+	d3 := newDeadlines(context.WithoutCancel(parent), time.Hour, time.Now())
 	defer d3.close()
-	c = d3.begin(new(callCtx), time.Now())
+	c = d3.begin(new(callCtx), at(d3, time.Now()))
 	if err := c.Err(); err != nil {
 		t.Errorf("Err() under a parent without cancellation = %v; want nil", err)
 	}
@@ -131,9 +131,9 @@ func TestCallContextParent(t *testing.T) {
 // watch) end with it, with its error, and register without a goroutine
 // each.
 func TestCallContextChildren(t *testing.T) {
-	d := newDeadlines(context.Background(), time.Hour)
+	d := newDeadlines(context.Background(), time.Hour, time.Now())
 	defer d.close()
-	c := d.begin(new(callCtx), time.Now())
+	c := d.begin(new(callCtx), at(d, time.Now()))
 	before := runtime.NumGoroutine()
 	var children []context.Context
 	for range 50 {
@@ -164,9 +164,9 @@ func TestCallContextChildren(t *testing.T) {
 	}
 
 	// A child of a call that expires expires with it.
-	d2 := newDeadlines(context.Background(), 20*time.Millisecond)
+	d2 := newDeadlines(context.Background(), 20*time.Millisecond, time.Now())
 	defer d2.close()
-	c = d2.begin(new(callCtx), time.Now())
+	c = d2.begin(new(callCtx), at(d2, time.Now()))
 	defer d2.end(c)
 	child, cancel := context.WithTimeout(c, time.Hour)
 	defer cancel()
@@ -181,14 +181,14 @@ func TestCallContextChildren(t *testing.T) {
 func TestCallContextConcurrent(t *testing.T) {
 	parent, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d := newDeadlines(parent, time.Millisecond)
+	d := newDeadlines(parent, time.Millisecond, time.Now())
 	defer d.close()
 	var wg sync.WaitGroup
 	for i := range 2000 {
 		if i == 1500 {
 			cancel()
 		}
-		c := d.begin(new(callCtx), time.Now())
+		c := d.begin(new(callCtx), at(d, time.Now()))
 		wg.Go(func() {
 			<-c.Done()
 			if c.Err() == nil {
@@ -203,3 +203,6 @@ func TestCallContextConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// at is t as a reading of d's clock: nanoseconds since its epoch.
+func at(d *deadlines, t time.Time) int64 { return int64(t.Sub(d.epoch)) }

@@ -139,9 +139,7 @@ func (in *Instance) Start(ctx context.Context) {
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			detached := context.WithoutCancel(wctx)
-			timeout := in.cfg.Scenario.AcquireTimeout
-			cx := cycleCtx{run: wctx, detached: detached,
-				acquire: newDeadlines(wctx, timeout), release: newDeadlines(detached, timeout), anchor: time.Now()}
+			cx := newCycleCtx(wctx, detached, in.cfg.Scenario.AcquireTimeout)
 			defer cx.acquire.close()
 			defer cx.release.close()
 			for d := range queue {

@@ -398,7 +398,9 @@ func (r *remoteInstance) read(stdout io.Reader, ready chan<- error) {
 // while it is paused), as a real connection would. Once the process's
 // agent is lost, d fails at once (Counts: ErrClassAgentLost).
 func (r *remoteInstance) Deliver(ctx context.Context, d Delivery) error {
-	d.IntendedNs += r.offset
+	if d.IntendedNs != 0 { // a closed loop's is 0: the worker's own time
+		d.IntendedNs += r.offset
+	}
 	if r.isLost() {
 		r.sent.Add(1)
 		return nil

@@ -61,32 +61,32 @@ type resetter interface {
 func (w *worker) consume(cx cycleCtx, d Delivery, key string) {
 	in := w.inst
 	calls := new([2]callCtx)
-	t0 := nowFrom(cx.anchor)
+	t0 := cx.clock.now()
 	actx := cx.acquire.begin(&calls[0], t0)
 	kept, err := in.broker.Enqueue(actx, key, d.Payment, d.Account, d.Amount)
 	switch {
 	case err != nil:
 		cx.acquire.end(actx)
-		w.gaveUp(cx, d, actx, err, time.Since(t0))
+		w.gaveUp(cx, d, actx, err, time.Duration(cx.clock.now()-t0))
 	case !kept:
 		// Dropped as a duplicate: the broker has the payment already, and
 		// this delivery's cycle ends with the publish, as a lock's
 		// duplicate delivery ends with finding the payment processed.
 		cx.acquire.end(actx)
-		t1 := time.Since(t0)
+		t1 := cx.clock.now()
 		w.c.Acquired.Add(1)
 		if d.Record {
 			w.c.Measured.Add(1)
 			// No critical or release phase: there was none.
-			w.rec.Record(results.Acquire, t1)
-			w.rec.Record(results.Total, time.Duration(t0.UnixNano()-d.IntendedNs)+t1)
-			w.rec.RecordOutcome(results.FirstTry, t1)
+			w.rec.Record(results.Acquire, time.Duration(t1-t0))
+			w.rec.Record(results.Total, d.total(cx.clock, t0, t1))
+			w.rec.RecordOutcome(results.FirstTry, time.Duration(t1-t0))
 		}
 	default:
 		lease, err := in.broker.Next(actx, key)
 		cx.acquire.end(actx)
 		if err != nil {
-			w.gaveUp(cx, d, actx, err, time.Since(t0))
+			w.gaveUp(cx, d, actx, err, time.Duration(cx.clock.now()-t0))
 			return
 		}
 		w.consumed(cx, d, lease, t0, calls, true)
@@ -94,12 +94,11 @@ func (w *worker) consume(cx cycleCtx, d Delivery, key string) {
 }
 
 // consumed processes the message of lease, taken for delivery d whose
-// cycle began at t0, and, when owe is set, the ones d owes after a
-// redelivery.
-func (w *worker) consumed(cx cycleCtx, d Delivery, lease strategies.Lease, t0 time.Time, calls *[2]callCtx, owe bool) {
+// cycle began at t0 (a reading of cx.clock), and, when owe is set, the
+// ones d owes after a redelivery.
+func (w *worker) consumed(cx cycleCtx, d Delivery, lease strategies.Lease, t0 int64, calls *[2]callCtx, owe bool) {
 	in := w.inst
-	t1 := time.Since(t0)
-	intended := d.IntendedNs
+	t1 := time.Duration(cx.clock.now() - t0)
 	for {
 		w.c.Acquired.Add(1)
 		p := d
@@ -114,29 +113,28 @@ func (w *worker) consumed(cx cycleCtx, d Delivery, lease strategies.Lease, t0 ti
 			again = true
 		}
 		w.critical(cx, p, in.lockKey(p), lease)
-		t2 := time.Since(t0)
-		rctx := cx.release.begin(&calls[1], t0.Add(t2))
+		t2 := cx.clock.now()
+		rctx := cx.release.begin(&calls[1], t2)
 		if err := lease.Release(rctx); err != nil {
 			w.c.Errors[classify(err)].Add(1)
 		}
 		cx.release.end(rctx)
-		t3 := time.Since(t0)
+		t3 := cx.clock.now()
 		if d.Record {
 			w.c.Measured.Add(1)
-			total := time.Duration(t0.UnixNano()-intended) + t3
-			w.rec.RecordCycleOutcome(results.FirstTry, t1, t2-t1, t3-t2, total)
+			w.rec.RecordCycleOutcome(results.FirstTry, t1, time.Duration(t2-t0)-t1, time.Duration(t3-t2), d.total(cx.clock, t0, t3))
 		}
 		if !again || !owe {
 			return
 		}
 		// The message this delivery published is still in the shard.
-		t0 = nowFrom(cx.anchor)
-		intended = t0.UnixNano()
+		t0 = cx.clock.now()
+		d.IntendedNs = 0 // its cycle starts now
 		actx := cx.acquire.begin(&calls[0], t0)
 		var err error
 		lease, err = in.broker.Next(actx, d.key(in))
 		cx.acquire.end(actx)
-		t1 = time.Since(t0)
+		t1 = time.Duration(cx.clock.now() - t0)
 		if err != nil {
 			// Nothing waiting (another worker took it) is no give-up.
 			if cx.run.Err() == nil && actx.Err() == nil {
@@ -197,7 +195,7 @@ func (in *Instance) drain(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(timeout, in.cfg.Scenario.TTL)+timeout)
 	defer cancel()
 	detached := context.WithoutCancel(ctx)
-	cx := cycleCtx{run: ctx, detached: detached, acquire: newDeadlines(ctx, timeout), release: newDeadlines(detached, timeout), anchor: time.Now()}
+	cx := newCycleCtx(ctx, detached, timeout)
 	defer cx.acquire.close()
 	defer cx.release.close()
 	for range maxLeftovers {
@@ -207,6 +205,6 @@ func (in *Instance) drain(ctx context.Context) {
 		if err != nil || lease == nil {
 			return
 		}
-		w.consumed(cx, Delivery{IntendedNs: time.Now().UnixNano()}, lease, time.Now(), new([2]callCtx), false)
+		w.consumed(cx, Delivery{}, lease, cx.clock.now(), new([2]callCtx), false)
 	}
 }

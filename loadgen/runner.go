@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockbench/lockbench/loadgen/store"
@@ -321,20 +323,34 @@ func (b *batch) fill(ctx context.Context, wl *Workload, k, n int, st store.Offer
 // time, until the run's payments or its duration are over, and returns
 // how far it fell behind schedule at worst, and an error when the store
 // could not take a batch of payments.
+//
+// In a closed loop a payment has no intended time: it starts when a worker
+// takes it (Delivery.IntendedNs 0), so the time a delivery waits in the
+// harness's queues is in no latency, and the dispatcher reads no clock per
+// payment (the warmup and the duration end by timers).
 func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, insts []instance, env *FaultEnv, start time.Time) (time.Duration, error) {
 	pacer := NewPacer(sc.Rate)
 	var behind time.Duration
-	deadline := time.Time{}
+	// An open loop's times are readings of clk: nanoseconds since start.
+	clk := clockAt(start)
+	end := int64(math.MaxInt64)
 	if sc.Duration > 0 {
-		deadline = start.Add(sc.Warmup + sc.Duration)
+		end = int64(sc.Warmup + sc.Duration)
 	}
+	loop := startLoopTimes(start, sc.Warmup, sc.Duration)
+	defer loop.stop()
 	bound, bounded := sc.PaymentBound()
-	measureStart := start.Add(sc.Warmup)
+	measureStart := int64(sc.Warmup)
 	var timer *time.Timer
 	var b batch
 	for i := 0; !bounded || i < bound; i++ {
-		now := nowFrom(start) // one clock read, not two
-		if !deadline.IsZero() && now.After(deadline) {
+		at, paced := pacer.Intended(i)
+		var now int64
+		if paced {
+			if now = clk.now(); now > end {
+				break
+			}
+		} else if loop.over.Load() {
 			break
 		}
 		if b.next == len(b.payments) {
@@ -352,10 +368,10 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, 
 		p := b.payments[b.next]
 		targets := b.targets[b.next*sc.Deliveries : (b.next+1)*sc.Deliveries]
 		b.next++
-		intended := now
-		if at, ok := pacer.Intended(i); ok {
-			intended = start.Add(at)
-			if wait := intended.Sub(now); wait > 0 {
+		d := Delivery{Payment: p.ID, Account: p.Account, Amount: p.Amount, Record: loop.warm.Load()}
+		if paced {
+			intended := int64(at)
+			if wait := time.Duration(intended - now); wait > 0 {
 				if timer == nil {
 					timer = time.NewTimer(wait)
 				} else {
@@ -370,8 +386,8 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, 
 			} else if -wait > behind {
 				behind = -wait
 			}
+			d.IntendedNs, d.Record = clk.unixNano(intended), intended >= measureStart
 		}
-		d := Delivery{Payment: p.ID, Account: p.Account, Amount: p.Amount, IntendedNs: intended.UnixNano(), Record: !intended.Before(measureStart)}
 		for _, t := range targets {
 			d.Worker = int32(t.Worker)
 			if err := insts[t.Instance].Deliver(ctx, d); err != nil {
@@ -384,6 +400,42 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, 
 		}
 	}
 	return behind, nil
+}
+
+// loopTimes tells a closed loop's dispatcher whether the warmup (warm)
+// and the duration (over) are over, without a clock read per payment:
+// timers set them at those moments.
+type loopTimes struct {
+	warm, over atomic.Bool
+	timers     []*time.Timer
+}
+
+// startLoopTimes sets the flags' timers for a run that started at start
+// (no duration: never over).
+func startLoopTimes(start time.Time, warmup, duration time.Duration) *loopTimes {
+	l := &loopTimes{}
+	l.at(start.Add(warmup), &l.warm)
+	if duration > 0 {
+		l.at(start.Add(warmup+duration), &l.over)
+	}
+	return l
+}
+
+// at sets f at t (now, if t has passed).
+func (l *loopTimes) at(t time.Time, f *atomic.Bool) {
+	wait := time.Until(t)
+	if wait <= 0 {
+		f.Store(true)
+		return
+	}
+	l.timers = append(l.timers, time.AfterFunc(wait, func() { f.Store(true) }))
+}
+
+// stop stops the timers.
+func (l *loopTimes) stop() {
+	for _, t := range l.timers {
+		t.Stop()
+	}
 }
 
 // startInstances builds the instances (in-process or child processes) and

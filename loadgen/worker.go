@@ -19,8 +19,10 @@ type Delivery struct {
 	Payment int64
 	Account int32
 	Amount  int64
-	// IntendedNs is when the payment was meant to start (open loop) or was
-	// dispatched (closed loop), in Unix nanoseconds: latency counts from it.
+	// IntendedNs is when the payment was meant to start (open loop), in
+	// Unix nanoseconds: latency counts from it. 0 in a closed loop, where
+	// a payment starts when a worker takes it, and latency counts from
+	// then.
 	IntendedNs int64
 	// Record is false during the warmup.
 	Record bool
@@ -121,27 +123,58 @@ func formatLockKey(mode string, p int64, a int32) string {
 // run's (done when the run ends) and the same without its cancellation,
 // for the calls that must finish anyway (release, and the store's Finish);
 // and the deadlines of the acquire (a child of run) and of the release (of
-// detached), each bounded by --acquire-timeout.
+// detached), each bounded by --acquire-timeout, both counting from the
+// worker's clock's anchor.
 type cycleCtx struct {
 	run, detached    context.Context
 	acquire, release *deadlines
-	// anchor is the worker's clock anchor (nowFrom).
-	anchor time.Time
+	clock            clock
 }
 
-// nowFrom is time.Now taken as anchor (an earlier time.Now) plus the
-// monotonic time since: one clock read where time.Now makes two (wall and
-// monotonic, each a vDSO call, 40 ns here; seven a cycle were the largest
-// item of the harness's CPU). Its wall time is time.Now's: Linux slews
-// CLOCK_MONOTONIC with CLOCK_REALTIME, so the two only part when the wall
-// clock is stepped, and a step between a payment's intended start and its
-// end would be in its latency either way.
-func nowFrom(anchor time.Time) time.Time { return anchor.Add(time.Since(anchor)) }
+// newCycleCtx makes a worker's cycleCtx under run and detached, its calls
+// bounded by timeout. Close its deadlines when done.
+func newCycleCtx(run, detached context.Context, timeout time.Duration) cycleCtx {
+	c := newClock()
+	return cycleCtx{run: run, detached: detached, clock: c,
+		acquire: newDeadlines(run, timeout, c.anchor), release: newDeadlines(detached, timeout, c.anchor)}
+}
+
+// clock reads the time as nanoseconds since its anchor (an earlier
+// time.Now): one clock read where time.Now makes two (wall and monotonic,
+// each a vDSO call, 40 ns here; seven a cycle were once the largest item of
+// the harness's CPU), and integer arithmetic where time.Time's Add and Sub
+// branch on their encodings. Its wall time is anchor's plus the monotonic
+// time since: Linux slews CLOCK_MONOTONIC with CLOCK_REALTIME, so the two
+// only part when the wall clock is stepped, and a step between a payment's
+// intended start and its end would be in its latency either way.
+type clock struct {
+	anchor time.Time
+	wall   int64 // anchor in Unix nanoseconds
+}
+
+func newClock() clock { return clockAt(time.Now()) }
+
+// clockAt is the clock anchored at t.
+func clockAt(t time.Time) clock { return clock{anchor: t, wall: t.UnixNano()} }
+
+// now is the time in nanoseconds since the anchor.
+func (c clock) now() int64 { return int64(time.Since(c.anchor)) }
+
+// unixNano is now (a reading of c) in Unix nanoseconds.
+func (c clock) unixNano(now int64) int64 { return c.wall + now }
+
+// total is the latency of delivery d whose cycle ran from t0 to t3
+// (readings of c): from its intended start, or in a closed loop from t0.
+func (d Delivery) total(c clock, t0, t3 int64) time.Duration {
+	if d.IntendedNs == 0 {
+		return time.Duration(t3 - t0)
+	}
+	return time.Duration(c.unixNano(t3) - d.IntendedNs)
+}
 
 // process handles one delivery: acquire → read → work → write → release.
-// Times are taken once with nowFrom, then as time.Since that time: one
-// clock read each. The start is the intended start, in wall-clock
-// nanoseconds shared with the dispatcher.
+// The cycle's times are clock readings, one each. The start is the
+// intended start, in wall-clock nanoseconds shared with the dispatcher.
 func (w *worker) process(cx cycleCtx, d Delivery) {
 	in := w.inst
 	sc := &in.cfg.Scenario
@@ -158,11 +191,11 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 
 	// The cycle's two call contexts, in one allocation.
 	calls := new([2]callCtx)
-	t0 := nowFrom(cx.anchor)
+	t0 := cx.clock.now()
 	actx := cx.acquire.begin(&calls[0], t0)
 	lease, attempts, err := strategies.AcquireRetry(actx, in.strategy, key, sc.Retry.Retry)
 	cx.acquire.end(actx)
-	t1 := time.Since(t0)
+	t1 := time.Duration(cx.clock.now() - t0)
 	if err != nil {
 		// A give-up still has an acquire time: how long it tried.
 		w.gaveUp(cx, d, actx, err, t1)
@@ -175,20 +208,19 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	}
 
 	w.critical(cx, d, key, lease)
-	t2 := time.Since(t0)
+	t2 := cx.clock.now()
 
 	// Release with a fresh bound: the run's ctx may be ending, and a lock
 	// left behind would only expire by its TTL.
-	rctx := cx.release.begin(&calls[1], t0.Add(t2))
+	rctx := cx.release.begin(&calls[1], t2)
 	if err := lease.Release(rctx); err != nil {
 		w.c.Errors[classify(err)].Add(1)
 	}
 	cx.release.end(rctx)
-	t3 := time.Since(t0)
+	t3 := cx.clock.now()
 	if d.Record {
 		w.c.Measured.Add(1)
-		total := time.Duration(t0.UnixNano()-d.IntendedNs) + t3
-		w.rec.RecordCycleOutcome(outcome, t1, t2-t1, t3-t2, total)
+		w.rec.RecordCycleOutcome(outcome, t1, time.Duration(t2-t0)-t1, time.Duration(t3-t2), d.total(cx.clock, t0, t3))
 	}
 }
 
@@ -270,7 +302,11 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	}
 	if d.Record {
 		w.c.Measured.Add(1)
-		w.rec.RecordCycle(t1.Sub(t0), t2.Sub(t1), 0, time.Duration(t2.UnixNano()-d.IntendedNs))
+		total := t2.Sub(t0)
+		if d.IntendedNs != 0 {
+			total = time.Duration(t2.UnixNano() - d.IntendedNs)
+		}
+		w.rec.RecordCycle(t1.Sub(t0), t2.Sub(t1), 0, total)
 	}
 }
 
