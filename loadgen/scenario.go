@@ -29,13 +29,6 @@ const (
 	// starts with: 0.5, so accounts run dry and a broken balance check shows
 	// as an overdraft.
 	DefaultFunding = 0.5
-	// MaxPayments was the most payments a closed-loop --duration run
-	// offered when its stream was generated up front: 2,000,000. Such a
-	// run now lasts its duration; only the funding of its bank still
-	// stops at that many payments (FundingHorizon).
-	//
-	// Deprecated: no run stops at MaxPayments any more.
-	MaxPayments = FundingHorizon
 )
 
 // Scenario ranges. Validate refuses a value outside them with a usage
@@ -354,16 +347,6 @@ func (s *Scenario) PaymentBound() (int, bool) {
 		return int(s.Rate*(s.Duration+s.Warmup).Seconds()) + 1, true
 	}
 	return 0, false
-}
-
-// PaymentCap is PaymentBound's bound, or for a run without one
-// FundingHorizon: a size for progress displays, not a limit (the run may
-// offer more).
-func (s *Scenario) PaymentCap() int {
-	if n, ok := s.PaymentBound(); ok {
-		return n
-	}
-	return FundingHorizon
 }
 
 // RetrySpec is the --retry policy: "none", "backoff" (the defaults of

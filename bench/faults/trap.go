@@ -27,9 +27,14 @@ const (
 // process it too: the double-processing of a paused holder (Kleppmann's timeline), every time
 // rather than when the timing happens to suit.
 type trap struct {
-	// entered has one bit per payment: set at its first Enter. Bits are
-	// set with atomic OR, so the hook takes no lock on the hot path.
-	entered []atomic.Uint64
+	// entered remembers which payments have been entered: slot p mod its
+	// length holds p+1 once payment p's first Enter was seen (0: none
+	// yet), set with compare-and-swap, so the hook takes no lock on the
+	// hot path. A run of at most enteredSlots payments is remembered
+	// whole; a longer one (a closed-loop --duration run has no bound)
+	// keeps the last enteredSlots or so, far more than are ever in flight
+	// at once, in bounded memory.
+	entered []atomic.Int64
 	state   atomic.Int32
 	// want filters the holders the trap may catch (nil: any).
 	want func(store.EnterReq) bool
@@ -38,12 +43,17 @@ type trap struct {
 	sprung chan store.EnterReq
 }
 
-// newTrap registers a trap's hook on env. Payments are numbered from 0 to
-// the scenario's PaymentCap.
+// enteredSlots bounds a trap's memory of entered payments: 2²⁰ (8 MB).
+const enteredSlots = 1 << 20
+
+// newTrap registers a trap's hook on env.
 func newTrap(env *loadgen.FaultEnv, want func(store.EnterReq) bool, act func(store.EnterReq)) *trap {
-	sc := env.Scenario
+	slots := enteredSlots
+	if n, ok := env.Scenario.PaymentBound(); ok {
+		slots = max(1, min(n, enteredSlots))
+	}
 	t := &trap{
-		entered: make([]atomic.Uint64, (sc.PaymentCap()+63)/64),
+		entered: make([]atomic.Int64, slots),
 		want:    want,
 		act:     act,
 		sprung:  make(chan store.EnterReq, 1),
@@ -53,12 +63,22 @@ func newTrap(env *loadgen.FaultEnv, want func(store.EnterReq) bool, act func(sto
 }
 
 // first marks payment p entered and reports whether it was the first time.
+// A slot taken by a later payment is not given back to an earlier one: its
+// Enters all count as not first.
 func (t *trap) first(p int64) bool {
-	if p < 0 || p/64 >= int64(len(t.entered)) {
+	if p < 0 {
 		return false
 	}
-	bit := uint64(1) << (p % 64)
-	return t.entered[p/64].Or(bit)&bit == 0
+	slot := &t.entered[p%int64(len(t.entered))]
+	for {
+		old := slot.Load()
+		if old >= p+1 {
+			return false
+		}
+		if slot.CompareAndSwap(old, p+1) {
+			return true
+		}
+	}
 }
 
 func (t *trap) hook(r store.EnterReq) {
