@@ -1,6 +1,7 @@
 package results
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -159,7 +160,7 @@ func writeData(dir string, runs []Run, meta Meta, l Layout) error {
 // interrupted or not. A chart that fails to draw is left out (and named in
 // report.md) and its error returned after everything else was written.
 func RenderRuns(dir string, runs []Run, meta Meta) error {
-	return renderFiles(dir, normalizedRuns(runs), meta, standardLayout)
+	return renderFiles(context.Background(), dir, normalizedRuns(runs), meta, standardLayout)
 }
 
 // normalizedRuns is a copy of runs with normalised summaries, so the files
@@ -174,8 +175,10 @@ func normalizedRuns(runs []Run) []Run {
 }
 
 // renderFiles draws the charts into l.Charts and writes report.md and
-// report.html.
-func renderFiles(dir string, runs []Run, meta Meta, l Layout) error {
+// report.html. Once ctx is done it writes nothing more and returns its
+// error: every file already written is whole, the rest keep their old
+// content.
+func renderFiles(ctx context.Context, dir string, runs []Run, meta Meta, l Layout) error {
 	cs, buildErr := BuildCharts(runs)
 	errs := []error{buildErr}
 	if len(cs.Charts) > 0 {
@@ -185,6 +188,9 @@ func renderFiles(dir string, runs []Run, meta Meta, l Layout) error {
 	}
 	drawn := cs.Charts[:0:0]
 	for _, ch := range cs.Charts {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		err := writeFileAtomic(l.chartPath(dir, ch.Name+".png"), ch.WritePNG)
 		if err == nil {
 			err = writeFileAtomic(l.chartPath(dir, ch.Name+".svg"), ch.WriteSVG)
@@ -197,6 +203,9 @@ func renderFiles(dir string, runs []Run, meta Meta, l Layout) error {
 		drawn = append(drawn, ch)
 	}
 	cs.Charts = drawn
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	ss := summariesOf(runs)
 	err := writeFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error {
 		return WriteReport(w, ss, meta, cs, l)
@@ -235,7 +244,7 @@ func LoadDir(dir string) ([]Run, Meta, error) {
 	if err != nil {
 		return nil, Meta{}, err
 	}
-	runs, err := loadRuns(dir, LayoutOf(dir), ss, func(*Summary, Phase) (bool, bool) { return true, true })
+	runs, err := loadRuns(context.Background(), dir, LayoutOf(dir), ss, func(*Summary, Phase) (bool, bool) { return true, true })
 	if err != nil {
 		return nil, Meta{}, err
 	}
@@ -250,13 +259,16 @@ func LoadDir(dir string) ([]Run, Meta, error) {
 // report DIR`. It reads only the histograms the charts need, and keeps the
 // directory's layout (LayoutOf): an old flat directory gets its charts
 // redrawn at its top.
-func Render(dir string) error {
+//
+// Once ctx is done it stops (between two files, every file it wrote
+// whole) and returns ctx's error.
+func Render(ctx context.Context, dir string) error {
 	meta, ss, err := readDirData(dir)
 	if err != nil {
 		return err
 	}
 	l := LayoutOf(dir)
-	runs, err := loadRuns(dir, l, ss, func(s *Summary, p Phase) (load, intervals bool) {
+	runs, err := loadRuns(ctx, dir, l, ss, func(s *Summary, p Phase) (load, intervals bool) {
 		switch p {
 		case Acquire:
 			return true, false
@@ -268,7 +280,10 @@ func Render(dir string) error {
 	if err != nil {
 		return err
 	}
-	return renderFiles(dir, runs, meta, l)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return renderFiles(ctx, dir, runs, meta, l)
 }
 
 func readDirData(dir string) (Meta, []Summary, error) {
@@ -294,11 +309,15 @@ func readDirData(dir string) (Meta, []Summary, error) {
 
 // loadRuns reads the interval logs of ss. want says, per run and phase,
 // whether to read the log at all and whether to keep its intervals (else
-// only their merge, Total, is kept).
-func loadRuns(dir string, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
+// only their merge, Total, is kept). It stops with ctx's error once ctx is
+// done.
+func loadRuns(ctx context.Context, dir string, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
 	ids := FileIDs(ss)
 	runs := make([]Run, len(ss))
 	for i := range ss {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		r := &runs[i]
 		r.Summary = ss[i]
 		for p := Phase(0); p < NumPhases; p++ {

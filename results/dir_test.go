@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -222,7 +223,7 @@ func TestRender(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, ReportFile)); err != nil {
 		t.Fatal(err)
 	}
-	if err := Render(dir); err != nil {
+	if err := Render(context.Background(), dir); err != nil {
 		t.Fatal(err)
 	}
 	after, err := os.ReadFile(filepath.Join(dir, ReportFile))
@@ -239,8 +240,32 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// Render stops once its context is done: interrupted before it starts
+// (`lockbench report` after Ctrl-C) it returns the context's error and
+// writes nothing, leaving no temporary file.
+func TestRenderInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteDir(dir, makeRuns(dirFixtures()), testMeta()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, ReportFile)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Render(ctx, dir); !errors.Is(err, context.Canceled) {
+		t.Errorf("Render with a cancelled context: got %v; want context.Canceled", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ReportFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("report.md after an interrupted Render: %v; want it not written", err)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*")); len(tmp) > 0 {
+		t.Errorf("temporary files left: %v", tmp)
+	}
+}
+
 func TestRenderMissingSummary(t *testing.T) {
-	err := Render(t.TempDir())
+	err := Render(context.Background(), t.TempDir())
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Render of an empty directory: got %v; want an error wrapping os.ErrNotExist", err)
 	}
@@ -407,7 +432,7 @@ func TestFlatLayout(t *testing.T) {
 					}
 				}
 			}
-			if err := Render(dir); err != nil {
+			if err := Render(context.Background(), dir); err != nil {
 				t.Fatal(err)
 			}
 			report, err := os.ReadFile(filepath.Join(dir, ReportFile))
@@ -448,7 +473,7 @@ func TestLoadReference(t *testing.T) {
 	}
 	n := 0
 	sampled := map[*Summary]bool{}
-	runs, err := loadRuns("reference", LayoutOf("reference"), ss, func(s *Summary, p Phase) (bool, bool) {
+	runs, err := loadRuns(context.Background(), "reference", LayoutOf("reference"), ss, func(s *Summary, p Phase) (bool, bool) {
 		if p == 0 {
 			sampled[s] = n%10 == 0
 			n++

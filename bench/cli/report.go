@@ -10,13 +10,14 @@ import (
 )
 
 // runReport is `lockbench report DIR`: re-render the charts, report.md and
-// report.html from the run directory's data files alone.
-func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// report.html from the run directory's data files alone. Ctrl-C stops it
+// between two files: those written are whole, the others as they were.
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dir, err := parseReport(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	if err := results.Render(dir); err != nil {
+	if err := results.Render(ctx, dir); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "report: %s/%s, %s/%s\n", dir, results.ReportFile, dir, results.ReportHTMLFile)

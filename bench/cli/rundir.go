@@ -88,7 +88,7 @@ func (d *runDir) close() error {
 	}
 	err := results.WriteMeta(d.dir, d.meta)
 	if streamed {
-		err = errors.Join(err, results.Render(d.dir))
+		err = errors.Join(err, results.Render(context.Background(), d.dir))
 	} else {
 		err = errors.Join(err, results.RenderRuns(d.dir, d.runs, d.meta))
 	}
