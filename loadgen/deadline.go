@@ -80,17 +80,27 @@ func newDeadlines(parent context.Context, timeout time.Duration, epoch time.Time
 	return d
 }
 
-// begin makes c, a new (zero) callCtx, the context of a call starting at
-// now, the caller's clock reading in nanoseconds since d's epoch (which
-// saves taking another), and returns it. The caller allocates c so that
-// it can allocate the contexts of several calls at once. Pass it to end
-// when the call returns, before the next begin.
+// begin makes c the context of a call starting at now, the caller's clock
+// reading in nanoseconds since d's epoch (which saves taking another), and
+// returns it. c is a new (zero) callCtx, or one of d's calls that ended
+// (see reusable): it starts a new generation, so that nothing still
+// holding the old one (the timer's fire) can cancel this call. The caller
+// allocates c so that it can allocate the contexts of several calls at
+// once. Pass it to end when the call returns, before the next begin.
 func (d *deadlines) begin(c *callCtx, now int64) *callCtx {
-	c.d, c.deadline = d, now+int64(d.timeout)
-	c.deadline = min(c.deadline, d.parentDeadline)
+	if c.d == nil {
+		c.d = d
+	} else {
+		c.extras.Store(nil) // the last call's, run or stopped at its end
+	}
+	c.deadline.Store(min(now+int64(d.timeout), d.parentDeadline))
+	c.done = nil
 	if d.asksDone.Load() {
 		c.done = make(chan struct{})
 	}
+	// The next generation, live; after the fields above, which whoever
+	// sees the generation then sees too.
+	c.state.Store(c.state.Load()&^callStateMask + callGeneration)
 	// Publish c before looking at armed and cancelled; fire and
 	// parentCancelled set those before they look at cur. So either they
 	// see c, or this sees their flag.
@@ -143,13 +153,17 @@ func (d *deadlines) fire() {
 		d.mu.Unlock()
 		return // between calls: the next call arms it again
 	}
+	// The generation first: the deadline read after it is that
+	// generation's or a later one's, and only that generation is
+	// cancelled below.
+	gen := c.state.Load()
 	if wait := c.until(); wait > 0 {
 		d.arm(wait) // armed for an earlier call that ended in time
 		d.mu.Unlock()
 		return
 	}
 	d.mu.Unlock()
-	c.cancel(context.DeadlineExceeded) // cancel may take d.mu
+	c.cancelGen(gen, context.DeadlineExceeded) // cancel may take d.mu
 }
 
 // parentCancelled cancels the call under way when the parent is done.
@@ -179,15 +193,18 @@ func (d *deadlines) close() {
 	d.mu.Unlock()
 }
 
-// callCtx is the context of one call (deadlines.begin).
+// callCtx is the context of one call (deadlines.begin), and of the next
+// calls of the same kind of its worker while it is reusable.
 type callCtx struct {
 	d *deadlines
 	// deadline is in nanoseconds since d.epoch.
-	deadline int64
-	// state is why the context is done (one of the call states), set once.
-	state atomic.Int32
+	deadline atomic.Int64
+	// state is the call's generation (callGeneration and up, one more
+	// each begin) plus why it is done (one of the call states, in
+	// callStateMask), set once per generation.
+	state atomic.Uint32
 	// done, when not nil, is Done's channel, made by begin (asksDone) and
-	// not changed after; else Done makes one in extras.
+	// not changed until the next begin; else Done makes one in extras.
 	done chan struct{}
 	// extras holds the channel of a Done that begin did not make and
 	// AfterFunc's functions, made on the first call of either (nolock's
@@ -218,23 +235,34 @@ func (x *callExtras) slot(i int) *func() {
 	return &x.more[i-len(x.funcs)]
 }
 
-// The states of a callCtx.
+// The states of a callCtx, in its state's low bits.
 const (
 	callLive = iota
 	callCanceled
 	callExpired
+
+	callStateMask  = 3
+	callGeneration = 4 // one generation in state
 )
+
+// reusable reports whether c, made by this worker's goroutine, can be
+// begun again for its next call: never begun, or ended without anyone
+// having asked for its Done channel or registered an AfterFunc, so that
+// nothing outside the call can still be waiting on it.
+func (c *callCtx) reusable() bool {
+	return c.d == nil || c.done == nil && c.extras.Load() == nil && c.state.Load()&callStateMask != callLive
+}
 
 var _ context.Context = (*callCtx)(nil)
 
 // Deadline returns the call's deadline.
 func (c *callCtx) Deadline() (time.Time, bool) {
-	return c.d.epoch.Add(time.Duration(c.deadline)), true
+	return c.d.epoch.Add(time.Duration(c.deadline.Load())), true
 }
 
 // until is the time left until the deadline.
 func (c *callCtx) until() time.Duration {
-	return time.Duration(c.deadline) - time.Since(c.d.epoch)
+	return time.Duration(c.deadline.Load()) - time.Since(c.d.epoch)
 }
 
 // Done is closed when the call's context is done.
@@ -258,7 +286,7 @@ func (c *callCtx) Done() <-chan struct{} {
 		// After publishing extras and ch; cancel sets state before it
 		// looks for extras, and closes ch under d.mu. So either cancel
 		// closes ch, or it is closed here.
-		if c.state.Load() != callLive {
+		if c.state.Load()&callStateMask != callLive {
 			close(ch)
 			x.closed = true
 		}
@@ -278,7 +306,7 @@ func (c *callCtx) extrasLocked() *callExtras {
 
 // Err returns nil until the context is done, then why.
 func (c *callCtx) Err() error {
-	switch c.state.Load() {
+	switch c.state.Load() & callStateMask {
 	case callCanceled:
 		return context.Canceled
 	case callExpired:
@@ -299,7 +327,7 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 	c.d.mu.Lock()
 	defer c.d.mu.Unlock()
 	x := c.extrasLocked() // before looking at state: see Done
-	if c.state.Load() != callLive {
+	if c.state.Load()&callStateMask != callLive {
 		go f()
 		return func() bool { return false }
 	}
@@ -323,12 +351,17 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 
 // cancel makes c done with err (context.Canceled or
 // context.DeadlineExceeded), unless it is done already.
-func (c *callCtx) cancel(err error) {
-	state := int32(callCanceled)
+func (c *callCtx) cancel(err error) { c.cancelGen(c.state.Load(), err) }
+
+// cancelGen is cancel for the call of generation gen (a state read
+// earlier): nothing once c has been begun again.
+func (c *callCtx) cancelGen(gen uint32, err error) {
+	state := uint32(callCanceled)
 	if err == context.DeadlineExceeded {
 		state = callExpired
 	}
-	if !c.state.CompareAndSwap(callLive, state) {
+	gen &^= callStateMask
+	if !c.state.CompareAndSwap(gen|callLive, gen|state) {
 		return
 	}
 	if c.done != nil {

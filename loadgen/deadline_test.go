@@ -59,26 +59,38 @@ func TestCallContextEndCancels(t *testing.T) {
 // A call that outlives its timeout is done at its deadline with
 // DeadlineExceeded, also after many calls that ended in time (the timer is
 // armed once and re-armed when it fires early, not per call).
+// The same holds for one call context begun again call after call (a
+// worker's, reusable): the timer that fired for an earlier generation
+// cancels only the call under way past its own deadline.
 func TestCallContextExpires(t *testing.T) {
-	const timeout = 50 * time.Millisecond
-	d := newDeadlines(context.Background(), timeout, time.Now())
-	defer d.close()
-	for end := time.Now().Add(3 * timeout); time.Now().Before(end); {
-		c := d.begin(new(callCtx), at(d, time.Now()))
-		d.end(c)
-		if err := c.Err(); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Err() of a call that ended in time = %v; want context.Canceled", err)
+	for _, reuse := range []bool{false, true} {
+		const timeout = 50 * time.Millisecond
+		d := newDeadlines(context.Background(), timeout, time.Now())
+		var same callCtx
+		next := func() *callCtx {
+			if reuse {
+				return &same
+			}
+			return new(callCtx)
 		}
-	}
-	start := time.Now()
-	c := d.begin(new(callCtx), at(d, start))
-	defer d.end(c)
-	waitDone(t, c, 5*time.Second)
-	if took := time.Since(start); took < timeout-time.Millisecond {
-		t.Errorf("done after %v; want its timeout %v", took, timeout)
-	}
-	if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Err() = %v; want context.DeadlineExceeded", err)
+		for end := time.Now().Add(3 * timeout); time.Now().Before(end); {
+			c := d.begin(next(), at(d, time.Now()))
+			d.end(c)
+			if err := c.Err(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("reuse %v: Err() of a call that ended in time = %v; want context.Canceled", reuse, err)
+			}
+		}
+		start := time.Now()
+		c := d.begin(next(), at(d, start))
+		waitDone(t, c, 5*time.Second)
+		if took := time.Since(start); took < timeout-time.Millisecond {
+			t.Errorf("reuse %v: done after %v; want its timeout %v", reuse, took, timeout)
+		}
+		if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("reuse %v: Err() = %v; want context.DeadlineExceeded", reuse, err)
+		}
+		d.end(c)
+		d.close()
 	}
 }
 
@@ -206,3 +218,57 @@ func TestCallContextConcurrent(t *testing.T) {
 
 // at is t as a reading of d's clock: nanoseconds since its epoch.
 func at(d *deadlines, t time.Time) int64 { return int64(t.Sub(d.epoch)) }
+
+// A call context that ended with nobody waiting on it is begun again for
+// the next call: it is live again with the new deadline, a cancellation
+// meant for its last call (the timer's, read before it was begun again)
+// does not touch it, and one that anyone waited on is not reused.
+func TestCallContextReuse(t *testing.T) {
+	d := newDeadlines(context.Background(), time.Hour, time.Now())
+	defer d.close()
+	var c callCtx
+	if !c.reusable() {
+		t.Fatal("a callCtx never begun: not reusable")
+	}
+	d.begin(&c, at(d, time.Now()))
+	if c.reusable() {
+		t.Error("a call under way: reusable")
+	}
+	old := c.state.Load()
+	d.end(&c)
+	if !c.reusable() {
+		t.Fatal("an ended call nobody waited on: not reusable")
+	}
+	now := time.Now().Add(time.Minute)
+	d.begin(&c, at(d, now))
+	if err := c.Err(); err != nil {
+		t.Fatalf("Err() of the call begun again = %v; want nil", err)
+	}
+	if dl, _ := c.Deadline(); !dl.Equal(now.Add(time.Hour)) {
+		t.Errorf("Deadline() of the call begun again = %v; want %v", dl, now.Add(time.Hour))
+	}
+	c.cancelGen(old, context.DeadlineExceeded)
+	if err := c.Err(); err != nil {
+		t.Errorf("a cancellation of the last generation reached the new call: Err() = %v", err)
+	}
+	d.end(&c)
+	if err := c.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Err() after the second end = %v; want context.Canceled", err)
+	}
+
+	// Asked for Done, or registered with: never reused.
+	for name, use := range map[string]func(c *callCtx){
+		"Done":      func(c *callCtx) { _ = c.Done() },
+		"AfterFunc": func(c *callCtx) { stop := c.AfterFunc(func() {}); stop() },
+	} {
+		d := newDeadlines(context.Background(), time.Hour, time.Now())
+		var c callCtx
+		d.begin(&c, at(d, time.Now()))
+		use(&c)
+		d.end(&c)
+		if c.reusable() {
+			t.Errorf("a call whose context's %s was used: reusable", name)
+		}
+		d.close()
+	}
+}

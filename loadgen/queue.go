@@ -60,7 +60,7 @@ type resetter interface {
 // message for it, and so on while the messages it takes are redeliveries.
 func (w *worker) consume(cx cycleCtx, d Delivery, key string) {
 	in := w.inst
-	calls := new([2]callCtx)
+	calls := w.cycleCalls()
 	t0 := cx.clock.now()
 	actx := cx.acquire.begin(&calls[0], t0)
 	kept, err := in.broker.Enqueue(actx, key, d.Payment, d.Account, d.Amount)
