@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/faults"
-	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/agent"
 	"github.com/lockbench/lockbench/servers"
 )
@@ -132,22 +130,6 @@ func openAgents(ctx context.Context, list string, stderr io.Writer) (*agent.Pool
 		}
 	}
 	return pool, host, nil
-}
-
-// agentsInstanceMode is the instance mode of a run with agents: process
-// (the instances on the agents), unless the fault needs in-process
-// instances (slow turns a process scenario into a goroutine one), which
-// then run here.
-func agentsInstanceMode(sc loadgen.Scenario, spec faults.Spec) string {
-	if sc.InstanceMode == "process" {
-		return "process"
-	}
-	probe := sc
-	probe.InstanceMode = "process"
-	if adj, err := spec.Adjust(probe); err == nil && adj.InstanceMode == "goroutine" {
-		return "goroutine"
-	}
-	return "process"
 }
 
 // checkAgentHost refuses, before anything starts, a run whose agents are

@@ -178,7 +178,7 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Fault: fault}
 	if s.agents != nil {
 		o.Spawner = s.agents
-		o.Scenario.InstanceMode = agentsInstanceMode(sc, spec)
+		o.Scenario.InstanceMode = "process" // on agents every instance is a process
 	}
 	faultName, trial := results.FaultNone, s.trialOf(sc)
 	if fault != nil {
