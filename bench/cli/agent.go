@@ -131,14 +131,3 @@ func openAgents(ctx context.Context, list string, stderr io.Writer) (*agent.Pool
 	}
 	return pool, host, nil
 }
-
-// checkAgentHost refuses, before anything starts, a run whose agents are
-// off this host's loopback (host is set) when it would start Postgres:
-// the other servers listen on that host (servers.Options.Host), Postgres
-// on 127.0.0.1 only, which the agents' instances cannot reach.
-func checkAgentHost(host string, need servers.Needs, given servers.Endpoints) error {
-	if host != "" && need.Postgres && given.PostgresDSN == "" {
-		return usageErr("--agents: lockbench starts Postgres on loopback only, which agents off this host cannot reach (%s); give its DSN: %s", host, servers.EnvPostgresDSN)
-	}
-	return nil
-}

@@ -95,10 +95,6 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 		if pool, opts.Host, err = openAgents(ctx, ef.agents, stderr); err != nil {
 			return nil, err
 		}
-		if err := checkAgentHost(opts.Host, need, given); err != nil {
-			_ = pool.Close()
-			return nil, err
-		}
 	}
 	ep, cluster, err := servers.Ensure(ctx, need, given, opts)
 	if err != nil {
