@@ -33,14 +33,6 @@ type InstanceHandle interface {
 	Pid() int
 }
 
-// Slower is implemented by instances whose next critical section a fault
-// can lengthen from the coordinator (in-process instances: the `slow`
-// fault, and restart-node or clock-jump holding an in-process holder).
-type Slower interface {
-	// Slow makes the instance's next critical section take d.
-	Slow(d time.Duration)
-}
-
 // FaultEnv is the run as a fault sees it.
 type FaultEnv struct {
 	Strategy string
@@ -62,8 +54,11 @@ type FaultEnv struct {
 	events   []results.Event
 	window   *results.Window
 	hookFlag atomic.Bool
-	loaded   atomic.Bool // every payment has been offered (or the load was stopped)
-	strikes  strikeLog
+	// slows[i] is the hold (ns) SlowNext ordered for instance i's next
+	// Enter, 0 for none.
+	slows   []atomic.Int64
+	loaded  atomic.Bool // every payment has been offered (or the load was stopped)
+	strikes strikeLog
 }
 
 // OnEnter registers f to run synchronously inside the store's Enter, before
@@ -74,6 +69,30 @@ func (e *FaultEnv) OnEnter(f func(store.EnterReq)) {
 	e.hooks = append(e.hooks, f)
 	e.mu.Unlock()
 	e.hookFlag.Store(true)
+}
+
+// SlowNext makes instance's next critical section entered (its
+// store.EnterResp.Slow) last d, whether the instance runs in-process, as
+// a process or on an agent. Called from an OnEnter hook it slows the very
+// holder the hook caught (unless another worker of the instance enters in
+// between): the order rides on the answer to the Enter the hook runs in.
+// An instance the run does not have is ignored.
+func (e *FaultEnv) SlowNext(instance int, d time.Duration) {
+	if instance >= 0 && instance < len(e.slows) {
+		e.slows[instance].Store(int64(d))
+	}
+}
+
+// takeSlow returns and clears instance's pending slow order.
+func (e *FaultEnv) takeSlow(instance int) time.Duration {
+	if instance < 0 || instance >= len(e.slows) {
+		return 0
+	}
+	// Load first: a Swap is a locked instruction every critical section.
+	if e.slows[instance].Load() == 0 {
+		return 0
+	}
+	return time.Duration(e.slows[instance].Swap(0))
 }
 
 func (e *FaultEnv) enter(r store.EnterReq) {
@@ -148,13 +167,21 @@ func (e *FaultEnv) WaitOffered(ctx context.Context, share float64) error {
 	return nil
 }
 
-// hookedStore runs the fault hooks inside Enter.
+// hookedStore runs the fault hooks inside Enter and hands the holder any
+// slow order (FaultEnv.SlowNext) in its answer.
 type hookedStore struct {
 	store.Store
 	env *FaultEnv
 }
 
+// Enter runs the hooks, then the store's Enter, then takes the instance's
+// pending slow order into the answer. Only a successful Enter takes it: a
+// holder that failed to enter does no work to slow.
 func (h hookedStore) Enter(ctx context.Context, r store.EnterReq) (store.EnterResp, error) {
 	h.env.enter(r)
-	return h.Store.Enter(ctx, r)
+	resp, err := h.Store.Enter(ctx, r)
+	if err == nil {
+		resp.Slow = h.env.takeSlow(r.Instance)
+	}
+	return resp, err
 }

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lockbench/lockbench/loadgen/store"
@@ -48,9 +47,6 @@ type Instance struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 	stopErr  error
-	// slowOnce, when > 0, is the hold (ns) of the next critical section
-	// entered: the `slow` fault.
-	slowOnce atomic.Int64
 	// outcomes is the acquire latency by outcome over the whole run, which
 	// Swap (the collector alone) drains into.
 	outcomes results.OutcomeSet
@@ -206,11 +202,6 @@ func (in *Instance) Stop() error {
 	})
 	return in.stopErr
 }
-
-var _ Slower = (*Instance)(nil)
-
-// Slow makes the next critical section entered by this instance take d.
-func (in *Instance) Slow(d time.Duration) { in.slowOnce.Store(int64(d)) }
 
 // Swap collects what the workers recorded since the last Swap, merged.
 func (in *Instance) Swap(into results.PhaseSet) {

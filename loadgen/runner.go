@@ -124,7 +124,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		return results.Run{}, fmt.Errorf("store reset: %w", err)
 	}
 	bound, _ := sc.PaymentBound()
-	env := &FaultEnv{Strategy: o.Strategy, Info: info, Scenario: sc, Lock: o.Lock, total: bound}
+	env := &FaultEnv{Strategy: o.Strategy, Info: info, Scenario: sc, Lock: o.Lock, total: bound, slows: make([]atomic.Int64, sc.Instances)}
 	env.strikes.watch(o.Store, max(sc.TTL, MinStrikeGrace))
 	st := hookedStore{Store: o.Store, env: env}
 	if o.Fault != nil {

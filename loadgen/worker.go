@@ -250,22 +250,28 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	in := w.inst
 	sc := &in.cfg.Scenario
 	hold := sc.Hold.Sample(w.rng)
-	if slow := in.slowOnce.Swap(0); slow > 0 {
-		hold = time.Duration(slow)
-	}
 	// The claim may wait AcquireTimeout, the rest as long again after the
-	// work.
-	ctx, cancel := context.WithTimeout(cx.run, 2*sc.AcquireTimeout+hold)
-	defer cancel()
+	// work. The bound is a timer, not a deadline: a slow order
+	// (EnterResp.Slow) lengthens the work once the transaction is under
+	// way, and the bound with it.
+	ctx, cancel := context.WithCancelCause(cx.run)
+	defer cancel(nil)
+	bound := time.AfterFunc(2*sc.AcquireTimeout+hold, func() { cancel(context.DeadlineExceeded) })
+	defer bound.Stop()
 	t0 := time.Now()
 	var t1 time.Time
 	entered := false
 	_, err := in.tx.Process(ctx, store.TxReq{Payment: d.Payment, Account: d.Account, Amount: d.Amount}, func(ctx context.Context) error {
 		t1 = time.Now()
-		if _, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID}); err != nil {
+		read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID})
+		if err != nil {
 			return fmt.Errorf("%w: %w", errStore, err)
 		}
 		entered = true
+		if read.Slow > 0 {
+			hold = read.Slow
+			bound.Reset(sc.AcquireTimeout + hold)
+		}
 		if hold > 0 {
 			t := time.NewTimer(hold)
 			defer t.Stop()
@@ -312,7 +318,8 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 		w.c.Errors[ecStore].Add(1)
 		return
 	default:
-		w.c.Errors[classify(err)].Add(1)
+		// The bound's cancel cause makes an error it caused a timeout.
+		w.c.Errors[classify(errors.Join(err, context.Cause(ctx)))].Add(1)
 		return
 	}
 	if d.Record {
@@ -342,9 +349,8 @@ func (w *worker) critical(cx cycleCtx, d Delivery, key string, lease strategies.
 		return
 	}
 	hold := in.cfg.Scenario.Hold.Sample(w.rng)
-	// Load first: a Swap is a locked instruction every cycle.
-	if slow := in.slowOnce.Load(); slow > 0 && in.slowOnce.CompareAndSwap(slow, 0) {
-		hold = time.Duration(slow)
+	if read.Slow > 0 {
+		hold = read.Slow
 	}
 	if hold > 0 {
 		t := time.NewTimer(hold)

@@ -110,8 +110,9 @@ type Options struct {
 	// endpoints name: for instances on agents, an address of this machine
 	// they reach (the host side of a veth pair, say). Redis nodes and
 	// Sentinels, etcd's client URLs, ZooKeeper's client port and NATS
-	// listen on it; Postgres, and the members' own traffic among
-	// themselves, stay on 127.0.0.1. It must be loopback or private
+	// listen on it; Postgres listens on it beside 127.0.0.1 and admits
+	// the clients on its subnet; the members' own traffic among
+	// themselves stays on 127.0.0.1. It must be loopback or private
 	// (CheckHost); the default, "", is 127.0.0.1.
 	Host string
 }

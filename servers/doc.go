@@ -3,8 +3,8 @@
 // server with JetStream (the queue strategy's broker), on loopback, on free ports, in one temporary directory, so that a benchmark
 // or a test needs nothing but the binaries. For instances on agents off
 // this host's loopback (package loadgen/agent), Options.Host puts every
-// server but Postgres on another address of this machine, a private one
-// only (CheckHost): never a public interface. It also reads and prints the
+// server on another address of this machine (Postgres on it and on
+// 127.0.0.1), a private one only (CheckHost): never a public interface. It also reads and prints the
 // environment variables that point lockbench at servers someone else runs
 // instead (EnvRedisAddrs and friends), and gives the fault injector its
 // handles: kill a node, start it again, move a Redis node's clock.

@@ -55,3 +55,40 @@ func TestRedisOnHost(t *testing.T) {
 		t.Errorf("Start on a public host: got no error; want one")
 	}
 }
+
+// A Postgres started with Options.Host listens there, beside 127.0.0.1,
+// and its DSN names Host.
+func TestPostgresOnHost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := Start(ctx, Needs{Postgres: true}, Options{Host: "127.0.0.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	dsn := c.Postgres.DSN
+	if !strings.Contains(dsn, "@127.0.0.2:") {
+		t.Fatalf("DSN %s; want it on 127.0.0.2", Redact(dsn))
+	}
+	loopback := strings.Replace(dsn, "@127.0.0.2:", "@127.0.0.1:", 1)
+	for _, d := range []string{dsn, loopback} {
+		if err := pingPostgres(ctx, d); err != nil {
+			t.Errorf("ping %s: %v", Redact(d), err)
+		}
+	}
+}
+
+// hostSubnet finds the network of the interface holding an address.
+func TestHostSubnet(t *testing.T) {
+	// 127.0.0.2 is on lo's 127.0.0.0/8.
+	if n, err := hostSubnet("127.0.0.2"); err != nil || n.String() != "127.0.0.0/8" {
+		t.Errorf("hostSubnet(127.0.0.2) = %v, %v; want 127.0.0.0/8", n, err)
+	}
+	// An address of no interface here (240/4 is reserved), and no
+	// address at all.
+	for _, h := range []string{"240.0.0.77", "db.example"} {
+		if n, err := hostSubnet(h); err == nil {
+			t.Errorf("hostSubnet(%s) = %v; want an error", h, n)
+		}
+	}
+}

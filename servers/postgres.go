@@ -37,6 +37,9 @@ type pgState struct {
 	// secure is Options.Secure: ssl=on with its certificate, and the
 	// superuser Secure.User with a scram-sha-256 password over TCP.
 	secure *Secure
+	// host is Options.Host: the server also listens there and admits its
+	// subnet (admitHostSubnet); "" for loopback only.
+	host string
 }
 
 func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
@@ -50,11 +53,11 @@ func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
 		timeout: pgReadyTimeout,
 		build:   func() (*exec.Cmd, error) { return p.command(bins), nil },
 		ready:   func(ctx context.Context) error { return pingPostgres(ctx, p.DSN) },
-		desc:    func() string { return fmt.Sprintf("postgres (127.0.0.1:%d)", p.port) },
+		desc:    func() string { return fmt.Sprintf("postgres (%s:%d)", p.addr(), p.port) },
 		cl:      &c.state,
 	}
 	c.Postgres = p
-	p.secure = c.opts.Secure
+	p.secure, p.host = c.opts.Secure, c.opts.Host
 	if err := p.prepare(c.dir, dir); err != nil {
 		return p.startErr(err)
 	}
@@ -62,6 +65,9 @@ func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
 		return p.startErr(err)
 	}
 	if err := p.initdb(ctx, bins); err != nil {
+		return p.startErr(err)
+	}
+	if err := p.admitHostSubnet(); err != nil {
 		return p.startErr(err)
 	}
 	var err error
@@ -115,8 +121,8 @@ func (p *Postgres) prepare(clusterDir, dir string) error {
 	return nil
 }
 
-// initdb creates the database cluster: trust authentication (loopback
-// only), C locale so no OS locale needs to be installed, and no fsync.
+// initdb creates the database cluster: trust authentication (its rules
+// admit loopback only; admitHostSubnet adds Options.Host's), C locale so no OS locale needs to be installed, and no fsync.
 func (p *Postgres) initdb(ctx context.Context, bins binaries) error {
 	ctx, cancel := context.WithTimeout(ctx, initdbTimeout)
 	defer cancel()
@@ -150,7 +156,7 @@ func (p *Postgres) command(bins binaries) *exec.Cmd {
 		"-D", p.dataDir,
 		"-p", strconv.Itoa(p.port),
 		"-k", p.sockDir,
-		"-c", "listen_addresses=127.0.0.1",
+		"-c", "listen_addresses="+p.listenAddresses(),
 		"-c", "fsync=off",
 		// synchronous_commit stays on: a commit's WAL reaches the kernel
 		// before it is acknowledged, so a killed server (kill-node) keeps

@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -57,11 +58,12 @@ func (p *Postgres) prepareSecure() error {
 	return nil
 }
 
-// dsn is the server's connection string: the superuser on 127.0.0.1, with
+// dsn is the server's connection string: the superuser on its address
+// (Options.Host, or 127.0.0.1), with
 // Options.Secure its password, sslmode=verify-full and the CA as
 // sslrootcert; sslmode=disable otherwise.
 func (p *Postgres) dsn() string {
-	u := url.URL{Scheme: "postgres", Host: "127.0.0.1:" + strconv.Itoa(p.port), Path: "/postgres"}
+	u := url.URL{Scheme: "postgres", Host: net.JoinHostPort(p.addr(), strconv.Itoa(p.port)), Path: "/postgres"}
 	u.User = url.User(p.superuser())
 	q := url.Values{"sslmode": {"disable"}}
 	if p.secure.auth() {

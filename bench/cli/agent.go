@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/faults"
-	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/agent"
 	"github.com/lockbench/lockbench/servers"
 )
@@ -132,31 +130,4 @@ func openAgents(ctx context.Context, list string, stderr io.Writer) (*agent.Pool
 		}
 	}
 	return pool, host, nil
-}
-
-// agentsInstanceMode is the instance mode of a run with agents: process
-// (the instances on the agents), unless the fault needs in-process
-// instances (slow turns a process scenario into a goroutine one), which
-// then run here.
-func agentsInstanceMode(sc loadgen.Scenario, spec faults.Spec) string {
-	if sc.InstanceMode == "process" {
-		return "process"
-	}
-	probe := sc
-	probe.InstanceMode = "process"
-	if adj, err := spec.Adjust(probe); err == nil && adj.InstanceMode == "goroutine" {
-		return "goroutine"
-	}
-	return "process"
-}
-
-// checkAgentHost refuses, before anything starts, a run whose agents are
-// off this host's loopback (host is set) when it would start Postgres:
-// the other servers listen on that host (servers.Options.Host), Postgres
-// on 127.0.0.1 only, which the agents' instances cannot reach.
-func checkAgentHost(host string, need servers.Needs, given servers.Endpoints) error {
-	if host != "" && need.Postgres && given.PostgresDSN == "" {
-		return usageErr("--agents: lockbench starts Postgres on loopback only, which agents off this host cannot reach (%s); give its DSN: %s", host, servers.EnvPostgresDSN)
-	}
-	return nil
 }

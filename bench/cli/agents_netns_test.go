@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/lockbench/lockbench/loadgen/agent"
 )
 
 // The namespaces test's network: a bridge on this host holding
@@ -93,4 +95,35 @@ func TestAgentsAcrossNamespaces(t *testing.T) {
 		agents = append(agents, startAgentProc(t, ns, hosts[i]+":7070"))
 	}
 	checkAgentsMatchProcess(t, agents)
+}
+
+// TestAgentsAcrossNamespacesPostgres: the Postgres lockbench starts is
+// reached from agents in network namespaces too (it listens on the
+// bridge's address and admits its subnet): pg-onconflict takes its locks
+// there, pg-unique's instances open their transactions there, and both
+// process every payment without an error.
+func TestAgentsAcrossNamespacesPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents, Postgres and instance processes; skipped with -short")
+	}
+	names, hosts := netnsAgents(t, 2)
+	var addrs []string
+	for i, ns := range names {
+		// Stopped before the namespaces go (cleanups run last first).
+		addrs = append(addrs, startAgentProc(t, ns, hosts[i]+":7070").addr)
+	}
+	t.Setenv(agent.TokenEnv, agentsToken)
+	dir := t.TempDir()
+	runCommand(t, "run", "--strategy", "pg-onconflict,pg-unique", "--store", "postgres", "--agents", strings.Join(addrs, ","),
+		"--instances", "2", "--payments", "600", "--rate", "300", "--out", dir)
+	ss := readSummaries(t, dir)
+	if len(ss) != 2 {
+		t.Fatalf("summary.json has %d runs; want 2", len(ss))
+	}
+	for _, s := range ss {
+		if s.Processed != s.Payments || len(s.Errors) != 0 || s.Unsafe || s.Params.InstanceMode != "process" {
+			t.Errorf("%s on agents in namespaces: processed %d/%d, errors %v, unsafe %v, instance mode %q; want all processed, no errors, safe, process",
+				s.Strategy, s.Processed, s.Payments, s.Errors, s.Unsafe, s.Params.InstanceMode)
+		}
+	}
 }

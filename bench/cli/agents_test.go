@@ -279,6 +279,51 @@ func TestAgentsOnLoopback(t *testing.T) {
 	})
 }
 
+// TestAgentsSlow: slow reaches instances on agents (the order rides on
+// the store's answer to the caught Enter): setnx is caught out, the
+// watchdog's renewals, running on the agent, keep its lease alive; the
+// instances were processes on the agents, not goroutines here.
+func TestAgentsSlow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts agents, a Redis node and instance processes; skipped with -short")
+	}
+	for _, h := range []string{"127.0.0.2", "127.0.0.3"} {
+		ln, err := net.Listen("tcp", h+":0")
+		if err != nil {
+			t.Skipf("cannot listen on %s: %v", h, err)
+		}
+		ln.Close()
+	}
+	a := startAgentProc(t, "", freeAddr(t, "127.0.0.2"))
+	b := startAgentProc(t, "", freeAddr(t, "127.0.0.3"))
+	t.Setenv(agent.TokenEnv, agentsToken)
+	dir := t.TempDir()
+	runCommand(t, "run", "--strategy", "setnx,setnx-watchdog", "--fault", "slow", "--agents", a.addr+","+b.addr,
+		"--instances", "2", "--deliveries", "2", "--ttl", "1s", "--hold", "5ms", "--rate", "100", "--payments", "200", "--out", dir)
+	want := map[string]bool{"setnx": true, "setnx-watchdog": false} // unsafe
+	ss := readSummaries(t, dir)
+	if len(ss) != len(want) {
+		t.Fatalf("summary.json has %d runs; want %d", len(ss), len(want))
+	}
+	for _, s := range ss {
+		slowed := false
+		for _, e := range s.FaultEvents {
+			slowed = slowed || strings.Contains(e.What, "critical section made to last")
+		}
+		if !slowed || s.Params.InstanceMode != "process" {
+			t.Errorf("%s: fault events %v, instance mode %q; want a section made to last D, process", s.Strategy, s.FaultEvents, s.Params.InstanceMode)
+		}
+		if s.Unsafe != want[s.Strategy] {
+			t.Errorf("%s under slow on agents: unsafe %v; want %v", s.Strategy, s.Unsafe, want[s.Strategy])
+		}
+	}
+	for _, ag := range []*agentProc{a, b} {
+		if got := ag.started(); got != len(want) {
+			t.Errorf("agent %s started %d instances; want %d (one per run)", ag.addr, got, len(want))
+		}
+	}
+}
+
 // TestAgentLostMidRun: an agent killed mid-run makes its instances'
 // deliveries fail as agent_lost, with a line saying so; the run ends.
 func TestAgentLostMidRun(t *testing.T) {

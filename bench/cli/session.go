@@ -95,10 +95,6 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 		if pool, opts.Host, err = openAgents(ctx, ef.agents, stderr); err != nil {
 			return nil, err
 		}
-		if err := checkAgentHost(opts.Host, need, given); err != nil {
-			_ = pool.Close()
-			return nil, err
-		}
 	}
 	ep, cluster, err := servers.Ensure(ctx, need, given, opts)
 	if err != nil {
@@ -178,7 +174,7 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Fault: fault}
 	if s.agents != nil {
 		o.Spawner = s.agents
-		o.Scenario.InstanceMode = agentsInstanceMode(sc, spec)
+		o.Scenario.InstanceMode = "process" // on agents every instance is a process
 	}
 	faultName, trial := results.FaultNone, s.trialOf(sc)
 	if fault != nil {

@@ -29,7 +29,7 @@ func runTrial(ctx context.Context, sess *session, name string, sc loadgen.Scenar
 	sc.Seed = trialSeed(sc.Seed, trial)
 	if sess.agents != nil {
 		// On agents every instance is a process: record it so.
-		sc.InstanceMode = agentsInstanceMode(sc, spec)
+		sc.InstanceMode = "process"
 	}
 	r, err := sess.run(ctx, name, sc, spec)
 	r.Summary.Trial = trial

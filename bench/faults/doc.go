@@ -25,7 +25,8 @@
 //     section, then continues it (loadgen.Pauser: SIGSTOP and SIGCONT,
 //     sent locally or by the instance's agent).
 //   - slow: instance=N, for=D (defaults as pause). The caught critical
-//     section's work takes for=D; runs the instances as goroutines.
+//     section's work takes for=D, in whatever instance mode (goroutines,
+//     processes, agents).
 //   - kill-node: node=N (default 0), down=D (default 3s). SIGKILLs a Redis
 //     node, the etcd member or Postgres and starts it again.
 //   - restart-node, clock-jump: node=N (default 0; for redlock the middle
@@ -92,11 +93,13 @@
 //     give up on the reset connections (the load generator does not retry
 //     an unavailable server) instead of taking the lock; the default, for
 //     unset, shows the double grant every run.
-//   - slow slows the caught section by setting the instance's next section's
-//     length from inside the holder's own Enter; another worker of the same
-//     instance entering in the microseconds between could take it instead.
-//     restart-node, clock-jump and partition's reset hold an in-process
-//     holder the same way.
+//   - slow slows the caught section by ordering, from inside the holder's
+//     own Enter on the coordinator, that the instance's next section last
+//     for=D (loadgen.FaultEnv.SlowNext); the order rides on that Enter's
+//     answer, over the wire for an instance process. Another worker of the
+//     same instance entering in the microseconds between could take it
+//     instead. restart-node, clock-jump and partition's reset hold an
+//     in-process holder the same way (a process they stop).
 //   - kill-node on Postgres refuses --store postgres: the store would die
 //     with the lock server.
 package faults

@@ -389,8 +389,8 @@ func (f *failover) holdHolder(r store.EnterReq) {
 			how = "stopped"
 		}
 		f.mu.Unlock()
-	} else if sl, ok := h.(loadgen.Slower); ok {
-		sl.Slow(f.cfg.hold)
+	} else {
+		f.env.SlowNext(r.Instance, f.cfg.hold)
 	}
 	f.mu.Lock()
 	f.caught = &r

@@ -2,8 +2,11 @@ package faults_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/results"
 )
 
 // pausePayments is two seconds of load: the pause strikes at 30%.
@@ -87,6 +90,59 @@ func TestSlow(t *testing.T) {
 			t.Errorf("overlaps %d, unsafe %v; want no overlap and safe: the keepalive renews the lease", s.Overlaps, s.Unsafe)
 		}
 	})
+}
+
+// slow reaches instance processes too: the order rides on the answer to
+// the Enter the fault caught, so the child's own critical section lasts
+// for=D (its recorded critical phase shows it). setnx is caught out as
+// in-process; a watchdog's renewals, which run in the child, keep its
+// lease alive through the long section.
+func TestSlowProcess(t *testing.T) {
+	ctx := deadline(t)
+	for _, tc := range []struct {
+		strategy string
+		unsafe   bool
+	}{
+		// The lease lapses under the slow holder: the other delivery
+		// takes the lock and both process the payment.
+		{"setnx", true},
+		// The watchdog renews the lease while the work runs.
+		{"setnx-watchdog", false},
+	} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			sc := small(pausePayments, false)
+			sc.InstanceMode = "process"
+			r := run(ctx, t, tc.strategy, "slow", sc)
+			struck(t, r)
+			slowedSection(t, r)
+			s := r.Summary
+			if tc.unsafe && (s.Overlaps == 0 || s.Duplicates == 0 || !s.Unsafe) {
+				t.Errorf("overlaps %d, duplicates %d, unsafe %v; want overlaps > 0, duplicates > 0, unsafe", s.Overlaps, s.Duplicates, s.Unsafe)
+			}
+			if !tc.unsafe && (s.Overlaps != 0 || s.Unsafe) {
+				t.Errorf("overlaps %d, unsafe %v; want no overlap and safe: the watchdog renews the lease", s.Overlaps, s.Unsafe)
+			}
+		})
+	}
+}
+
+// slowedSection fails the test unless the fault's timeline says a critical
+// section was made to last D and the instances recorded one at least that
+// long.
+func slowedSection(t *testing.T, r results.Run) {
+	t.Helper()
+	var d time.Duration
+	for _, e := range r.Summary.FaultEvents {
+		if _, after, ok := strings.Cut(e.What, "critical section made to last "); ok {
+			d, _ = time.ParseDuration(strings.TrimSuffix(strings.Fields(after)[0], ":"))
+		}
+	}
+	if d <= 0 {
+		t.Fatalf("fault events %v; want one saying a critical section was made to last D", r.Summary.FaultEvents)
+	}
+	if got := time.Duration(r.Total[results.Critical].Max()); got < d {
+		t.Errorf("longest critical section %s; want at least the %s the fault ordered", got, d)
+	}
 }
 
 // killPayments is 6 seconds of load; killFault takes the node down from

@@ -215,9 +215,9 @@ func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur 
 }
 
 // holdHolder runs inside the caught holder's Enter: it keeps the holder in
-// its critical section for the strike's hold, by slowing that section (an in-process
-// instance, whose goroutine this is) or by stopping its process (continued
-// by strikeReset).
+// its critical section for the strike's hold, by slowing that section (an
+// in-process instance: FaultEnv.SlowNext) or by stopping its process
+// (continued by strikeReset).
 func (f *partition) holdHolder(r store.EnterReq) {
 	f.mu.Lock()
 	f.caught = time.Now()
@@ -227,8 +227,8 @@ func (f *partition) holdHolder(r store.EnterReq) {
 			f.stopped = proc
 			how = "stopped"
 		}
-	} else if sl, ok := f.handles[r.Instance].(loadgen.Slower); ok {
-		sl.Slow(f.hold)
+	} else {
+		f.env.SlowNext(r.Instance, f.hold)
 		how = "slowed"
 	}
 	f.mu.Unlock()

@@ -18,6 +18,10 @@ func TestPgUniqueSafe(t *testing.T) {
 			sc.Store = "postgres"
 			r := run(ctx, t, "pg-unique", fault, sc)
 			struck(t, r)
+			if fault == "slow" {
+				// The order reaches the work inside the transaction.
+				slowedSection(t, r)
+			}
 			s := r.Summary
 			if s.Unsafe || s.Duplicates != 0 {
 				t.Errorf("unsafe %v, duplicates %d; want safe, no duplicates", s.Unsafe, s.Duplicates)

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,24 +12,16 @@ import (
 
 func init() {
 	register(Kind{
-		Name: "slow",
-		Description: "one critical section's work outlasts the TTL, with no process pause (keepalive-based locks may survive); " +
-			"runs the instances as goroutines",
-		Params:    "instance=N (default: whichever is caught first), for=D or MIN-MAX (default 1.5×TTL+1s; for etcd its lease: TTL in whole seconds, ≥ 2s), " + scheduleParams,
-		AppliesTo: hasServer,
+		Name:        "slow",
+		Description: "one critical section's work outlasts the TTL, with no process pause (keepalive-based locks may survive)",
+		Params:      "instance=N (default: whichever is caught first), for=D or MIN-MAX (default 1.5×TTL+1s; for etcd its lease: TTL in whole seconds, ≥ 2s), " + scheduleParams,
+		AppliesTo:   hasServer,
 		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
 			c, err := parseOutlast("slow", p)
 			if err != nil {
 				return sc, err
 			}
-			if err := c.check("slow", sc); err != nil {
-				return sc, err
-			}
-			// The fault slows the critical section it catches from inside
-			// the holder's own Enter, which only an in-process instance
-			// runs; an instance process would get the order too late.
-			sc.InstanceMode = "goroutine"
-			return sc, nil
+			return sc, c.check("slow", sc)
 		},
 		New: func(p map[string]string, _ servers.Target) (loadgen.Fault, error) {
 			c, err := parseOutlast("slow", p)
@@ -44,11 +35,10 @@ func init() {
 
 // slow makes one critical section last longer than the lock.
 type slow struct {
-	cfg     outlastConfig
-	env     *loadgen.FaultEnv
-	trap    *trap
-	handles []loadgen.InstanceHandle // copied by Inject before the trap is armed
-	dur     time.Duration            // this strike's length, set before the trap is armed
+	cfg  outlastConfig
+	env  *loadgen.FaultEnv
+	trap *trap
+	dur  time.Duration // this strike's length, set before the trap is armed
 }
 
 var _ striker = (*slow)(nil)
@@ -60,9 +50,6 @@ func (s *slow) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	if err := s.cfg.check("slow", env.Scenario); err != nil {
 		return err
 	}
-	if env.Scenario.InstanceMode != "goroutine" {
-		return errors.New("slow needs in-process instances (--instance-mode goroutine)")
-	}
 	if s.cfg.dur.isZero() {
 		s.cfg.dur = fixed(outlast(env.Info, env.Scenario.TTL))
 	}
@@ -71,23 +58,19 @@ func (s *slow) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	return nil
 }
 
-// slowDown runs in the holder's own goroutine, inside its Enter: the
-// instance's next critical section, which Slow sets, is this one (unless
-// another worker of the instance enters in the microseconds between).
+// slowDown runs inside the holder's Enter, on the coordinator: the order
+// rides on that Enter's answer (FaultEnv.SlowNext), so the section slowed
+// is this one, in an in-process instance, a process or on an agent alike
+// (unless another worker of the instance enters in the microseconds
+// between).
 func (s *slow) slowDown(r store.EnterReq) {
-	sl, ok := s.handles[r.Instance].(loadgen.Slower)
-	if !ok {
-		s.env.Event(fmt.Sprintf("could not slow instance %d: it is not in-process", r.Instance))
-		return
-	}
-	sl.Slow(s.dur)
+	s.env.SlowNext(r.Instance, s.dur)
 	s.env.Begin(fmt.Sprintf("instance %d's critical section made to last %s: key %s, payment %d, token %d",
 		r.Instance, ms(s.dur), r.LockKey, r.Payment, r.Token))
 }
 
 // Inject strikes on the fault's schedule.
 func (s *slow) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
-	s.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
 	return inject(ctx, env, s.cfg.sched, s)
 }
 

@@ -102,7 +102,8 @@ func TestAdjust(t *testing.T) {
 	}{
 		// pause stops a process: the instances must be processes.
 		{"pause", "process", ""},
-		// slow slows the section from the holder's own goroutine.
+		// slow reaches goroutines and processes alike: the mode is left
+		// as given.
 		{"slow", "goroutine", ""},
 		{"kill-node", "goroutine", ""},
 		// A pause shorter than the TTL would not outlast the lock.

@@ -156,9 +156,9 @@ func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 }
 
 // holdHolder runs inside the caught holder's Enter: it keeps the holder in
-// its critical section for the strike's hold, by slowing that section (an in-process
-// instance, whose goroutine this is) or by stopping its process (resumed by
-// Inject).
+// its critical section for the strike's hold, by slowing that section (an
+// in-process instance: FaultEnv.SlowNext) or by stopping its process
+// (resumed by Inject).
 func (s *strike) holdHolder(r store.EnterReq) {
 	h := s.handles[r.Instance]
 	how := "slowed"
@@ -169,8 +169,8 @@ func (s *strike) holdHolder(r store.EnterReq) {
 			how = "stopped"
 		}
 		s.mu.Unlock()
-	} else if sl, ok := h.(loadgen.Slower); ok {
-		sl.Slow(s.hold)
+	} else {
+		s.env.SlowNext(r.Instance, s.hold)
 	}
 	what := fmt.Sprintf("holder caught inside its critical section (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
 		how, ms(s.hold), r.Instance, r.LockKey, r.Payment, r.Token)

@@ -40,10 +40,12 @@ const CallTimeout = 10 * time.Second
 // is a u32 id, an op byte, the lock key (u16 length, bytes), then the op's
 // fixed fields; a response is the u32 id, a status byte, a u16 length and
 // the body (the op's fixed result, or the error message); all
-// little-endian.
+// little-endian. Version 4 added Enter's slow field (EnterResp.Slow): a
+// fault's order reaches an instance process in the answer to the very
+// Enter it caught.
 const (
 	protoMagic   = "LBS"
-	protoVersion = 3
+	protoVersion = 4
 
 	opEnter  = 1
 	opFinish = 2
@@ -162,15 +164,16 @@ func serveConn(conn net.Conn, s Store, o ServeOptions) error {
 				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:])))}
 			run(func() {
 				resp, err := s.Enter(ctx, r)
-				var b [5 + 2 + 17]byte
+				var b [5 + 2 + enterResult]byte
 				if err != nil {
 					_ = send(appendErr(b[:0], id, err))
 					return
 				}
-				o := appendHead(b[:0], id, statusOK, 17)
+				o := appendHead(b[:0], id, statusOK, enterResult)
 				o = append(o, boolByte(resp.Processed))
 				o = le.AppendUint64(o, uint64(resp.Balance))
-				_ = send(le.AppendUint64(o, uint64(resp.Version)))
+				o = le.AppendUint64(o, uint64(resp.Version))
+				_ = send(le.AppendUint64(o, uint64(resp.Slow)))
 			})
 		case opFinish:
 			if _, err := io.ReadFull(br, f[:finishFixed]); err != nil {
@@ -250,10 +253,12 @@ var le = binary.LittleEndian
 
 // Fixed field sizes after the key: Enter's token, payment, account,
 // instance; Finish's token, payment, account, apply, debit, base version,
-// new balance.
+// new balance. enterResult is Enter's result: processed, balance, version,
+// slow (ns).
 const (
 	enterFixed  = 8 + 8 + 4 + 4
 	finishFixed = 8 + 8 + 4 + 1 + 8 + 8 + 8
+	enterResult = 1 + 8 + 8 + 8
 )
 
 func boolByte(b bool) byte {
@@ -396,7 +401,7 @@ type pendingCall struct {
 	done   chan struct{}
 	tick   uint32 // Client.tick when it was sent
 	status byte
-	body   [17]byte
+	body   [enterResult]byte // the largest result
 	msg    string
 }
 
@@ -649,7 +654,8 @@ func (c *Client) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
 		return EnterResp{}, err
 	}
 	f := cl.body
-	out := EnterResp{Processed: f[0] != 0, Balance: int64(le.Uint64(f[1:])), Version: int64(le.Uint64(f[9:]))}
+	out := EnterResp{Processed: f[0] != 0, Balance: int64(le.Uint64(f[1:])), Version: int64(le.Uint64(f[9:])),
+		Slow: time.Duration(le.Uint64(f[17:]))}
 	if err := c.release(cl); err != nil {
 		return EnterResp{}, err
 	}

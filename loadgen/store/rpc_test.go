@@ -191,3 +191,45 @@ func TestServeRefusesOtherVersion(t *testing.T) {
 		t.Error("read after a wrong version: got a byte; want the connection closed")
 	}
 }
+
+// slowStore answers every Enter with want, whatever the bank holds.
+type slowStore struct {
+	*Memory
+	want EnterResp
+}
+
+func (s slowStore) Enter(context.Context, EnterReq) (EnterResp, error) { return s.want, nil }
+
+// Every field of Enter's answer crosses the connection, the fault's slow
+// order (EnterResp.Slow) included, on both servers.
+func TestClientEnterRoundTrip(t *testing.T) {
+	want := EnterResp{Processed: true, Balance: -7, Version: 1 << 40, Slow: 1500*time.Millisecond + 3}
+	for _, o := range []ServeOptions{{}, {Inline: true}} {
+		ln, err := ListenLocal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- ServeWith(ln, slowStore{Memory: NewMemory(), want: want}, o) }()
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		c, err := Dial(ctx, ln.Addr().String())
+		if err != nil {
+			cancel()
+			ln.Close()
+			t.Fatal(err)
+		}
+		got, err := c.Enter(ctx, EnterReq{LockKey: "k"})
+		cancel()
+		c.Close()
+		ln.Close()
+		if err != nil {
+			t.Fatalf("inline=%v: Enter: %v", o.Inline, err)
+		}
+		if got != want {
+			t.Errorf("inline=%v: Enter: got %+v; want %+v", o.Inline, got, want)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("inline=%v: Serve: %v", o.Inline, err)
+		}
+	}
+}

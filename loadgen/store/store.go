@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // The errors both stores return for calls they cannot judge (Postgres maps
@@ -98,6 +99,11 @@ type EnterResp struct {
 	Balance   int64
 	// Version is the account record's version, for read-modify-write.
 	Version int64
+	// Slow is a fault's order that this critical section's work last this
+	// long (the slow fault); 0 for none. The stores leave it 0; the
+	// coordinator's fault hooks fill it in (loadgen's FaultEnv.SlowNext),
+	// so that it reaches an instance over the wire as well as in-process.
+	Slow time.Duration
 }
 
 // FinishReq closes the critical section, writing when Apply is set.
