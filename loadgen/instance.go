@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
-	"time"
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
