@@ -246,8 +246,9 @@ func printable(s string) bool {
 // Memory estimate of a run: what the arrays sized by the scenario take.
 // Per account: the opening balance and its running total while the bank is
 // funded (16 B), the memory store's account (64 B) and, in account mode,
-// its overlap start (8 B). Per payment in flight (at most two deliveries
-// per worker: one queued, one in hand) the memory store tracks a
+// its overlap start (8 B). Per payment in flight (one in hand per worker,
+// and as many as its instance's queue holds, QueueDepth) the memory store
+// tracks a
 // paymentState (64 B, twice over in its table's free slots) and per
 // application in flight one recordVersion (24 B, twice over as its log
 // grows); a payment's state is released once every delivery of it is
@@ -285,7 +286,7 @@ func (s *Scenario) MemoryEstimate() Memory {
 	if s.LockKey != "payment" {
 		perAccount += bytesPerAccountLockKey
 	}
-	inFlight := int64(2 * s.Instances * s.Workers)
+	inFlight := int64(s.Instances * (s.Workers + QueueDepth(s.Workers)))
 	if n, ok := s.PaymentBound(); ok {
 		inFlight = min(inFlight, int64(n))
 	}
