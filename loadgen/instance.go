@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
@@ -39,9 +40,14 @@ type Instance struct {
 	}
 	// broker is the strategy when it queues deliveries instead of taking
 	// a lock (queue); nil otherwise.
-	broker   broker
-	queue    chan Delivery   // shared by the workers; nil when routed
-	queues   []chan Delivery // one per worker when routed
+	broker broker
+	queue  chan Delivery   // shared by the workers; nil when routed
+	queues []chan Delivery // one per worker when routed
+	// room is how the workers wake a dispatcher waiting for room in the
+	// shared queue: once it has drained to half (waiting is set while the
+	// dispatcher waits).
+	room     chan struct{}
+	waiting  atomic.Bool
 	workers  []*worker
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -121,6 +127,7 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 		}
 	} else {
 		in.queue = make(chan Delivery, QueueDepth(cfg.Scenario.Workers))
+		in.room = make(chan struct{}, 1)
 	}
 	for i := range cfg.Scenario.Workers {
 		seed := uint64(cfg.Scenario.Seed)*1_000_003 + uint64(cfg.ID)*4099 + uint64(i)
@@ -150,6 +157,7 @@ func (in *Instance) Start(ctx context.Context) {
 			defer cx.acquire.close()
 			defer cx.release.close()
 			for d := range queue {
+				in.roomMade(queue)
 				w.process(cx, d)
 			}
 		}()
@@ -172,11 +180,13 @@ func (in *Instance) Deliver(ctx context.Context, d Delivery) error {
 		return nil
 	default:
 	}
-	// The queue is full. Let the workers that are ready run first, once:
-	// those that finish take from the queue while the dispatcher is
-	// runnable rather than parked, so that taking does not wake it (a
-	// wake-up, often of a whole thread, for every delivery). If a place
-	// is free after that, no park either.
+	if in.queues == nil {
+		return in.deliverWhenRoom(ctx, d)
+	}
+	// A worker's own queue is full. Let the workers that are ready run
+	// first, once: those that finish take from the queue while the
+	// dispatcher is runnable rather than parked, so that taking does not
+	// wake it. If a place is free after that, no park either.
 	runtime.Gosched()
 	select {
 	case queue <- d:
@@ -188,6 +198,50 @@ func (in *Instance) Deliver(ctx context.Context, d Delivery) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// deliverWhenRoom queues d in the full shared queue once the workers have
+// drained it to half. A send blocked on a full channel is woken by the
+// first receive, so the dispatcher would wake (often a whole thread) for
+// every delivery, and park again after one send; waiting for half the
+// queue to be free, it wakes once per half a queue and fills it in one go.
+func (in *Instance) deliverWhenRoom(ctx context.Context, d Delivery) error {
+	for {
+		// Announce the wait, then look again: a worker that took from the
+		// queue before it could see the flag left room for this send.
+		in.waiting.Store(true)
+		select {
+		case in.queue <- d:
+			in.waiting.Store(false)
+			return nil
+		default:
+		}
+		select {
+		case <-in.room:
+		case <-ctx.Done():
+			in.waiting.Store(false)
+			return ctx.Err()
+		}
+		select {
+		case in.queue <- d:
+			return nil
+		default: // taken by a stale wake-up: wait again
+		}
+	}
+}
+
+// roomMade wakes a dispatcher waiting for room (deliverWhenRoom) once the
+// worker's take left queue half empty.
+func (in *Instance) roomMade(queue chan Delivery) {
+	if in.room == nil || !in.waiting.Load() || len(queue) > cap(queue)/2 {
+		return
+	}
+	if in.waiting.CompareAndSwap(true, false) {
+		select {
+		case in.room <- struct{}{}:
+		default:
+		}
 	}
 }
 
