@@ -157,7 +157,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 
 	fmt.Fprintf(stdout, "lock cycles/s: SET NX PX then EVALSHA of the release script, %d clients, %d cycles a measurement, local Redis\n", o.clients, o.n)
-	fmt.Fprintf(stdout, "redis-benchmark's cycle rate is 1 / (1/SET rate + 1/EVALSHA rate); lockbench is `run --strategy setnx --hold 0`\n")
+	fmt.Fprintf(stdout, "redis-benchmark's cycle rate is 1 / (1/SET rate + 1/EVALSHA rate); lockbench is `run --strategy setnx --hold 0 --lock-key payment --accounts 1000`\n")
 	cmp := comparison{
 		name:   "compare-redis",
 		native: "redis-benchmark", bare: "go-redis alone", ours: "lockbench setnx",
