@@ -400,6 +400,9 @@ func TestAgentUsage(t *testing.T) {
 		{"tls half", []string{"agent", "--listen", "127.0.0.1:0", "--tls-cert", "x.pem"}, agentsToken, "--tls-cert"},
 		// No token in the environment.
 		{"no token", []string{"agent", "--listen", "127.0.0.1:0"}, "", agent.TokenEnv},
+		// In-process instances cannot run on agents.
+		{"goroutine on agents", []string{"run", "--strategy", "setnx", "--agents", "127.0.0.2:7070", "--instance-mode", "goroutine"}, agentsToken, "--instance-mode"},
+		{"plan goroutine on agents", []string{"plan", "--agents", "127.0.0.2:7070", "--instance-mode", "goroutine"}, agentsToken, "--instance-mode"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

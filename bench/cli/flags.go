@@ -32,8 +32,18 @@ type scenarioFlags struct {
 	file    string
 	setters []func(*loadgen.Scenario)
 	// storeSet is true when --store was given, intervalSet when
-	// --interval was.
+	// --interval was; mode is --instance-mode's value, "" when not given.
 	storeSet, intervalSet bool
+	mode                  string
+}
+
+// checkAgentsMode refuses --instance-mode goroutine beside --agents: the
+// instances of a run with agents are processes on the agents.
+func (sf *scenarioFlags) checkAgentsMode(ef *endpointFlags) error {
+	if ef.agents != "" && sf.mode == "goroutine" {
+		return usageErr("--instance-mode: with --agents every instance is a process on an agent; want process, or leave --instance-mode out")
+	}
+	return nil
 }
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -160,10 +170,11 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		set(func(s *loadgen.Scenario) { s.Interval = x })
 		return nil
 	})
-	fs.Func("instance-mode", "instances as goroutine or process (default goroutine)", func(v string) error {
+	fs.Func("instance-mode", "instances as goroutine or process (default goroutine; with --agents, process)", func(v string) error {
 		if v != "goroutine" && v != "process" {
 			return errors.New("want goroutine or process")
 		}
+		sf.mode = v
 		set(func(s *loadgen.Scenario) { s.InstanceMode = v })
 		return nil
 	})

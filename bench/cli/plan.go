@@ -111,6 +111,9 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	if err := noSweepFlags(fs); err != nil {
 		return o, err
 	}
+	if err := sf.checkAgentsMode(&o.ef); err != nil {
+		return o, err
+	}
 	o.cfg.Trials = *trials
 	switch {
 	case o.cfg.Refine < 0 || o.cfg.Refine > maxPlanRefine:

@@ -65,6 +65,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
 	}
+	if err := sf.checkAgentsMode(&ef); err != nil {
+		return o, err
+	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	base := loadgen.DefaultScenario()
