@@ -263,6 +263,14 @@ func checkAgentsMatchProcess(t *testing.T, agents []*agentProc) {
 // addresses (127.0.0.2, 127.0.0.3) give the verdicts of local process
 // instances.
 func TestAgentsOnLoopback(t *testing.T) {
+	a, b := loopbackAgents(t)
+	checkAgentsMatchProcess(t, []*agentProc{a, b})
+}
+
+// loopbackAgents starts two agents, on 127.0.0.2 and 127.0.0.3; it skips
+// the test with -short or when those addresses cannot be listened on.
+func loopbackAgents(t *testing.T) (a, b *agentProc) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts agents, a Redis node and instance processes; skipped with -short")
 	}
@@ -273,10 +281,7 @@ func TestAgentsOnLoopback(t *testing.T) {
 		}
 		ln.Close()
 	}
-	checkAgentsMatchProcess(t, []*agentProc{
-		startAgentProc(t, "", freeAddr(t, "127.0.0.2")),
-		startAgentProc(t, "", freeAddr(t, "127.0.0.3")),
-	})
+	return startAgentProc(t, "", freeAddr(t, "127.0.0.2")), startAgentProc(t, "", freeAddr(t, "127.0.0.3"))
 }
 
 // TestAgentsSlow: slow reaches instances on agents (the order rides on
@@ -284,18 +289,7 @@ func TestAgentsOnLoopback(t *testing.T) {
 // watchdog's renewals, running on the agent, keep its lease alive; the
 // instances were processes on the agents, not goroutines here.
 func TestAgentsSlow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts agents, a Redis node and instance processes; skipped with -short")
-	}
-	for _, h := range []string{"127.0.0.2", "127.0.0.3"} {
-		ln, err := net.Listen("tcp", h+":0")
-		if err != nil {
-			t.Skipf("cannot listen on %s: %v", h, err)
-		}
-		ln.Close()
-	}
-	a := startAgentProc(t, "", freeAddr(t, "127.0.0.2"))
-	b := startAgentProc(t, "", freeAddr(t, "127.0.0.3"))
+	a, b := loopbackAgents(t)
 	t.Setenv(agent.TokenEnv, agentsToken)
 	dir := t.TempDir()
 	runCommand(t, "run", "--strategy", "setnx,setnx-watchdog", "--fault", "slow", "--agents", a.addr+","+b.addr,
