@@ -56,7 +56,7 @@ type compareOptions struct {
 // parseCompare parses and checks the flags of compare-redis.
 func parseCompare(args []string, stdout, stderr io.Writer) (compareOptions, error) {
 	fs := newFlagSet("compare-redis", stderr)
-	o := compareOptions{clients: 50, n: 50000}
+	o := compareOptions{clients: 50, n: 100000}
 	o.register(fs, "redis-benchmark -c", "redis-benchmark test", "go-redis alone")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err

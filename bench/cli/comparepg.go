@@ -48,7 +48,7 @@ WHERE key = $1 AND owner = $2 AND token = $3 AND expires_at > now()`
 // parseComparePG parses and checks the flags of compare-postgres.
 func parseComparePG(args []string, stdout, stderr io.Writer) (compareOptions, error) {
 	fs := newFlagSet("compare-postgres", stderr)
-	o := compareOptions{clients: 16, n: 20000}
+	o := compareOptions{clients: 16, n: 40000}
 	o.register(fs, "pgbench -c", "pgbench run", "pgx alone")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return o, err
