@@ -300,6 +300,8 @@ type remoteInstance struct {
 
 	mu      sync.Mutex
 	pending results.PhaseSet
+	// reported is set when a report added to pending since the last Swap.
+	reported bool
 	// outcomes is every outcome latency the process reported.
 	outcomes results.OutcomeSet
 	counts   Snapshot
@@ -377,6 +379,7 @@ func (r *remoteInstance) read(stdout io.Reader, ready chan<- error) {
 			r.counts = m.Counts
 			for p, s := range m.Hists {
 				if p < len(r.pending) {
+					r.reported = true
 					s.mergeInto(r.pending[p])
 				}
 			}
@@ -440,8 +443,14 @@ func (r *remoteInstance) Process() string { return r.proc.Process() }
 // Swap moves what the process reported since the last Swap into into.
 func (r *remoteInstance) Swap(into results.PhaseSet) {
 	r.mu.Lock()
-	into.Merge(r.pending)
-	r.pending.Reset()
+	// The collector drains every few milliseconds, the process reports
+	// every statsEvery: merge and clear the histograms only when a
+	// report came in between.
+	if r.reported {
+		into.Merge(r.pending)
+		r.pending.Reset()
+		r.reported = false
+	}
 	r.mu.Unlock()
 }
 
