@@ -1,7 +1,6 @@
 package servers
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/syncbuf"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
@@ -94,29 +95,11 @@ func alive(pid int) bool {
 	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
-// lockedBuffer is an io.Writer safe for the concurrent writes of Options.Log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestCluster starts what a full lockbench run uses and runs every fault
 // method on it, then checks that Stop leaves nothing behind.
 func TestCluster(t *testing.T) {
 	t.Parallel()
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	c := start(t, Needs{Redis: 5, Etcd: true, Postgres: true}, Options{Faketime: true, Log: &log})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/syncbuf"
+
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/agent"
 	"github.com/lockbench/lockbench/results"
@@ -60,29 +62,11 @@ func lockbenchBin(t *testing.T) string {
 	return binPath
 }
 
-// lockedBuffer is an agent's stderr, read while it writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // agentProc is a `lockbench agent` process the test started.
 type agentProc struct {
 	addr string
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *syncbuf.Buffer
 }
 
 // startAgentProc starts `lockbench agent --listen addr`, in network
@@ -98,7 +82,7 @@ func startAgentProc(t *testing.T, ns, addr string) *agentProc {
 	// ip netns exec execs the agent: the pid is the agent's.
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), agent.TokenEnv+"="+agentsToken)
-	a := &agentProc{addr: addr, cmd: cmd, log: &lockedBuffer{}}
+	a := &agentProc{addr: addr, cmd: cmd, log: &syncbuf.Buffer{}}
 	cmd.Stdout, cmd.Stderr = a.log, a.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

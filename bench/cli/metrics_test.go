@@ -7,9 +7,10 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/syncbuf"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -18,24 +19,6 @@ import (
 	"github.com/lockbench/lockbench/internal/metrics"
 	"github.com/lockbench/lockbench/loadgen"
 )
-
-// syncBuffer is a bytes.Buffer that a command writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // scrape fetches url and parses it with the Prometheus text parser.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
@@ -93,7 +76,7 @@ func TestMetricsDuringRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, []string{"run", "--strategy", "mutex", "--duration", "5s", "--rate", "2000",

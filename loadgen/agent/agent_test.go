@@ -11,10 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/syncbuf"
 
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
@@ -36,28 +37,10 @@ func TestMain(m *testing.M) {
 
 const testToken = "test-token-1234"
 
-// syncBuffer is a log the agent and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startAgent serves an agent on a free loopback port until the test ends.
-func startAgent(t *testing.T) (*Agent, string, *syncBuffer) {
+func startAgent(t *testing.T) (*Agent, string, *syncbuf.Buffer) {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	a, err := New(Config{Token: testToken, Log: log})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/syncbuf"
 )
 
 // testCA writes a CA and two leaves it signed (a server's for 127.0.0.1
@@ -80,7 +82,7 @@ func TestMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	a, err := New(Config{Token: testToken, TLS: stc, Log: log})
 	if err != nil {
 		t.Fatal(err)
