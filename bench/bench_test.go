@@ -199,18 +199,7 @@ func BenchmarkHarnessCeiling(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	var cpu time.Duration
-	span := func() func() {
-		// Collect the set-up's garbage (and the last -count run's) before
-		// the timed part, which then pays only for what its cycles make.
-		runtime.GC()
-		b.ResetTimer()
-		cpu0 := cpuTime()
-		return func() {
-			cpu = cpuTime() - cpu0
-			b.StopTimer()
-		}
-	}
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: "nolock", Scenario: sc, Store: st, LoadSpan: span})
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: "nolock", Scenario: sc, Store: st, LoadSpan: loadSpan(b, cpuTime, &cpu)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -266,6 +255,22 @@ func (s *remoteStore) Finish(ctx context.Context, r store.FinishReq) (store.Fini
 // Close closes the connection, the listener and the store.
 func (s *remoteStore) Close() error {
 	return errors.Join(s.client.Close(), s.ln.Close(), s.Memory.Close())
+}
+
+// loadSpan is a run's LoadSpan for benchmark b: the timer runs over the
+// load alone, and *cpu is what clock (cpuTime or cpuTimeAll) counted over
+// it. The set-up's garbage (and the last -count run's) is collected first,
+// so that the timed part pays only for what its own cycles make.
+func loadSpan(b *testing.B, clock func() time.Duration, cpu *time.Duration) func() func() {
+	return func() func() {
+		runtime.GC()
+		b.ResetTimer()
+		cpu0 := clock()
+		return func() {
+			*cpu = clock() - cpu0
+			b.StopTimer()
+		}
+	}
 }
 
 // cpuTime is the user and system CPU time used by this process so far.
@@ -324,15 +329,7 @@ func runTransport(b *testing.B, name, mode string, lock strategies.Config, sp lo
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	var cpu time.Duration
-	span := func() func() {
-		b.ResetTimer()
-		cpu0 := cpuTimeAll()
-		return func() {
-			cpu = cpuTimeAll() - cpu0
-			b.StopTimer()
-		}
-	}
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: span})
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: loadSpan(b, cpuTimeAll, &cpu)})
 	if err != nil {
 		b.Fatal(servers.Redact(err.Error()))
 	}
