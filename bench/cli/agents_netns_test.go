@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lockbench/lockbench/loadgen/agent"
@@ -29,6 +30,9 @@ func ip(args ...string) error {
 // on a bridge, and returns their names and addresses; it skips the test
 // (one line) when they cannot be made. Everything it made is removed when
 // the test ends, by name, whatever happened.
+// netnsCalls counts netnsAgents' calls, for unique names.
+var netnsCalls atomic.Int64
+
 func netnsAgents(t *testing.T, n int) (names, hosts []string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -37,11 +41,18 @@ func netnsAgents(t *testing.T, n int) (names, hosts []string) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("network namespaces need iproute2's ip")
 	}
-	tag := fmt.Sprint(os.Getpid() % 1_000_000)
+	// Names unique to this process and this call: the kernel removes a
+	// deleted namespace's links in the background, so a second call
+	// reusing the names could find them still there.
+	tag := fmt.Sprintf("%d%d", os.Getpid()%1_000_000, netnsCalls.Add(1)%10)
 	bridge := "lbb" + tag
-	// Deleting a namespace deletes the veth end inside it, and with it
-	// the pair; the bridge goes by name.
+	var links []string
+	// The host ends go by name (which takes their peers with them), then
+	// the namespaces and the bridge.
 	t.Cleanup(func() {
+		for _, l := range links {
+			_ = ip("link", "delete", l)
+		}
 		for _, ns := range names {
 			_ = ip("netns", "delete", ns)
 		}
@@ -62,6 +73,7 @@ func netnsAgents(t *testing.T, n int) (names, hosts []string) {
 		}
 		names = append(names, ns)
 		hosts = append(hosts, addr)
+		links = append(links, host)
 		steps = append(steps,
 			[]string{"link", "add", host, "type", "veth", "peer", "name", peer},
 			[]string{"link", "set", host, "master", bridge, "up"},
