@@ -21,7 +21,8 @@ import (
 const TLSValidity = 24 * time.Hour
 
 // CertFiles are the PEM files GenerateCA writes into one directory: a CA,
-// a server certificate the CA signed for 127.0.0.1, ::1 and localhost, and
+// a server certificate the CA signed for 127.0.0.1, ::1, localhost and
+// any other hosts asked for, and
 // a client certificate it signed (for servers that check client
 // certificates, such as etcd with client-cert-auth).
 type CertFiles struct {
@@ -36,9 +37,19 @@ type CertFiles struct {
 }
 
 // GenerateCA writes a new CA and the certificates of CertFiles into dir,
-// keys readable by their owner only. It is for tests and local TLS servers:
-// the CA's key is not kept, so nothing else can ever be signed by it.
-func GenerateCA(dir string) (CertFiles, error) {
+// keys readable by their owner only; hosts (IP addresses or names) are
+// added to the server certificate's, for servers on Options.Host or an
+// agent on another address. It is for tests and local TLS servers: the
+// CA's key is not kept, so nothing else can ever be signed by it.
+func GenerateCA(dir string, hosts ...string) (CertFiles, error) {
+	names, ips := []string{"localhost"}, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			names = append(names, h)
+		}
+	}
 	f := CertFiles{
 		CA:         filepath.Join(dir, "ca.pem"),
 		ServerCert: filepath.Join(dir, "server.pem"),
@@ -83,8 +94,8 @@ func GenerateCA(dir string) (CertFiles, error) {
 			NotAfter:     now.Add(TLSValidity),
 			KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-			DNSNames:     []string{"localhost"},
-			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+			DNSNames:     names,
+			IPAddresses:  ips,
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/agent"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // agentsToken is the token the agents of these tests share with the
@@ -69,13 +70,13 @@ type agentProc struct {
 	log  *syncbuf.Buffer
 }
 
-// startAgentProc starts `lockbench agent --listen addr`, in network
+// startAgentProc starts `lockbench agent --listen addr` with flags, in network
 // namespace ns unless it is "", and waits until it listens. It is killed
 // (by its pid) when the test ends.
-func startAgentProc(t *testing.T, ns, addr string) *agentProc {
+func startAgentProc(t *testing.T, ns, addr string, flags ...string) *agentProc {
 	t.Helper()
 	bin := lockbenchBin(t)
-	args := []string{bin, "agent", "--listen", addr}
+	args := append([]string{bin, "agent", "--listen", addr}, flags...)
 	if ns != "" {
 		args = append([]string{"ip", "netns", "exec", ns}, args...)
 	}
@@ -299,6 +300,44 @@ func TestAgentsSlow(t *testing.T) {
 		if got := ag.started(); got != len(want) {
 			t.Errorf("agent %s started %d instances; want %d (one per run)", ag.addr, got, len(want))
 		}
+	}
+}
+
+// TestAgentsTLS: with mutual TLS on the agent link (the coordinator checks
+// the agent's certificate, the agent the coordinator's), a run on an agent
+// processes every payment, its instances reaching the store over TLS too:
+// the store's only listener for them speaks TLS (store.ListenPinned).
+func TestAgentsTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an agent, a Redis node and instance processes; skipped with -short")
+	}
+	host := "127.0.0.2"
+	ln, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Skipf("cannot listen on %s: %v", host, err)
+	}
+	ln.Close()
+	certs, err := servers.GenerateCA(t.TempDir(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startAgentProc(t, "", freeAddr(t, host), "--tls-cert", certs.ServerCert, "--tls-key", certs.ServerKey, "--tls-ca", certs.CA)
+	t.Setenv(agent.TokenEnv, agentsToken)
+	t.Setenv(agent.CACertEnv, certs.CA)
+	t.Setenv(agent.CertEnv, certs.ClientCert)
+	t.Setenv(agent.KeyEnv, certs.ClientKey)
+	dir := t.TempDir()
+	runCommand(t, "run", "--strategy", "setnx", "--agents", a.addr, "--instances", "2", "--payments", "600", "--out", dir)
+	ss := readSummaries(t, dir)
+	if len(ss) != 1 {
+		t.Fatalf("summary.json has %d runs; want 1", len(ss))
+	}
+	if s := ss[0]; s.Processed != 600 || s.Unsafe || len(s.Errors) != 0 || s.Params.InstanceMode != "process" {
+		t.Errorf("setnx on a TLS agent: processed %d, unsafe %v, errors %v, mode %q; want 600, safe, none, process",
+			s.Processed, s.Unsafe, s.Errors, s.Params.InstanceMode)
+	}
+	if got := a.started(); got != 2 {
+		t.Errorf("the agent started %d instances; want 2", got)
 	}
 }
 

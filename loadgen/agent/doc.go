@@ -32,10 +32,11 @@
 // its instances' deliveries from then on as failed, error class
 // loadgen.ErrClassAgentLost, and says so in one line.
 //
-// Caveats: the store link is authenticated by the token but carried in
-// the clear even when the agent link uses TLS (the store's frames are
-// small and many; run agents on a network you trust, or tunnel it). The
-// clock offset is agreed once per session: a drift of the hosts' clocks
+// When the agent link uses TLS the store link does too (Pool.Listen,
+// store.ListenPinned): a certificate made for the run, which the instances
+// know by the SHA-256 in the store address the agent link carried them.
+//
+// Caveats: the clock offset is agreed once per session: a drift of the hosts' clocks
 // during a long run is not followed (NTP-disciplined hosts drift
 // microseconds per second). With TLS, an agent given by a name (a headless
 // Service's, resolved to every pod) is verified against that name, one

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"github.com/lockbench/lockbench/loadgen/store"
 )
 
 // Pool is a coordinator's sessions with its agents: instances are placed
@@ -65,7 +67,8 @@ type StoreAddrs map[*Conn]string
 // Listen listens for the instances' store connections: on StoreHost, or
 // on each distinct local address the agents are reached from (never on
 // every interface). It returns the listeners and, per agent, the address
-// its instances dial.
+// its instances dial. When the agent link is TLS the store link is too
+// (store.ListenPinned).
 func (p *Pool) Listen() ([]net.Listener, StoreAddrs, error) {
 	var lns []net.Listener
 	addrs := StoreAddrs{}
@@ -88,9 +91,20 @@ func (p *Pool) Listen() ([]net.Listener, StoreAddrs, error) {
 			closeAll(lns)
 			return nil, nil, fmt.Errorf("store for agent %s: %w", c.addr, err)
 		}
+		addr := ln.Addr().String()
+		if p.cfg.TLS != nil {
+			// The agent link is TLS: so is the store link, with a
+			// certificate the agents learn over the agent link.
+			tln, taddr, err := store.ListenPinned(ln)
+			if err != nil {
+				closeAll(append(lns, ln))
+				return nil, nil, err
+			}
+			ln, addr = tln, taddr
+		}
 		lns = append(lns, ln)
-		byHost[host] = ln.Addr().String()
-		addrs[c] = ln.Addr().String()
+		byHost[host] = addr
+		addrs[c] = addr
 	}
 	return lns, addrs, nil
 }

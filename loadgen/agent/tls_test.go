@@ -138,6 +138,31 @@ func TestMutualTLS(t *testing.T) {
 			conn.Close()
 		})
 	}
+	// The store link follows the agent link: with TLS to the agents, the
+	// store is served with TLS too, on addresses naming its certificate
+	// (store.ListenPinned).
+	tc, err := TLSFiles{CA: ca, Cert: client.Cert, Key: client.Key}.ClientTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer pcancel()
+	p, err := Open(pctx, []Target{{Addr: ln.Addr().String()}}, PoolConfig{DialConfig: DialConfig{Token: testToken, TLS: tc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lns, addrs, err := p.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if !strings.HasPrefix(a, "tls:") {
+			t.Errorf("store address for a TLS agent %q; want tls:PIN@HOST:PORT", a)
+		}
+	}
+	closeAll(lns)
+	p.Close()
+
 	// The agent logs a refusal when its side of the handshake fails, which
 	// may be after the coordinator's side has: wait for the last one.
 	for deadline := time.Now().Add(5 * time.Second); strings.Count(log.String(), "refused") < 4 && time.Now().Before(deadline); {

@@ -407,8 +407,9 @@ type pendingCall struct {
 
 var callPool = sync.Pool{New: func() any { return &pendingCall{done: make(chan struct{}, 1)} }}
 
-// Dial connects to a store served at addr: HOST:PORT over TCP, or
-// unix:NAME over a Unix socket (as ListenLocal gives).
+// Dial connects to a store served at addr: HOST:PORT over TCP, unix:NAME
+// over a Unix socket (as ListenLocal gives), or tls:PIN@HOST:PORT over TLS
+// (as ListenPinned gives).
 func Dial(ctx context.Context, addr string) (*Client, error) { return DialToken(ctx, addr, "") }
 
 // DialToken is Dial presenting token (ServeOptions.Token).
@@ -417,6 +418,9 @@ func DialToken(ctx context.Context, addr, token string) (*Client, error) {
 	return dialWith(ctx, addr, token, func(ctx context.Context, addr string) (net.Conn, error) {
 		if name, ok := strings.CutPrefix(addr, "unix:"); ok {
 			return d.DialContext(ctx, "unix", name)
+		}
+		if rest, ok := strings.CutPrefix(addr, pinnedPrefix); ok {
+			return dialPinned(ctx, d, rest)
 		}
 		return d.DialContext(ctx, "tcp", addr)
 	})
