@@ -360,13 +360,12 @@ func (w *worker) critical(cx cycleCtx, d Delivery, key string, lease strategies.
 			t.Stop()
 		}
 	}
-	fin := store.FinishReq{LockKey: key, Token: token, Payment: d.Payment, Account: d.Account, Apply: !read.Processed, BaseVersion: read.Version}
-	if fin.Apply {
-		fin.NewBalance = read.Balance
-		if read.Balance >= d.Amount {
-			fin.Debit = d.Amount
-			fin.NewBalance = read.Balance - d.Amount
-		}
+	fin := store.FinishReq{LockKey: key, Token: token, Payment: d.Payment, Account: d.Account}
+	if read.Deferred {
+		// The coordinator knows the read and computes the write.
+		fin.Deferred, fin.Slot, fin.Amount = true, read.Slot, d.Amount
+	} else {
+		fin = store.WriteFor(fin, read, d.Amount)
 	}
 	// Finish even when ctx is done: the store must see every holder leave.
 	// (A store reached over a connection bounds the call itself.)

@@ -53,8 +53,10 @@ type Memory struct {
 	// shard locked: any one shard's lock is enough to read them.
 	setup Setup
 	// epoch is the monotonic origin of the overlaps' times.
-	epoch  time.Time
-	shards [memShards]shard
+	epoch time.Time
+	// epochUnixNs is epoch in Unix nanoseconds, for event times (AtNs).
+	epochUnixNs int64
+	shards      [memShards]shard
 	// accounts[a] is guarded by the shard of account a. In AccountMode an
 	// account's lock state is in the account itself (one cache line for
 	// both, 64 bytes: a cycle reads and writes both); in PaymentMode it
@@ -166,6 +168,7 @@ func (m *Memory) Reset(_ context.Context, s Setup) error {
 	defer m.unlockAll()
 	m.setup = s
 	m.epoch = time.Now()
+	m.epochUnixNs = m.epoch.UnixNano()
 	m.offered.Store(0)
 	for i := range m.shards {
 		sh := &m.shards[i]
@@ -314,7 +317,7 @@ func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
 	if ks.active == 1 {
 		// A second holder: the window of exposure opens (the clock is read
 		// only when an overlap begins or ends, not on every call).
-		*since = int64(time.Since(m.epoch))
+		*since = m.sinceEpoch(r.AtNs)
 	}
 	ks.active++
 	if r.Token > ks.maxToken {
@@ -322,6 +325,16 @@ func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
 	}
 	acc := &m.accounts[r.Account]
 	return EnterResp{Processed: ps.inRecord > 0, Balance: acc.balance, Version: acc.version}, nil
+}
+
+// sinceEpoch is the event time atNs (Unix ns; 0 for now) as nanoseconds
+// since the epoch: a sequenced store applies events after they happened,
+// and times them by the holder's clock.
+func (m *Memory) sinceEpoch(atNs int64) int64 {
+	if atNs == 0 {
+		return int64(time.Since(m.epoch))
+	}
+	return atNs - m.epochUnixNs
 }
 
 // Finish records the holder leaving and applies its write, judging it.
@@ -363,7 +376,7 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 	ks.active--
 	if ks.active == 1 {
 		// Back to one holder: the overlap is over.
-		d := int64(time.Since(m.epoch)) - *since
+		d := max(0, m.sinceEpoch(r.AtNs)-*since)
 		sh.c.OverlapNs += d
 		sh.c.OverlapMaxNs = max(sh.c.OverlapMaxNs, d)
 	}

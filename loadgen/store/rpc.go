@@ -42,13 +42,20 @@ const CallTimeout = 10 * time.Second
 // the body (the op's fixed result, or the error message); all
 // little-endian. Version 4 added Enter's slow field (EnterResp.Slow): a
 // fault's order reaches an instance process in the answer to the very
-// Enter it caught.
+// Enter it caught. Version 5 added the sequenced ops (Client.Sequence,
+// Sequencer): enterSeq and finishSeq are one-way (no answer; their id is
+// 0), enterSeqWait is answered as an Enter once it is applied in order.
+// Their fixed fields start with the event's sequence number and end with
+// its time (Unix ns). A sequenced client sends only sequenced ops.
 const (
 	protoMagic   = "LBS"
-	protoVersion = 4
+	protoVersion = 5
 
-	opEnter  = 1
-	opFinish = 2
+	opEnter        = 1
+	opFinish       = 2
+	opEnterSeq     = 3
+	opFinishSeq    = 4
+	opEnterSeqWait = 5
 
 	statusOK  = 0
 	statusErr = 1
@@ -94,6 +101,10 @@ type ServeOptions struct {
 	// connection with another is closed before any call. The default, "",
 	// takes any.
 	Token string
+	// Seq, when set, applies the sequenced ops of every connection in
+	// order; without it a sequenced op ends its connection. The default
+	// is nil.
+	Seq *Sequencer
 }
 
 // ServeWith serves s on ln until ln is closed.
@@ -106,13 +117,24 @@ func ServeWith(ln net.Listener, s Store, o ServeOptions) error {
 			}
 			return err
 		}
-		go func() { _ = serveConn(conn, s, o) }()
+		// Registered before its first frame can be read: a gap waits
+		// for every connection that may still send it.
+		var sc *seqConn
+		if o.Seq != nil {
+			sc = o.Seq.connect()
+		}
+		go func() {
+			_ = serveConn(conn, s, o, sc)
+			if sc != nil {
+				o.Seq.disconnect(sc)
+			}
+		}()
 	}
 }
 
 // serveConn serves s on one connection until it is closed or a frame is
 // malformed.
-func serveConn(conn net.Conn, s Store, o ServeOptions) error {
+func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 	defer conn.Close()
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
@@ -144,7 +166,7 @@ func serveConn(conn net.Conn, s Store, o ServeOptions) error {
 	ctx := context.Background()
 	var head [5]byte
 	var key []byte
-	var f [finishFixed]byte
+	var f [finishSeqFixed]byte
 	for {
 		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return nil // closed
@@ -164,16 +186,7 @@ func serveConn(conn net.Conn, s Store, o ServeOptions) error {
 				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:])))}
 			run(func() {
 				resp, err := s.Enter(ctx, r)
-				var b [5 + 2 + enterResult]byte
-				if err != nil {
-					_ = send(appendErr(b[:0], id, err))
-					return
-				}
-				o := appendHead(b[:0], id, statusOK, enterResult)
-				o = append(o, boolByte(resp.Processed))
-				o = le.AppendUint64(o, uint64(resp.Balance))
-				o = le.AppendUint64(o, uint64(resp.Version))
-				_ = send(le.AppendUint64(o, uint64(resp.Slow)))
+				_ = send(appendEnterAnswer(id, resp, err))
 			})
 		case opFinish:
 			if _, err := io.ReadFull(br, f[:finishFixed]); err != nil {
@@ -193,6 +206,13 @@ func serveConn(conn net.Conn, s Store, o ServeOptions) error {
 				o := appendHead(b[:0], id, statusOK, 1)
 				_ = send(append(o, boolByte(resp.Applied)|boolByte(resp.StaleRejected)<<1))
 			})
+		case opEnterSeq, opEnterSeqWait, opFinishSeq:
+			if sc == nil {
+				return fmt.Errorf("store: sequenced op %d on a store served without a Sequencer", op)
+			}
+			if err := readSeq(br, op, id, string(key), f[:], sc, o.Seq, out.send); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("store: unknown op %d", op)
 		}
@@ -255,10 +275,15 @@ var le = binary.LittleEndian
 // instance; Finish's token, payment, account, apply, debit, base version,
 // new balance. enterResult is Enter's result: processed, balance, version,
 // slow (ns).
+// enterSeqFixed and finishSeqFixed are the sequenced ops': seq, token,
+// payment, account, instance, slot, time; seq, token, payment, account,
+// slot, amount, time.
 const (
-	enterFixed  = 8 + 8 + 4 + 4
-	finishFixed = 8 + 8 + 4 + 1 + 8 + 8 + 8
-	enterResult = 1 + 8 + 8 + 8
+	enterFixed     = 8 + 8 + 4 + 4
+	finishFixed    = 8 + 8 + 4 + 1 + 8 + 8 + 8
+	enterResult    = 1 + 8 + 8 + 8
+	enterSeqFixed  = 8 + 8 + 8 + 4 + 4 + 4 + 8
+	finishSeqFixed = 8 + 8 + 8 + 4 + 4 + 8 + 8
 )
 
 func boolByte(b bool) byte {
@@ -315,6 +340,8 @@ type Client struct {
 	// watchTicks of them is failed (CallTimeout), without a timer per
 	// call.
 	tick uint32
+	// seq is set by Sequence, before any call.
+	seq  *clientSeq
 	err  error // set once the connection broke or was closed
 	quit chan struct{}
 	once sync.Once
@@ -360,6 +387,27 @@ func (bw *batchWriter) send(b []byte) error {
 	select {
 	case bw.kick <- struct{}{}:
 	default: // already kicked: the frame goes with that write
+	}
+	return nil
+}
+
+// sendSeq is send for a sequenced frame: it writes the next number of p
+// into b at off while holding the queue's lock, so that the frames of a
+// connection are queued, sent and received in the order of their numbers
+// (which the Sequencer's gap rule relies on).
+func (bw *batchWriter) sendSeq(b []byte, off int, p *SeqPage) error {
+	bw.mu.Lock()
+	if bw.err != nil {
+		err := bw.err
+		bw.mu.Unlock()
+		return err
+	}
+	le.PutUint64(b[off:], p.Next())
+	bw.queue = append(bw.queue, b...)
+	bw.mu.Unlock()
+	select {
+	case bw.kick <- struct{}{}:
+	default:
 	}
 	return nil
 }
@@ -568,6 +616,12 @@ func (c *Client) fail(err error) {
 // do sends the frame build appends (after the id) and waits for its
 // answer, ctx or CallTimeout.
 func (c *Client) do(ctx context.Context, build func(b []byte) []byte) (*pendingCall, error) {
+	return c.doSeq(ctx, build, -1)
+}
+
+// doSeq is do for a frame that takes a sequence number at seqOff (-1: a
+// frame without one).
+func (c *Client) doSeq(ctx context.Context, build func(b []byte) []byte, seqOff int) (*pendingCall, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -585,9 +639,13 @@ func (c *Client) do(ctx context.Context, build func(b []byte) []byte) (*pendingC
 	c.pending[id] = cl
 	c.mu.Unlock()
 
-	var frame [64]byte
+	var frame [96]byte
 	b := build(le.AppendUint32(frame[:0], id))
-	if err := c.out.send(b); err != nil {
+	send := c.out.send
+	if seqOff >= 0 {
+		send = func(b []byte) error { return c.out.sendSeq(b, seqOff, c.seq.page) }
+	}
+	if err := send(b); err != nil {
 		c.fail(fmt.Errorf("store: connection lost: %w", err))
 	}
 	// The watchdog bounds the wait (never forever on a coordinator that
@@ -645,8 +703,12 @@ func appendKey(b []byte, op byte, key string) []byte {
 
 var _ Accessor = (*Client)(nil)
 
-// Enter calls Enter on the served store.
+// Enter calls Enter on the served store; on a sequenced client, see
+// Sequence.
 func (c *Client) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
+	if c.seq != nil {
+		return c.enterSeq(ctx, r)
+	}
 	cl, err := c.do(ctx, func(b []byte) []byte {
 		b = appendKey(b, opEnter, r.LockKey)
 		b = le.AppendUint64(b, uint64(r.Token))
@@ -666,8 +728,12 @@ func (c *Client) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
 	return out, nil
 }
 
-// Finish calls Finish on the served store.
+// Finish calls Finish on the served store; on a sequenced client, see
+// Sequence.
 func (c *Client) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
+	if c.seq != nil {
+		return c.finishSeq(r)
+	}
 	cl, err := c.do(ctx, func(b []byte) []byte {
 		b = appendKey(b, opFinish, r.LockKey)
 		b = le.AppendUint64(b, uint64(r.Token))

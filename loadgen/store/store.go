@@ -91,6 +91,15 @@ type EnterReq struct {
 	Account int32
 	// Instance is the instance the holder belongs to (for fault hooks).
 	Instance int
+	// AtNs is when the holder entered, in Unix nanoseconds; 0 for now. A
+	// sequenced store (Sequencer) applies an Enter after the event, and
+	// Memory times overlap windows from it.
+	AtNs int64
+	// Waiting is set when the holder waits for the answer of a sequenced
+	// Enter (while a fault's trap is armed, see SeqPage); a one-way Enter
+	// leaves it false. Traps spring only on waiting Enters: only then is
+	// the holder certainly still inside when the trap acts.
+	Waiting bool
 }
 
 // EnterResp is what the holder read.
@@ -104,6 +113,13 @@ type EnterResp struct {
 	// coordinator's fault hooks fill it in (loadgen's FaultEnv.SlowNext),
 	// so that it reaches an instance over the wire as well as in-process.
 	Slow time.Duration
+	// Deferred is set by a sequenced client (Client.Sequence) that sent
+	// the Enter one-way: the read is not known to the holder, only to the
+	// coordinator, which computes the write itself (WriteFor). The holder
+	// finishes with FinishReq.Deferred and Slot.
+	Deferred bool
+	// Slot names the deferred critical section on its connection.
+	Slot uint32
 }
 
 // FinishReq closes the critical section, writing when Apply is set.
@@ -121,6 +137,34 @@ type FinishReq struct {
 	// BaseVersion and NewBalance carry the read-modify-write (AccountMode).
 	BaseVersion int64
 	NewBalance  int64
+	// AtNs is when the holder left, in Unix nanoseconds; 0 for now (see
+	// EnterReq.AtNs).
+	AtNs int64
+	// Deferred, Slot and Amount finish a deferred Enter (EnterResp.Deferred):
+	// the coordinator computes Apply, Debit, BaseVersion and NewBalance
+	// from the read it stashed under Slot and the delivery's Amount.
+	Deferred bool
+	Slot     uint32
+	Amount   int64
+}
+
+// WriteFor fills in fin's write (Apply, Debit, BaseVersion, NewBalance)
+// for a holder that read read and pays amount: apply unless the payment
+// was already processed; debit when the balance covers the amount, else
+// decline (still processed). The worker's synchronous path and the
+// sequenced store's coordinator side both compute the write with it, so
+// the two paths cannot judge differently.
+func WriteFor(fin FinishReq, read EnterResp, amount int64) FinishReq {
+	fin.Apply, fin.BaseVersion = !read.Processed, read.Version
+	fin.Debit, fin.NewBalance = 0, 0
+	if fin.Apply {
+		fin.NewBalance = read.Balance
+		if read.Balance >= amount {
+			fin.Debit = amount
+			fin.NewBalance = read.Balance - amount
+		}
+	}
+	return fin
 }
 
 // FinishResp tells the holder what happened to its write.

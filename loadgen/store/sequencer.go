@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sequencer applies the sequenced events of every connection of a served
+// store in the order of their sequence numbers (SeqPage.Next), whatever
+// order the connections deliver them in. Sequenced clients send their
+// Enters and Finishes one-way; the sequencer calls the store's Enter, keeps
+// the read per (connection, slot), and at the Finish computes the write
+// from it (WriteFor) and calls the store's Finish.
+//
+// Why seq order is a valid order to judge in: a holder takes its Finish's
+// number before it releases the lock, and the next holder takes its
+// Enter's number after it acquired the lock, so every pair of events the
+// lock orders is numbered in that order. Events the lock does not order
+// (a broken lock's two holders) are judged in the order they were
+// numbered, which is an order they could have happened in.
+//
+// A number taken by a process that died before sending it is a gap: it is
+// skipped once every open connection has delivered a higher number (each
+// connection delivers in number order, so none of them can still send
+// it), or once no connection is open.
+type Sequencer struct {
+	st Accessor
+
+	mu      sync.Mutex
+	next    uint64 // the next number to apply
+	pending map[uint64]seqEvent
+	open    map[*seqConn]struct{}
+	gaps    int64
+
+	errs atomic.Int64
+}
+
+// seqEvent is one sequenced event as a connection delivered it.
+type seqEvent struct {
+	conn   *seqConn
+	slot   uint32
+	finish bool
+	enter  EnterReq
+	fin    FinishReq
+	// reply, for a waiting Enter, takes its answer; nil for a one-way
+	// event.
+	reply func(EnterResp, error)
+}
+
+// seqConn is one connection's state in the sequencer. Only the sequencer
+// touches it, under its mutex.
+type seqConn struct {
+	high  uint64 // the highest number it delivered
+	reads map[uint32]seqRead
+}
+
+// seqRead is what a deferred Enter read, kept for its Finish.
+type seqRead struct {
+	resp   EnterResp
+	failed bool // the store refused the Enter: its Finish is dropped
+}
+
+// NewSequencer applies events to st, starting from number 1 (a fresh
+// SeqPage's first).
+func NewSequencer(st Accessor) *Sequencer {
+	return &Sequencer{st: st, next: 1, pending: map[uint64]seqEvent{}, open: map[*seqConn]struct{}{}}
+}
+
+// Errors is how many one-way events the store refused: errors the holder
+// could not be told of, which the runner counts as store errors.
+func (s *Sequencer) Errors() int64 { return s.errs.Load() }
+
+// Gaps is how many numbers were skipped as never to be delivered.
+func (s *Sequencer) Gaps() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gaps
+}
+
+// connect registers a connection: gaps wait for it until it closes.
+func (s *Sequencer) connect() *seqConn {
+	c := &seqConn{reads: map[uint32]seqRead{}}
+	s.mu.Lock()
+	s.open[c] = struct{}{}
+	s.mu.Unlock()
+	return c
+}
+
+// disconnect ends c: the gaps below what others delivered no longer wait
+// for it. Its events delivered so far are still applied.
+func (s *Sequencer) disconnect(c *seqConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.open, c)
+	s.drain()
+}
+
+// push takes event seq of c and applies whatever is now next in order.
+// The pushing goroutine applies it, under the mutex: one applier at a
+// time, without a hand-off per event.
+func (s *Sequencer) push(seq uint64, ev seqEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ev.conn.high = max(ev.conn.high, seq)
+	if seq < s.next {
+		// Below what was applied: only a number skipped as a gap can be,
+		// and it was not one. Count it; applying it now would break the
+		// order.
+		s.errs.Add(1)
+		if ev.reply != nil {
+			ev.reply(EnterResp{}, errSeqLate)
+		}
+		return
+	}
+	s.pending[seq] = ev
+	s.drain()
+}
+
+var errSeqLate = errors.New("store: sequenced event arrived after its number was skipped")
+
+// drain applies the pending events in order, skipping closed gaps. The
+// mutex is held.
+func (s *Sequencer) drain() {
+	for len(s.pending) > 0 {
+		if ev, ok := s.pending[s.next]; ok {
+			delete(s.pending, s.next)
+			s.next++
+			s.apply(ev)
+			continue
+		}
+		if !s.gapClosed() {
+			return
+		}
+		s.gaps++
+		s.next++
+	}
+}
+
+// gapClosed reports whether number next, missing, can no longer come:
+// every open connection has delivered a higher one.
+func (s *Sequencer) gapClosed() bool {
+	for c := range s.open {
+		if c.high <= s.next {
+			return false
+		}
+	}
+	return true
+}
+
+// apply runs one event on the store.
+func (s *Sequencer) apply(ev seqEvent) {
+	ctx := context.Background()
+	c := ev.conn
+	if !ev.finish {
+		resp, err := s.st.Enter(ctx, ev.enter)
+		resp.Deferred, resp.Slot = true, ev.slot
+		c.reads[ev.slot] = seqRead{resp: resp, failed: err != nil}
+		if ev.reply != nil {
+			ev.reply(resp, err)
+		} else if err != nil {
+			s.errs.Add(1)
+		}
+		return
+	}
+	read, ok := c.reads[ev.slot]
+	delete(c.reads, ev.slot)
+	if read.failed {
+		return // the holder did not enter: it has nothing to finish
+	}
+	if !ok {
+		s.errs.Add(1) // a Finish of no Enter on its connection
+		return
+	}
+	fin := WriteFor(ev.fin, read.resp, ev.fin.Amount)
+	fin.Deferred = false
+	if _, err := s.st.Finish(ctx, fin); err != nil {
+		s.errs.Add(1)
+	}
+}
+
+// settlePoll is how often Settle looks: 1 ms.
+const settlePoll = time.Millisecond
+
+// Settle waits until every connection has closed and every event they
+// delivered is applied, or ctx is done. Call it after the instances have
+// stopped and before the store's final Counts.
+func (s *Sequencer) Settle(ctx context.Context) error {
+	t := time.NewTicker(settlePoll)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		done := len(s.open) == 0 && len(s.pending) == 0
+		s.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
