@@ -1,0 +1,171 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// recorder is an Accessor that records the payments of the calls it gets
+// (Finishes as negative payments) and answers Enters with a fixed read;
+// an Enter of payment failPayment fails.
+type recorder struct {
+	calls       []int64
+	read        EnterResp
+	fins        []FinishReq
+	failPayment int64
+}
+
+func (r *recorder) Enter(_ context.Context, q EnterReq) (EnterResp, error) {
+	r.calls = append(r.calls, q.Payment)
+	if q.Payment == r.failPayment {
+		return EnterResp{}, errUnknownPayment
+	}
+	return r.read, nil
+}
+
+func (r *recorder) Finish(_ context.Context, q FinishReq) (FinishResp, error) {
+	r.calls = append(r.calls, -q.Payment)
+	r.fins = append(r.fins, q)
+	return FinishResp{Applied: q.Apply}, nil
+}
+
+// seqStep is one step of a sequencer script: connection conn delivers
+// event seq (an Enter of payment seq in slot seq, or with finish the
+// Finish of slot of), or with close the connection closes.
+type seqStep struct {
+	conn   int
+	seq    uint64
+	finish bool
+	of     uint64
+	close  bool
+}
+
+func TestSequencerOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		conns int
+		steps []seqStep
+		want  []int64 // payments applied, in order (Finishes negative)
+		gaps  int64
+		errs  int64
+	}{
+		{
+			// Two connections, each in number order, deliver interleaved
+			// out of order: applied in number order.
+			name: "reorder", conns: 2,
+			steps: []seqStep{{conn: 1, seq: 2}, {conn: 1, seq: 3}, {conn: 0, seq: 1}, {conn: 0, seq: 5}, {conn: 1, seq: 4}},
+			want:  []int64{1, 2, 3, 4, 5},
+		},
+		{
+			// Number 2 was taken and never sent; it is skipped once both
+			// open connections have delivered beyond it.
+			name: "gap closed by higher numbers", conns: 2,
+			steps: []seqStep{{conn: 0, seq: 1}, {conn: 0, seq: 3}, {conn: 1, seq: 4}},
+			want:  []int64{1, 3, 4}, gaps: 1,
+		},
+		{
+			// Connection 1 has delivered nothing: the gap waits for it
+			// until it closes.
+			name: "gap closed by a close", conns: 2,
+			steps: []seqStep{{conn: 0, seq: 1}, {conn: 0, seq: 3}, {conn: 1, close: true}},
+			want:  []int64{1, 3}, gaps: 1,
+		},
+		{
+			// A gap an open, silent connection might still fill is not
+			// skipped: nothing past it is applied.
+			name: "gap held open", conns: 2,
+			steps: []seqStep{{conn: 0, seq: 1}, {conn: 0, seq: 3}},
+			want:  []int64{1},
+		},
+		{
+			// A Finish is applied after its Enter, with the write computed
+			// from the read the Enter got.
+			name: "enter then finish", conns: 2,
+			steps: []seqStep{{conn: 0, seq: 2, finish: true, of: 1}, {conn: 0, seq: 1}},
+			want:  []int64{1, -1},
+		},
+		{
+			// An Enter the store refused counts an error, and its Finish
+			// is dropped: the holder never entered.
+			name: "failed enter", conns: 1,
+			steps: []seqStep{{conn: 0, seq: 1}, {conn: 0, seq: 2}, {conn: 0, seq: 3, finish: true, of: 2}},
+			want:  []int64{1, 2}, errs: 1,
+		},
+		{
+			// A Finish of a slot never entered is an error.
+			name: "finish without enter", conns: 1,
+			steps: []seqStep{{conn: 0, seq: 1, finish: true, of: 9}},
+			errs:  1,
+		},
+		{
+			// An event below what was applied (its number skipped as a
+			// gap) is refused and counted.
+			name: "late", conns: 2,
+			steps: []seqStep{{conn: 0, seq: 1}, {conn: 0, seq: 3}, {conn: 1, seq: 4}, {conn: 1, seq: 2}},
+			want:  []int64{1, 3, 4}, gaps: 1, errs: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &recorder{read: EnterResp{Balance: 100, Version: 7}, failPayment: 2}
+			if tc.name != "failed enter" {
+				rec.failPayment = -1
+			}
+			q := NewSequencer(rec)
+			conns := make([]*seqConn, tc.conns)
+			for i := range conns {
+				conns[i] = q.connect()
+			}
+			for _, s := range tc.steps {
+				c := conns[s.conn]
+				switch {
+				case s.close:
+					q.disconnect(c)
+				case s.finish:
+					q.push(s.seq, seqEvent{conn: c, slot: uint32(s.of), finish: true,
+						fin: FinishReq{Payment: int64(s.of), Deferred: true, Slot: uint32(s.of), Amount: 30}})
+				default:
+					q.push(s.seq, seqEvent{conn: c, slot: uint32(s.seq), enter: EnterReq{Payment: int64(s.seq)}})
+				}
+			}
+			if !slices.Equal(rec.calls, tc.want) {
+				t.Errorf("applied: got %v; want %v", rec.calls, tc.want)
+			}
+			if got := q.Gaps(); got != tc.gaps {
+				t.Errorf("Gaps: got %d; want %d", got, tc.gaps)
+			}
+			if got := q.Errors(); got != tc.errs {
+				t.Errorf("Errors: got %d; want %d", got, tc.errs)
+			}
+			for _, f := range rec.fins {
+				want := WriteFor(FinishReq{Payment: f.Payment, Slot: f.Slot, Amount: 30}, rec.read, 30)
+				if f != want {
+					t.Errorf("Finish: got %+v; want %+v", f, want)
+				}
+			}
+		})
+	}
+}
+
+// Settle returns once every connection has closed and what they sent is
+// applied, and not before.
+func TestSequencerSettle(t *testing.T) {
+	q := NewSequencer(&recorder{failPayment: -1})
+	a, b := q.connect(), q.connect()
+	q.push(2, seqEvent{conn: a, slot: 2})
+	q.disconnect(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := q.Settle(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Settle with a connection open: got %v; want %v", err, context.DeadlineExceeded)
+	}
+	q.disconnect(b)
+	if err := q.Settle(context.Background()); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	if got := q.Gaps(); got != 1 {
+		t.Errorf("Gaps: got %d; want 1", got)
+	}
+}
