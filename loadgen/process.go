@@ -91,8 +91,16 @@ func runChild(in io.Reader, out io.Writer) error {
 	// An instance on an agent presents the agent's token to the
 	// coordinator's store (the agent's environment is the process's).
 	acc, err := store.DialToken(ctx, cfg.StoreAddr, os.Getenv(envStoreToken))
+	var page *store.SeqPage
 	if err == nil {
 		defer acc.Close()
+		page, err = childSeqPage()
+	}
+	if err == nil {
+		if page != nil {
+			defer page.Close()
+			acc.Sequence(page)
+		}
 		var inst *Instance
 		inst, err = NewInstance(ctx, cfg.InstanceConfig, acc)
 		if err == nil {
@@ -241,7 +249,9 @@ type localProc struct {
 
 var _ Proc = (*localProc)(nil)
 
-func startLocal(cfg InstanceConfig, storeAddr string, log io.Writer) (*localProc, error) {
+// startLocal starts instance cfg as a child process reaching its store at
+// storeAddr; given a sequence page, as a sequenced client of it (its fd 3).
+func startLocal(cfg InstanceConfig, storeAddr string, page *store.SeqPage, log io.Writer) (*localProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -255,6 +265,10 @@ func startLocal(cfg InstanceConfig, storeAddr string, log io.Writer) (*localProc
 		log = io.Discard
 	}
 	cmd.Stderr = log
+	if page != nil {
+		cmd.ExtraFiles = []*os.File{page.File()}
+		cmd.Env = append(cmd.Env, envSeqFD+"="+strconv.Itoa(seqFD))
+	}
 	p := &localProc{cmd: cmd}
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -314,9 +328,10 @@ var (
 	_ Pauser   = (*remoteInstance)(nil)
 )
 
-// startRemote starts instance cfg.ID as a process: a child of this one,
-// or with pl, wherever pl puts it.
-func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, pl Placement, log io.Writer) (*remoteInstance, error) {
+// startRemote starts instance cfg.ID as a process: a child of this one
+// (sharing page, if not nil: see seqStore), or with pl, wherever pl puts
+// it.
+func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, pl Placement, page *store.SeqPage, log io.Writer) (*remoteInstance, error) {
 	var proc Proc
 	var pid int
 	if pl != nil {
@@ -326,7 +341,7 @@ func startRemote(ctx context.Context, cfg InstanceConfig, storeAddr string, pl P
 		}
 		proc = p
 	} else {
-		p, err := startLocal(cfg, storeAddr, log)
+		p, err := startLocal(cfg, storeAddr, page, log)
 		if err != nil {
 			return nil, err
 		}

@@ -138,11 +138,12 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		}
 	}
 
-	insts, stopAll, err := startInstances(ctx, sc, o.Strategy, env.Lock, st, o.Spawner, o.Log)
+	insts, sq, stopAll, err := startInstances(ctx, sc, o.Strategy, info, env.Lock, st, o.Spawner, o.Log)
 	if err != nil {
 		return results.Run{}, err
 	}
 	defer func() { stopAll() }()
+	defer sq.close()
 	for _, in := range insts {
 		env.Instances = append(env.Instances, in)
 	}
@@ -265,6 +266,10 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		o.Progress(progress(o, env, insts, total, &colMu, start))
 	}
 
+	// The sequenced store's events are judged once all are applied.
+	if err := sq.settle(context.WithoutCancel(ctx)); err != nil {
+		return results.Run{}, err
+	}
 	counts, err := o.Store.Counts(context.WithoutCancel(ctx))
 	if err != nil {
 		return results.Run{}, fmt.Errorf("store counts: %w", err)
@@ -278,6 +283,9 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	sum := summarize(o, info, sc, env, counts, snap, total, end.Sub(measureStart), behind)
 	sum.LatencyByOutcome = outcomes.Latencies()
 	sum.Interrupted = ctx.Err() != nil
+	if n := sq.storeErrors(); n > 0 {
+		sum.Errors[ErrClassStore] += n
+	}
 	if err := errors.Join(stopErrs...); err != nil && ctx.Err() == nil {
 		sum.Errors[ErrClassOther]++
 	}
@@ -457,9 +465,11 @@ func (l *loopTimes) stop() {
 }
 
 // startInstances builds the instances (in-process or child processes) and
-// returns a function that stops them all, for the error paths.
-func startInstances(ctx context.Context, sc Scenario, name string, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, func(), error) {
+// returns a function that stops them all, for the error paths, and the
+// run's sequenced store if it has one (wantSeqStore; else nil).
+func startInstances(ctx context.Context, sc Scenario, name string, info strategies.Info, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, *seqStore, func(), error) {
 	var insts []instance
+	var sq *seqStore
 	var ln net.Listener
 	var pl Placement
 	stopAll := func() {
@@ -478,13 +488,20 @@ func startInstances(ctx context.Context, sc Scenario, name string, lock strategi
 	case sc.InstanceMode == "process" && sp != nil:
 		var err error
 		if pl, err = sp.Place(st, serve); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	case sc.InstanceMode == "process":
 		var err error
+		if wantSeqStore(sc, info, sp) {
+			if sq, err = newSeqStore(st); err != nil {
+				return nil, nil, nil, err
+			}
+			serve.Seq = sq.seq
+		}
 		ln, err = store.ListenLocal()
 		if err != nil {
-			return nil, nil, err
+			sq.close()
+			return nil, nil, nil, err
 		}
 		go func() { _ = store.ServeWith(ln, st, serve) }()
 	}
@@ -497,17 +514,22 @@ func startInstances(ctx context.Context, sc Scenario, name string, lock strategi
 			if ln != nil {
 				addr = ln.Addr().String()
 			}
-			in, err = startRemote(ctx, cfg, addr, pl, log)
+			var page *store.SeqPage
+			if sq != nil {
+				page = sq.page
+			}
+			in, err = startRemote(ctx, cfg, addr, pl, page, log)
 		} else {
 			in, err = NewInstance(ctx, cfg, st)
 		}
 		if err != nil {
 			stopAll()
-			return nil, nil, fmt.Errorf("instance %d (%s): %w", id, name, err)
+			sq.close()
+			return nil, nil, nil, fmt.Errorf("instance %d (%s): %w", id, name, err)
 		}
 		insts = append(insts, in)
 	}
-	return insts, stopAll, nil
+	return insts, sq, stopAll, nil
 }
 
 func progress(o Options, env *FaultEnv, insts []instance, total results.PhaseSet, mu *sync.Mutex, start time.Time) Progress {

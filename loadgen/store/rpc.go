@@ -359,18 +359,20 @@ const watchTicks = 10
 // goroutine switch per call; under load it saves a system call for
 // nearly every one.
 type batchWriter struct {
-	w     io.Writer
-	kick  chan struct{}
-	quit  chan struct{}
-	once  sync.Once
-	mu    sync.Mutex
-	queue []byte
-	spare []byte
-	err   error
+	w    io.Writer
+	kick chan struct{}
+	quit chan struct{}
+	once sync.Once
+	// stopped is closed when run has returned.
+	stopped chan struct{}
+	mu      sync.Mutex
+	queue   []byte
+	spare   []byte
+	err     error
 }
 
 func newBatchWriter(w io.Writer) *batchWriter {
-	return &batchWriter{w: w, kick: make(chan struct{}, 1), quit: make(chan struct{})}
+	return &batchWriter{w: w, kick: make(chan struct{}, 1), quit: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 // send queues b (copied) for the writer; it returns the write error that
@@ -413,6 +415,7 @@ func (bw *batchWriter) sendSeq(b []byte, off int, p *SeqPage) error {
 }
 
 func (bw *batchWriter) run() {
+	defer close(bw.stopped)
 	for {
 		select {
 		case <-bw.kick:
@@ -425,21 +428,42 @@ func (bw *batchWriter) run() {
 			bw.mu.Unlock()
 			continue // its frame went with the last write
 		}
-		// Swap the buffers: senders fill the spare while this one is written.
-		buf := bw.queue
-		bw.queue = bw.spare[:0]
-		bw.mu.Unlock()
-		_, err := bw.w.Write(buf)
-		bw.mu.Lock()
-		bw.spare = buf[:0]
-		if err != nil && bw.err == nil {
-			bw.err = err
-		}
+		err := bw.writeQueue()
 		bw.mu.Unlock()
 		if err != nil {
 			return
 		}
 	}
+}
+
+// writeQueue writes what is queued. The queue's lock is held; it is
+// released during the write, and held again on return.
+func (bw *batchWriter) writeQueue() error {
+	// Swap the buffers: senders fill the spare while this one is written.
+	buf := bw.queue
+	bw.queue = bw.spare[:0]
+	bw.mu.Unlock()
+	_, err := bw.w.Write(buf)
+	bw.mu.Lock()
+	bw.spare = buf[:0]
+	if err != nil && bw.err == nil {
+		bw.err = err
+	}
+	return bw.err
+}
+
+// flush stops the writer and writes what is still queued, on the
+// caller's goroutine: a client whose frames are one-way (Client.Sequence)
+// must not close with frames queued, which no answer waits for.
+func (bw *batchWriter) flush() error {
+	bw.close()
+	<-bw.stopped
+	bw.mu.Lock()
+	defer bw.mu.Unlock()
+	if bw.err != nil || len(bw.queue) == 0 {
+		return bw.err
+	}
+	return bw.writeQueue()
 }
 
 func (bw *batchWriter) close() { bw.once.Do(func() { close(bw.quit) }) }
@@ -754,8 +778,12 @@ func (c *Client) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
 	return FinishResp{Applied: f&1 != 0, StaleRejected: f&2 != 0}, nil
 }
 
-// Close closes the connection; calls in flight return an error.
+// Close closes the connection; calls in flight return an error. A
+// sequenced client first sends the one-way frames still queued.
 func (c *Client) Close() error {
+	if c.seq != nil {
+		_ = c.out.flush()
+	}
 	c.fail(net.ErrClosed)
 	return nil
 }

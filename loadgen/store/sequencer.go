@@ -34,6 +34,7 @@ type Sequencer struct {
 	pending map[uint64]seqEvent
 	open    map[*seqConn]struct{}
 	gaps    int64
+	applied int64
 
 	errs atomic.Int64
 }
@@ -72,6 +73,13 @@ func NewSequencer(st Accessor) *Sequencer {
 // Errors is how many one-way events the store refused: errors the holder
 // could not be told of, which the runner counts as store errors.
 func (s *Sequencer) Errors() int64 { return s.errs.Load() }
+
+// Applied is how many events were applied.
+func (s *Sequencer) Applied() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.applied
+}
 
 // Gaps is how many numbers were skipped as never to be delivered.
 func (s *Sequencer) Gaps() int64 {
@@ -128,6 +136,7 @@ func (s *Sequencer) drain() {
 		if ev, ok := s.pending[s.next]; ok {
 			delete(s.pending, s.next)
 			s.next++
+			s.applied++
 			s.apply(ev)
 			continue
 		}

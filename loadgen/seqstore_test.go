@@ -1,0 +1,71 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/results"
+)
+
+// seqRun runs o with the sequenced store opted into and returns its
+// summary and its sequencer's figures; it fails the test unless the run
+// took the sequenced path.
+func seqRun(t *testing.T, o Options) seqFigures {
+	t.Helper()
+	t.Setenv(envSeqStore, "1")
+	var q *store.Sequencer
+	seqSettled = func(s *store.Sequencer) { q = s }
+	defer func() { seqSettled = nil }()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q == nil {
+		t.Fatal("the run did not use the sequenced store")
+	}
+	return seqFigures{s: r.Summary, applied: q.Applied(), gaps: q.Gaps(), errs: q.Errors()}
+}
+
+// seqFigures are a sequenced run's summary and its sequencer's counts.
+type seqFigures struct {
+	s                   results.Summary
+	applied, gaps, errs int64
+}
+
+// The checker catches a missing lock through the sequenced store every
+// time, whether the critical section is empty or holds a millisecond:
+// the one-way events are judged in an order they happened in.
+func TestSeqStoreCatchesNoLock(t *testing.T) {
+	for _, hold := range []string{"0s", "1ms"} {
+		for i := range 3 {
+			t.Run(fmt.Sprintf("hold=%s/%d", hold, i), func(t *testing.T) {
+				o, sc := quick("nolock", func(s *Scenario) { s.InstanceMode, s.Hold = "process", mustHold(hold) })
+				f := seqRun(t, o)
+				s := f.s
+				if !s.Unsafe || s.Duplicates == 0 {
+					t.Errorf("unsafe=%v duplicates=%d; want unsafe with duplicates > 0", s.Unsafe, s.Duplicates)
+				}
+				if s.Processed != int64(sc.Payments) || len(s.Errors) != 0 {
+					t.Errorf("processed %d of %d, errors %v; want all, none", s.Processed, sc.Payments, s.Errors)
+				}
+				// Two events per critical section; no process died.
+				if want := 2 * s.Payments * int64(sc.Deliveries); f.applied != want || f.gaps != 0 || f.errs != 0 {
+					t.Errorf("sequencer applied %d, gaps %d, errors %d; want %d, 0, 0", f.applied, f.gaps, f.errs, want)
+				}
+			})
+		}
+	}
+}
+
+func mustHold(s string) Hold {
+	h, err := ParseHold(s)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
