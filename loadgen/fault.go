@@ -59,6 +59,43 @@ type FaultEnv struct {
 	slows   []atomic.Int64
 	loaded  atomic.Bool // every payment has been offered (or the load was stopped)
 	strikes strikeLog
+	// armed counts the traps armed (ArmTrap); while it is above 0 the
+	// sequenced store's clients wait for their Enters (sync).
+	armMu sync.Mutex
+	armed int
+	sync  func(on bool) // nil without a sequenced store
+}
+
+// ArmTrap says a fault's trap is armed: until the matching DisarmTrap,
+// holders must wait inside their Enter for its answer, so that the trap
+// catches a holder certainly inside (store.EnterReq.Waiting). It matters
+// only with the sequenced store, whose Enters are otherwise one-way.
+func (e *FaultEnv) ArmTrap() {
+	e.armMu.Lock()
+	defer e.armMu.Unlock()
+	e.armed++
+	if e.armed == 1 && e.sync != nil {
+		e.sync(true)
+	}
+}
+
+// DisarmTrap undoes one ArmTrap.
+func (e *FaultEnv) DisarmTrap() {
+	e.armMu.Lock()
+	defer e.armMu.Unlock()
+	e.armed--
+	if e.armed == 0 && e.sync != nil {
+		e.sync(false)
+	}
+}
+
+// syncWith makes set the switch ArmTrap and DisarmTrap turn (the
+// sequenced store's page), setting it as the traps armed now say.
+func (e *FaultEnv) syncWith(set func(on bool)) {
+	e.armMu.Lock()
+	defer e.armMu.Unlock()
+	e.sync = set
+	set(e.armed > 0)
 }
 
 // OnEnter registers f to run synchronously inside the store's Enter, before

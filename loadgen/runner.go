@@ -52,6 +52,10 @@ type Options struct {
 	IntervalLog func(results.Interval) error
 	// Log receives instance processes' stderr; nil discards it.
 	Log io.Writer
+	// Sequenced, if set, is told what the sequenced store did once a run
+	// that used it (LOCKBENCH_SEQ_STORE=1, see docs/seq-store.md) has
+	// applied everything; a run that did not use it never calls it.
+	Sequenced func(SeqStats)
 	// Spawner, if set, places the instance processes (--instance-mode
 	// process) on agents (package loadgen/agent) instead of starting them
 	// as children of this process; goroutine instances stay here.
@@ -144,6 +148,9 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	}
 	defer func() { stopAll() }()
 	defer sq.close()
+	if sq != nil {
+		env.syncWith(sq.page.SetSync)
+	}
 	for _, in := range insts {
 		env.Instances = append(env.Instances, in)
 	}
@@ -269,6 +276,9 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	// The sequenced store's events are judged once all are applied.
 	if err := sq.settle(context.WithoutCancel(ctx)); err != nil {
 		return results.Run{}, err
+	}
+	if sq != nil && o.Sequenced != nil {
+		o.Sequenced(sq.stats())
 	}
 	counts, err := o.Store.Counts(context.WithoutCancel(ctx))
 	if err != nil {

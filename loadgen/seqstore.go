@@ -48,10 +48,6 @@ func newSeqStore(st store.Accessor) (*seqStore, error) {
 	return &seqStore{page: p, seq: store.NewSequencer(st)}, nil
 }
 
-// seqSettled, when set (by tests), is told of each run's sequencer once
-// it has settled: that the run took the sequenced path, and what it did.
-var seqSettled func(*store.Sequencer)
-
 // settle waits until everything the instances sent is applied (they must
 // have stopped). A nil seqStore has nothing to wait for.
 func (s *seqStore) settle(ctx context.Context) error {
@@ -61,10 +57,23 @@ func (s *seqStore) settle(ctx context.Context) error {
 	if err := s.seq.Settle(ctx); err != nil {
 		return fmt.Errorf("sequenced store: %w", err)
 	}
-	if seqSettled != nil {
-		seqSettled(s.seq)
-	}
 	return nil
+}
+
+// SeqStats is what a run's sequenced store did (Options.Sequenced).
+type SeqStats struct {
+	// Applied is the events applied; Waited those of them that were
+	// waiting Enters (while a trap was armed).
+	Applied, Waited int64
+	// Gaps is the numbers skipped as never to be sent (taken by a
+	// process that died before sending them).
+	Gaps int64
+	// Errors is the one-way events the store refused (in errors.store).
+	Errors int64
+}
+
+func (s *seqStore) stats() SeqStats {
+	return SeqStats{Applied: s.seq.Applied(), Waited: s.seq.Waited(), Gaps: s.seq.Gaps(), Errors: s.seq.Errors()}
 }
 
 // storeErrors is how many one-way events the store refused: the run's

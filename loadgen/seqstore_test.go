@@ -16,9 +16,8 @@ import (
 func seqRun(t *testing.T, o Options) seqFigures {
 	t.Helper()
 	t.Setenv(envSeqStore, "1")
-	var q *store.Sequencer
-	seqSettled = func(s *store.Sequencer) { q = s }
-	defer func() { seqSettled = nil }()
+	var q *SeqStats
+	o.Sequenced = func(s SeqStats) { q = &s }
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r, err := Run(ctx, o)
@@ -28,7 +27,7 @@ func seqRun(t *testing.T, o Options) seqFigures {
 	if q == nil {
 		t.Fatal("the run did not use the sequenced store")
 	}
-	return seqFigures{s: r.Summary, applied: q.Applied(), gaps: q.Gaps(), errs: q.Errors()}
+	return seqFigures{s: r.Summary, applied: q.Applied, gaps: q.Gaps, errs: q.Errors}
 }
 
 // seqFigures are a sequenced run's summary and its sequencer's counts.

@@ -263,7 +263,7 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	entered := false
 	_, err := in.tx.Process(ctx, store.TxReq{Payment: d.Payment, Account: d.Account, Amount: d.Amount}, func(ctx context.Context) error {
 		t1 = time.Now()
-		read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID})
+		read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Waiting: true})
 		if err != nil {
 			return fmt.Errorf("%w: %w", errStore, err)
 		}
@@ -343,7 +343,7 @@ func (w *worker) critical(cx cycleCtx, d Delivery, key string, lease strategies.
 	in := w.inst
 	ctx := cx.run
 	token := lease.Token()
-	read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Token: token, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID})
+	read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Token: token, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Waiting: true})
 	if err != nil {
 		w.c.Errors[ecStore].Add(1)
 		return

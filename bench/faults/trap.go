@@ -41,6 +41,7 @@ type trap struct {
 	// act runs in the hook, in the holder's Enter, when the trap springs.
 	act    func(store.EnterReq)
 	sprung chan store.EnterReq
+	env    *loadgen.FaultEnv
 }
 
 // enteredSlots bounds a trap's memory of entered payments: 2²⁰ (8 MB).
@@ -57,6 +58,7 @@ func newTrap(env *loadgen.FaultEnv, want func(store.EnterReq) bool, act func(sto
 		want:    want,
 		act:     act,
 		sprung:  make(chan store.EnterReq, 1),
+		env:     env,
 	}
 	env.OnEnter(t.hook)
 	return t
@@ -85,6 +87,11 @@ func (t *trap) hook(r store.EnterReq) {
 	if !t.first(r.Payment) || t.state.Load() != trapArmed {
 		return
 	}
+	// A one-way Enter (the sequenced store's) is applied after its
+	// holder went on: it may be out already. Only its payment is marked.
+	if !r.Waiting {
+		return
+	}
 	if t.want != nil && !t.want(r) {
 		return
 	}
@@ -99,12 +106,17 @@ func (t *trap) hook(r store.EnterReq) {
 // arms it again after wait returned (its hook has then run to the end, so
 // the trap cannot spring twice for one arm). Whatever the fault set up
 // before arm is visible to the hook (the state is the synchronisation).
-func (t *trap) arm() { t.state.Store(trapArmed) }
+// Until wait returns, holders wait inside their Enters (FaultEnv.ArmTrap).
+func (t *trap) arm() {
+	t.env.ArmTrap()
+	t.state.Store(trapArmed)
+}
 
 // wait returns the caught holder's request once the trap has sprung (its act
 // has run), or ok=false when ctx ended first; the trap is disarmed then, so
 // it cannot spring after the fault gave up on it.
 func (t *trap) wait(ctx context.Context) (r store.EnterReq, ok bool) {
+	defer t.env.DisarmTrap()
 	select {
 	case r = <-t.sprung:
 		return r, true

@@ -183,7 +183,7 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 			}
 			r := EnterReq{LockKey: string(key),
 				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
-				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:])))}
+				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:]))), Waiting: true}
 			run(func() {
 				resp, err := s.Enter(ctx, r)
 				_ = send(appendEnterAnswer(id, resp, err))

@@ -35,6 +35,7 @@ type Sequencer struct {
 	open    map[*seqConn]struct{}
 	gaps    int64
 	applied int64
+	waited  int64
 
 	errs atomic.Int64
 }
@@ -79,6 +80,13 @@ func (s *Sequencer) Applied() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.applied
+}
+
+// Waited is how many of the events applied were waiting Enters.
+func (s *Sequencer) Waited() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waited
 }
 
 // Gaps is how many numbers were skipped as never to be delivered.
@@ -168,6 +176,7 @@ func (s *Sequencer) apply(ev seqEvent) {
 		resp.Deferred, resp.Slot = true, ev.slot
 		c.reads[ev.slot] = seqRead{resp: resp, failed: err != nil}
 		if ev.reply != nil {
+			s.waited++
 			ev.reply(resp, err)
 		} else if err != nil {
 			s.errs.Add(1)

@@ -95,10 +95,12 @@ type EnterReq struct {
 	// sequenced store (Sequencer) applies an Enter after the event, and
 	// Memory times overlap windows from it.
 	AtNs int64
-	// Waiting is set when the holder waits for the answer of a sequenced
-	// Enter (while a fault's trap is armed, see SeqPage); a one-way Enter
-	// leaves it false. Traps spring only on waiting Enters: only then is
-	// the holder certainly still inside when the trap acts.
+	// Waiting is set when the holder waits inside its Enter for the
+	// answer: every synchronous Enter (the workers set it; the served
+	// store's Enter op does), and a sequenced client's Enter while a
+	// fault's trap is armed (SeqPage's sync flag). A sequenced client's
+	// one-way Enter leaves it false. Traps spring only on waiting Enters:
+	// only then is the holder certainly still inside when the trap acts.
 	Waiting bool
 }
 
