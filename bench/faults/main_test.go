@@ -127,6 +127,8 @@ func run(ctx context.Context, t *testing.T, strategy, fault string, sc loadgen.S
 		Lock:     target.Config,
 		Store:    st,
 		Fault:    f,
+		// Set by the sequenced store's tests (seqstore_test.go).
+		Sequenced: seqObserver,
 	})
 	if err != nil {
 		t.Fatalf("%s under %s: %v", strategy, fault, err)
