@@ -33,7 +33,14 @@ func (s *clientSeq) now() int64 { return s.wall + int64(time.Since(s.anchor)) }
 func (c *Client) Sequence(p *SeqPage) {
 	now := time.Now()
 	c.seq = &clientSeq{page: p, anchor: now, wall: now.UnixNano()}
+	c.out.setLazy(SeqFlushEvery)
 }
+
+// SeqFlushEvery bounds how long a sequenced client's one-way frames wait
+// to be written while no trap is armed: 1 ms. They are applied that much
+// later; nobody waits on them but the Enters of other processes that do
+// wait (sync), and while a trap is armed the frames are written at once.
+const SeqFlushEvery = time.Millisecond
 
 // errNotDeferred: a sequenced client's Finish must finish a deferred Enter.
 var errNotDeferred = errors.New("store: synchronous Finish on a sequenced client")
@@ -109,7 +116,8 @@ func (c *Client) post(build func(b []byte) []byte, seqAt *int) error {
 	}
 	var frame [96]byte
 	b := build(le.AppendUint32(frame[:0], 0))
-	if err := c.out.sendSeq(b, *seqAt, c.seq.page); err != nil {
+	// While a trap is armed, others wait on what this client has sent.
+	if err := c.out.sendSeq(b, *seqAt, c.seq.page, !c.seq.page.Sync()); err != nil {
 		c.fail(err)
 		return err
 	}
