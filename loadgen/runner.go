@@ -503,7 +503,7 @@ func startInstances(ctx context.Context, sc Scenario, name string, info strategi
 	case sc.InstanceMode == "process":
 		var err error
 		if wantSeqStore(sc, info, sp) {
-			if sq, err = newSeqStore(st); err != nil {
+			if sq, err = newSeqStore(st, sc.Instances); err != nil {
 				return nil, nil, nil, err
 			}
 			serve.Seq = sq.seq

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/strategies"
@@ -39,14 +40,21 @@ func wantSeqStore(sc Scenario, info strategies.Info, sp Spawner) bool {
 		sc.Store == "memory" && !info.Transactional && !info.Redelivers
 }
 
-// newSeqStore makes a run's page and a sequencer applying to st.
-func newSeqStore(st store.Accessor) (*seqStore, error) {
+// newSeqStore makes a run's page and a sequencer applying to st, for
+// instances processes (one connection each).
+func newSeqStore(st store.Accessor, instances int) (*seqStore, error) {
 	p, err := store.NewSeqPage()
 	if err != nil {
 		return nil, err
 	}
-	return &seqStore{page: p, seq: store.NewSequencer(st)}, nil
+	q := store.NewSequencer(st)
+	q.Expect(instances)
+	return &seqStore{page: p, seq: q}, nil
 }
+
+// settleTimeout bounds settle: 10 seconds. The instances have stopped by
+// then, so all that is left is reading and applying what they sent.
+const settleTimeout = 10 * time.Second
 
 // settle waits until everything the instances sent is applied (they must
 // have stopped). A nil seqStore has nothing to wait for.
@@ -54,6 +62,8 @@ func (s *seqStore) settle(ctx context.Context) error {
 	if s == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
 	if err := s.seq.Settle(ctx); err != nil {
 		return fmt.Errorf("sequenced store: %w", err)
 	}

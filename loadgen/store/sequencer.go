@@ -36,6 +36,9 @@ type Sequencer struct {
 	gaps    int64
 	applied int64
 	waited  int64
+	// connects counts the connections registered; expect is how many
+	// Settle waits for (Expect).
+	connects, expect int
 
 	errs atomic.Int64
 }
@@ -100,6 +103,7 @@ func (s *Sequencer) Gaps() int64 {
 func (s *Sequencer) connect() *seqConn {
 	c := &seqConn{reads: map[uint32]seqRead{}}
 	s.mu.Lock()
+	s.connects++
 	s.open[c] = struct{}{}
 	s.mu.Unlock()
 	return c
@@ -202,15 +206,25 @@ func (s *Sequencer) apply(ev seqEvent) {
 // settlePoll is how often Settle looks: 1 ms.
 const settlePoll = time.Millisecond
 
-// Settle waits until every connection has closed and every event they
-// delivered is applied, or ctx is done. Call it after the instances have
-// stopped and before the store's final Counts.
+// Expect tells Settle that n connections will have been made: a client's
+// Dial returns once the connection is queued to be accepted, so without
+// it Settle could find none open before the server has accepted any.
+func (s *Sequencer) Expect(n int) {
+	s.mu.Lock()
+	s.expect = n
+	s.mu.Unlock()
+}
+
+// Settle waits until the expected connections (Expect) have been made
+// and every connection has closed and every event they delivered is
+// applied, or ctx is done. Call it after the instances have stopped and
+// before the store's final Counts.
 func (s *Sequencer) Settle(ctx context.Context) error {
 	t := time.NewTicker(settlePoll)
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		done := len(s.open) == 0 && len(s.pending) == 0
+		done := s.connects >= s.expect && len(s.open) == 0 && len(s.pending) == 0
 		s.mu.Unlock()
 		if done {
 			return nil

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"testing"
+)
+
+// seqServe serves a fresh Memory with a Sequencer on a local socket and
+// dials n sequenced clients of one page.
+func seqServe(t *testing.T, n int) (*Memory, *Sequencer, *SeqPage, []*Client) {
+	t.Helper()
+	ln, err := ListenLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := NewSeqPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMemory()
+	q := NewSequencer(m)
+	q.Expect(n)
+	go func() { _ = ServeWith(ln, m, ServeOptions{Inline: true, Seq: q}) }()
+	t.Cleanup(func() { ln.Close(); page.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var cs []*Client
+	for range n {
+		c, err := Dial(ctx, ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Sequence(page)
+		cs = append(cs, c)
+	}
+	return m, q, page, cs
+}
+
+// Two sequenced clients, each a holder of one payment of account 0, enter
+// before either finishes: the store judges the order the numbers give,
+// with the writes computed from the reads the coordinator saw (both read
+// "not processed", both apply: a duplicate). The last frames are sent by
+// Close (they are lazy), and Settle waits for them.
+func TestSequencedClientsOverlap(t *testing.T) {
+	m, q, _, cs := seqServe(t, 2)
+	ctx := context.Background()
+	if err := m.Reset(ctx, bank(AccountMode, false, []int64{100}, 0)); err != nil {
+		t.Fatal(err)
+	}
+	a, b := cs[0], cs[1]
+	ra, err := a.Enter(ctx, EnterReq{LockKey: "k", Payment: 0, Account: 0})
+	if err != nil || !ra.Deferred {
+		t.Fatalf("Enter: %+v, %v; want a deferred read", ra, err)
+	}
+	rb, err := b.Enter(ctx, EnterReq{LockKey: "k", Payment: 0, Account: 0})
+	if err != nil || !rb.Deferred {
+		t.Fatalf("Enter: %+v, %v; want a deferred read", rb, err)
+	}
+	for _, f := range []struct {
+		c    *Client
+		slot uint32
+	}{{a, ra.Slot}, {b, rb.Slot}} {
+		if _, err := f.c.Finish(ctx, FinishReq{LockKey: "k", Payment: 0, Account: 0, Deferred: true, Slot: f.slot, Amount: 30}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	b.Close()
+	if err := q.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Overlaps != 1 || got.Duplicates != 1 || got.Processed != 1 || q.Applied() != 4 || q.Errors() != 0 {
+		t.Errorf("counts %+v, applied %d, errors %d; want 1 overlap, 1 duplicate, 1 processed, 4 applied, no errors", got, q.Applied(), q.Errors())
+	}
+}
+
+// With the sync flag set an Enter waits for its answer, applied after
+// everything numbered before it: here the other client's Finish, so it
+// reads the payment processed and the balance debited. A synchronous
+// Finish on a sequenced client is refused.
+func TestSequencedClientWaits(t *testing.T) {
+	m, q, page, cs := seqServe(t, 2)
+	ctx := context.Background()
+	if err := m.Reset(ctx, bank(AccountMode, false, []int64{100}, 0)); err != nil {
+		t.Fatal(err)
+	}
+	a, b := cs[0], cs[1]
+	ra, err := a.Enter(ctx, EnterReq{LockKey: "k", Payment: 0, Account: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Finish(ctx, FinishReq{LockKey: "k", Payment: 0, Account: 0, Deferred: true, Slot: ra.Slot, Amount: 30}); err != nil {
+		t.Fatal(err)
+	}
+	page.SetSync(true)
+	// a's frames are lazy: b's waiting Enter is answered once they are in.
+	rb, err := b.Enter(ctx, EnterReq{LockKey: "k", Payment: 0, Account: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rb.Deferred || !rb.Processed || rb.Balance != 70 {
+		t.Errorf("waiting Enter read %+v; want deferred, processed, balance 70", rb)
+	}
+	if _, err := b.Finish(ctx, FinishReq{LockKey: "k", Payment: 0, Account: 0}); err != errNotDeferred {
+		t.Errorf("synchronous Finish: got %v; want %v", err, errNotDeferred)
+	}
+	if _, err := b.Finish(ctx, FinishReq{LockKey: "k", Payment: 0, Account: 0, Deferred: true, Slot: rb.Slot, Amount: 30}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b.Close()
+	if err := q.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Duplicates != 0 || got.Processed != 1 || q.Waited() != 1 || q.Errors() != 0 {
+		t.Errorf("counts %+v, waited %d, errors %d; want no duplicate, 1 processed, 1 waited, no errors", got, q.Waited(), q.Errors())
+	}
+}
