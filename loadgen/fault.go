@@ -64,7 +64,17 @@ type FaultEnv struct {
 	armMu sync.Mutex
 	armed int
 	sync  func(on bool) // nil without a sequenced store
+	// holdsEnters: see HoldsEnters.
+	holdsEnters bool
 }
+
+// HoldsEnters says, in Setup, that the fault's hooks hold holders inside
+// their Enter (keep it from taking effect until something else has
+// happened) or wait on servers there. The sequenced store cannot honour
+// that: an event's place in its order is fixed when the holder sends it,
+// and its one applier would wait for the hook. Such a run keeps the
+// synchronous store.
+func (e *FaultEnv) HoldsEnters() { e.holdsEnters = true }
 
 // ArmTrap says a fault's trap is armed: until the matching DisarmTrap,
 // holders must wait inside their Enter for its answer, so that the trap

@@ -142,7 +142,8 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		}
 	}
 
-	insts, sq, stopAll, err := startInstances(ctx, sc, o.Strategy, info, env.Lock, st, o.Spawner, o.Log)
+	seq := wantSeqStore(sc, info, o.Spawner) && !env.holdsEnters
+	insts, sq, stopAll, err := startInstances(ctx, sc, o.Strategy, seq, env.Lock, st, o.Spawner, o.Log)
 	if err != nil {
 		return results.Run{}, err
 	}
@@ -476,8 +477,9 @@ func (l *loopTimes) stop() {
 
 // startInstances builds the instances (in-process or child processes) and
 // returns a function that stops them all, for the error paths, and the
-// run's sequenced store if it has one (wantSeqStore; else nil).
-func startInstances(ctx context.Context, sc Scenario, name string, info strategies.Info, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, *seqStore, func(), error) {
+// run's sequenced store when seq asks for one (local processes only;
+// else nil).
+func startInstances(ctx context.Context, sc Scenario, name string, seq bool, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, *seqStore, func(), error) {
 	var insts []instance
 	var sq *seqStore
 	var ln net.Listener
@@ -502,7 +504,7 @@ func startInstances(ctx context.Context, sc Scenario, name string, info strategi
 		}
 	case sc.InstanceMode == "process":
 		var err error
-		if wantSeqStore(sc, info, sp) {
+		if seq {
 			if sq, err = newSeqStore(st, sc.Instances); err != nil {
 				return nil, nil, nil, err
 			}

@@ -302,6 +302,9 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 	f.contended, f.written = make(chan struct{}), make(chan struct{})
 	f.trap = newTrap(env, f.onPrimaryOnly, f.holdHolder)
 	env.OnEnter(f.watchContender)
+	// watchContender holds a third holder at its Enter, and the trap's
+	// filter asks the replicas from inside the Enter.
+	env.HoldsEnters()
 	return nil
 }
 
