@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // seqRun runs o with the sequenced store opted into and returns its
@@ -174,3 +175,49 @@ func TestSeqStoreSurvivesAKill(t *testing.T) {
 	}
 	t.Logf("sequencer %+v; payments %d processed %d", *got, r.Summary.Payments, r.Summary.Processed)
 }
+
+// Only local process instances on the memory store, opted in, with a
+// strategy whose critical section is worker.critical's, take the
+// sequenced store.
+func TestWantSeqStore(t *testing.T) {
+	base := DefaultScenario()
+	base.InstanceMode, base.Store = "process", "memory"
+	for _, tc := range []struct {
+		name string
+		opt  string
+		mut  func(*Scenario, *strategies.Info)
+		sp   Spawner
+		want bool
+	}{
+		// The case it is for.
+		{name: "opted in", opt: "1", want: true},
+		// Nothing changes by default.
+		{name: "not opted in", opt: ""},
+		// In-process instances call the store directly.
+		{name: "goroutine", opt: "1", mut: func(s *Scenario, _ *strategies.Info) { s.InstanceMode = "goroutine" }},
+		// The Postgres store keeps the synchronous protocol.
+		{name: "postgres", opt: "1", mut: func(s *Scenario, _ *strategies.Info) { s.Store = "postgres" }},
+		// pg-unique's deliveries are transactions.
+		{name: "transactional", opt: "1", mut: func(_ *Scenario, i *strategies.Info) { i.Transactional = true }},
+		// The queue's redeliveries.
+		{name: "redelivers", opt: "1", mut: func(_ *Scenario, i *strategies.Info) { i.Redelivers = true }},
+		// Instances on agents get no page.
+		{name: "agents", opt: "1", sp: noSpawner{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envSeqStore, tc.opt)
+			sc, info := base, strategies.Info{}
+			if tc.mut != nil {
+				tc.mut(&sc, &info)
+			}
+			if got := wantSeqStore(sc, info, tc.sp); got != tc.want {
+				t.Errorf("wantSeqStore: got %v; want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// noSpawner stands for agents.
+type noSpawner struct{}
+
+func (noSpawner) Place(store.Store, store.ServeOptions) (Placement, error) { return nil, nil }

@@ -44,4 +44,13 @@
 // killed inside its critical section), or never entered (not acquired),
 // stays tracked to the end, and so do the versions of an account that
 // always has a holder inside.
+//
+// The sequenced store (a prototype, opted into by loadgen; see
+// docs/seq-store.md): local instance processes share a page of memory
+// with the coordinator (SeqPage) whose counter numbers every Enter and
+// Finish they send; a sequenced Client sends them one-way, and a
+// Sequencer behind the served store applies them in number order, so a
+// critical section no longer waits on the coordinator. Caveat: the
+// numbers are taken when the holder sends, so a fault's hook cannot hold
+// an event back, and the counts lag the events until Sequencer.Settle.
 package store
