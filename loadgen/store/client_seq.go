@@ -32,8 +32,8 @@ func (s *clientSeq) now() int64 { return s.wall + int64(time.Since(s.anchor)) }
 // caller.
 func (c *Client) Sequence(p *SeqPage) {
 	now := time.Now()
-	c.seq = &clientSeq{page: p, anchor: now, wall: now.UnixNano()}
 	c.out.setLazy(SeqFlushEvery)
+	c.seq.Store(&clientSeq{page: p, anchor: now, wall: now.UnixNano()})
 }
 
 // SeqFlushEvery bounds how long a sequenced client's one-way frames wait
@@ -45,8 +45,7 @@ const SeqFlushEvery = time.Millisecond
 // errNotDeferred: a sequenced client's Finish must finish a deferred Enter.
 var errNotDeferred = errors.New("store: synchronous Finish on a sequenced client")
 
-func (c *Client) enterSeq(ctx context.Context, r EnterReq) (EnterResp, error) {
-	s := c.seq
+func (c *Client) enterSeq(ctx context.Context, s *clientSeq, r EnterReq) (EnterResp, error) {
 	slot := s.slots.Add(1)
 	op := byte(opEnterSeq)
 	if s.page.Sync() {
@@ -66,7 +65,7 @@ func (c *Client) enterSeq(ctx context.Context, r EnterReq) (EnterResp, error) {
 		return le.AppendUint64(b, uint64(s.now()))
 	}
 	if op == opEnterSeq {
-		if err := c.post(build, &seqAt); err != nil {
+		if err := c.post(s, build, &seqAt); err != nil {
 			return EnterResp{}, err
 		}
 		return EnterResp{Deferred: true, Slot: slot}, nil
@@ -86,7 +85,7 @@ func (c *Client) enterSeq(ctx context.Context, r EnterReq) (EnterResp, error) {
 	return out, nil
 }
 
-func (c *Client) finishSeq(r FinishReq) (FinishResp, error) {
+func (c *Client) finishSeq(s *clientSeq, r FinishReq) (FinishResp, error) {
 	if !r.Deferred {
 		return FinishResp{}, errNotDeferred
 	}
@@ -100,14 +99,14 @@ func (c *Client) finishSeq(r FinishReq) (FinishResp, error) {
 		b = le.AppendUint32(b, uint32(r.Account))
 		b = le.AppendUint32(b, r.Slot)
 		b = le.AppendUint64(b, uint64(r.Amount))
-		return le.AppendUint64(b, uint64(c.seq.now()))
+		return le.AppendUint64(b, uint64(s.now()))
 	}
-	return FinishResp{}, c.post(build, &seqAt)
+	return FinishResp{}, c.post(s, build, &seqAt)
 }
 
 // post sends a one-way sequenced frame (id 0), its number written at
 // *seqAt (which build sets).
-func (c *Client) post(build func(b []byte) []byte, seqAt *int) error {
+func (c *Client) post(s *clientSeq, build func(b []byte) []byte, seqAt *int) error {
 	c.mu.Lock()
 	err := c.err
 	c.mu.Unlock()
@@ -117,9 +116,22 @@ func (c *Client) post(build func(b []byte) []byte, seqAt *int) error {
 	var frame [96]byte
 	b := build(le.AppendUint32(frame[:0], 0))
 	// While a trap is armed, others wait on what this client has sent.
-	if err := c.out.sendSeq(b, *seqAt, c.seq.page, !c.seq.page.Sync()); err != nil {
+	if err := c.out.sendSeq(b, *seqAt, s.page, !s.page.Sync()); err != nil {
 		c.fail(err)
 		return err
 	}
 	return nil
+}
+
+// mark answers the server's mark request (Sequencer.watch): a frame with
+// nothing but a number, taken now, sent at once.
+func (c *Client) mark() {
+	s := c.seq.Load()
+	if s == nil {
+		return
+	}
+	b := appendKey(le.AppendUint32(nil, 0), opSeqMark, "")
+	off := len(b)
+	b = le.AppendUint64(b, 0)
+	_ = c.out.sendSeq(b, off, s.page, false)
 }

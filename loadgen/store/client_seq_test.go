@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // seqServe serves a fresh Memory with a Sequencer on a local socket and
@@ -122,5 +123,33 @@ func TestSequencedClientWaits(t *testing.T) {
 	}
 	if got.Duplicates != 0 || got.Processed != 1 || q.Waited() != 1 || q.Errors() != 0 {
 		t.Errorf("counts %+v, waited %d, errors %d; want no duplicate, 1 processed, 1 waited, no errors", got, q.Waited(), q.Errors())
+	}
+}
+
+// A number taken and never sent (a process that died) does not stall the
+// sequencer while another client is connected and idle: the stall watch
+// asks the idle client for a mark, and the gap closes without anyone
+// closing.
+func TestSequencedIdleClientMarks(t *testing.T) {
+	m, q, page, cs := seqServe(t, 2)
+	ctx := context.Background()
+	if err := m.Reset(ctx, bank(AccountMode, false, []int64{100}, 0)); err != nil {
+		t.Fatal(err)
+	}
+	page.Next() // taken by a process that died before sending it
+	a := cs[0]  // cs[1] stays idle
+	ra, err := a.Enter(ctx, EnterReq{LockKey: "k", Payment: 0, Account: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Finish(ctx, FinishReq{LockKey: "k", Payment: 0, Account: 0, Deferred: true, Slot: ra.Slot, Amount: 30}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for q.Applied() < 2 && time.Now().Before(deadline) {
+		time.Sleep(stallEvery)
+	}
+	if q.Applied() != 2 || q.Gaps() != 1 {
+		t.Errorf("applied %d, gaps %d with both clients open; want 2 and 1", q.Applied(), q.Gaps())
 	}
 }

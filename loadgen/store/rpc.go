@@ -56,9 +56,13 @@ const (
 	opEnterSeq     = 3
 	opFinishSeq    = 4
 	opEnterSeqWait = 5
+	// opSeqMark is a client's mark (Sequencer.watch), answering a mark
+	// request: a frame of id 0 and status statusMark from the server.
+	opSeqMark = 6
 
-	statusOK  = 0
-	statusErr = 1
+	statusOK   = 0
+	statusErr  = 1
+	statusMark = 2
 
 	// maxKey bounds a lock key on the wire, and a token: 4 KB.
 	maxKey = 4096
@@ -109,6 +113,10 @@ type ServeOptions struct {
 
 // ServeWith serves s on ln until ln is closed.
 func ServeWith(ln net.Listener, s Store, o ServeOptions) error {
+	if o.Seq != nil {
+		stop := o.Seq.watch()
+		defer stop()
+	}
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -155,6 +163,10 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 		return errors.New("store: client with a bad token")
 	}
 	out := &coalescer{w: conn}
+	if sc != nil {
+		req := appendHead(nil, 0, statusMark, 0)
+		o.Seq.setPoke(sc, func() { _ = out.send(req) })
+	}
 	// Inline answers wait in bw until no request is left buffered.
 	bw := bufio.NewWriterSize(conn, connBuffer)
 	send := out.send
@@ -206,7 +218,7 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 				o := appendHead(b[:0], id, statusOK, 1)
 				_ = send(append(o, boolByte(resp.Applied)|boolByte(resp.StaleRejected)<<1))
 			})
-		case opEnterSeq, opEnterSeqWait, opFinishSeq:
+		case opEnterSeq, opEnterSeqWait, opFinishSeq, opSeqMark:
 			if sc == nil {
 				return fmt.Errorf("store: sequenced op %d on a store served without a Sequencer", op)
 			}
@@ -340,8 +352,9 @@ type Client struct {
 	// watchTicks of them is failed (CallTimeout), without a timer per
 	// call.
 	tick uint32
-	// seq is set by Sequence, before any call.
-	seq  *clientSeq
+	// seq is set by Sequence, before any call; atomic because the
+	// reader (mark) may look at it first.
+	seq  atomic.Pointer[clientSeq]
 	err  error // set once the connection broke or was closed
 	quit chan struct{}
 	once sync.Once
@@ -609,6 +622,10 @@ func (c *Client) read() {
 		if _, err = io.ReadFull(br, msg); err != nil {
 			break
 		}
+		if id == 0 && status == statusMark {
+			c.mark()
+			continue
+		}
 		c.mu.Lock()
 		cl := c.pending[id]
 		delete(c.pending, id)
@@ -704,7 +721,7 @@ func (c *Client) doSeq(ctx context.Context, build func(b []byte) []byte, seqOff 
 	b := build(le.AppendUint32(frame[:0], id))
 	send := c.out.send
 	if seqOff >= 0 {
-		send = func(b []byte) error { return c.out.sendSeq(b, seqOff, c.seq.page, false) }
+		send = func(b []byte) error { return c.out.sendSeq(b, seqOff, c.seq.Load().page, false) }
 	}
 	if err := send(b); err != nil {
 		c.fail(fmt.Errorf("store: connection lost: %w", err))
@@ -767,8 +784,8 @@ var _ Accessor = (*Client)(nil)
 // Enter calls Enter on the served store; on a sequenced client, see
 // Sequence.
 func (c *Client) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
-	if c.seq != nil {
-		return c.enterSeq(ctx, r)
+	if s := c.seq.Load(); s != nil {
+		return c.enterSeq(ctx, s, r)
 	}
 	cl, err := c.do(ctx, func(b []byte) []byte {
 		b = appendKey(b, opEnter, r.LockKey)
@@ -792,8 +809,8 @@ func (c *Client) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
 // Finish calls Finish on the served store; on a sequenced client, see
 // Sequence.
 func (c *Client) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
-	if c.seq != nil {
-		return c.finishSeq(r)
+	if s := c.seq.Load(); s != nil {
+		return c.finishSeq(s, r)
 	}
 	cl, err := c.do(ctx, func(b []byte) []byte {
 		b = appendKey(b, opFinish, r.LockKey)
@@ -818,7 +835,7 @@ func (c *Client) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
 // Close closes the connection; calls in flight return an error. A
 // sequenced client first sends the one-way frames still queued.
 func (c *Client) Close() error {
-	if c.seq != nil {
+	if c.seq.Load() != nil {
 		_ = c.out.flush()
 	}
 	c.fail(net.ErrClosed)

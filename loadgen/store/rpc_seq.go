@@ -10,6 +10,13 @@ import (
 // send once it is applied, from whichever goroutine applies it, so send
 // must be safe for concurrent use (the connection's coalescer).
 func readSeq(br *bufio.Reader, op byte, id uint32, key string, f []byte, c *seqConn, q *Sequencer, send func([]byte) error) error {
+	if op == opSeqMark {
+		if _, err := io.ReadFull(br, f[:8]); err != nil {
+			return err
+		}
+		q.push(le.Uint64(f[0:]), seqEvent{conn: c, mark: true})
+		return nil
+	}
 	if op == opFinishSeq {
 		if _, err := io.ReadFull(br, f[:finishSeqFixed]); err != nil {
 			return err

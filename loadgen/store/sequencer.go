@@ -39,6 +39,8 @@ type Sequencer struct {
 	// connects counts the connections registered; expect is how many
 	// Settle waits for (Expect).
 	connects, expect int
+	// checked is next as the stall watch last saw it (watch).
+	checked uint64
 
 	errs atomic.Int64
 }
@@ -48,6 +50,7 @@ type seqEvent struct {
 	conn   *seqConn
 	slot   uint32
 	finish bool
+	mark   bool // a client's mark (see watch): no event
 	enter  EnterReq
 	fin    FinishReq
 	// reply, for a waiting Enter, takes its answer; nil for a one-way
@@ -60,6 +63,10 @@ type seqEvent struct {
 type seqConn struct {
 	high  uint64 // the highest number it delivered
 	reads map[uint32]seqRead
+	// poke asks the client for a mark (nil until the connection is
+	// served); poked is set once asked, until it delivers again.
+	poke  func()
+	poked bool
 }
 
 // seqRead is what a deferred Enter read, kept for its Finish.
@@ -125,6 +132,7 @@ func (s *Sequencer) push(seq uint64, ev seqEvent) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ev.conn.high = max(ev.conn.high, seq)
+	ev.conn.poked = false
 	if seq < s.next {
 		// Below what was applied: only a number skipped as a gap can be,
 		// and it was not one. Count it; applying it now would break the
@@ -148,6 +156,9 @@ func (s *Sequencer) drain() {
 		if ev, ok := s.pending[s.next]; ok {
 			delete(s.pending, s.next)
 			s.next++
+			if ev.mark {
+				continue // it only moved its connection's high mark
+			}
 			s.applied++
 			s.apply(ev)
 			continue
@@ -201,6 +212,65 @@ func (s *Sequencer) apply(ev seqEvent) {
 	if _, err := s.st.Finish(ctx, fin); err != nil {
 		s.errs.Add(1)
 	}
+}
+
+// setPoke sets how c is asked for a mark.
+func (s *Sequencer) setPoke(c *seqConn, poke func()) {
+	s.mu.Lock()
+	c.poke = poke
+	s.mu.Unlock()
+}
+
+// stallEvery is how often the stall watch looks: 10 ms.
+const stallEvery = 10 * time.Millisecond
+
+// watch pokes the connections holding a gap open until stop is called:
+// when application has not moved for stallEvery with events pending, each
+// open connection that has delivered nothing beyond the missing number,
+// and was not asked since it last delivered, is asked for a mark. The
+// client answers with a number taken then, under its queue's lock, so
+// after everything it had taken before: once the mark is in, the
+// connection has sent all it will send below it, and the gap closes if
+// it was not that connection's. (A stopped process answers once it is
+// continued.) Without it an idle connection would hold a dead process's
+// gap open until it sent something.
+func (s *Sequencer) watch() (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(stallEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			for _, poke := range s.stalled() {
+				poke()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// stalled returns the pokes of the connections holding a stalled gap
+// open, marking them asked.
+func (s *Sequencer) stalled() []func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	moved := s.next != s.checked
+	s.checked = s.next
+	if moved || len(s.pending) == 0 {
+		return nil
+	}
+	var pokes []func()
+	for c := range s.open {
+		if c.high <= s.next && !c.poked && c.poke != nil {
+			c.poked = true
+			pokes = append(pokes, c.poke)
+		}
+	}
+	return pokes
 }
 
 // settlePoll is how often Settle looks: 1 ms.

@@ -169,3 +169,34 @@ func TestSequencerSettle(t *testing.T) {
 		t.Errorf("Gaps: got %d; want 1", got)
 	}
 }
+
+// The stall watch asks for a mark only the open connections that hold a
+// gap open, only once application has not moved between two looks, and
+// each once until it delivers again; a mark closes the gap.
+func TestSequencerStalled(t *testing.T) {
+	q := NewSequencer(&recorder{failPayment: -1})
+	a, idle := q.connect(), q.connect()
+	var asked []string
+	q.setPoke(a, func() { asked = append(asked, "a") })
+	q.setPoke(idle, func() { asked = append(asked, "idle") })
+	// Number 1 was taken by a process that died; a delivered 2.
+	q.push(2, seqEvent{conn: a, slot: 2})
+	poke := func() {
+		for _, p := range q.stalled() {
+			p()
+		}
+	}
+	poke() // the first look only notes where application is
+	if len(asked) != 0 {
+		t.Fatalf("first look asked %v; want nobody yet", asked)
+	}
+	poke()
+	poke() // asked already: not again
+	if !slices.Equal(asked, []string{"idle"}) {
+		t.Fatalf("asked %v; want the idle connection, once", asked)
+	}
+	q.push(3, seqEvent{conn: idle, mark: true})
+	if q.Applied() != 1 || q.Gaps() != 1 {
+		t.Errorf("after the mark: applied %d, gaps %d; want 1 and 1 (the mark is no event)", q.Applied(), q.Gaps())
+	}
+}
