@@ -93,12 +93,19 @@ func runChild(in io.Reader, out io.Writer) error {
 	acc, err := store.DialToken(ctx, cfg.StoreAddr, os.Getenv(envStoreToken))
 	var page *store.SeqPage
 	if err == nil {
-		defer acc.Close()
 		page, err = childSeqPage()
+		// The page outlives the client (defers run last first): Close
+		// flushes the client's last frames, and until it has, the
+		// client's reader may still answer a mark with a number taken
+		// from the page; an unmapped page is a SIGSEGV that loses every
+		// frame still queued.
+		if page != nil {
+			defer page.Close()
+		}
+		defer acc.Close()
 	}
 	if err == nil {
 		if page != nil {
-			defer page.Close()
 			acc.Sequence(page)
 		}
 		var inst *Instance

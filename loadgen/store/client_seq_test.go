@@ -153,3 +153,27 @@ func TestSequencedIdleClientMarks(t *testing.T) {
 		t.Errorf("applied %d, gaps %d with both clients open; want 2 and 1", q.Applied(), q.Gaps())
 	}
 }
+
+// A closed sequenced client takes no more numbers: a mark asked for after
+// Close (the stall watch may ask at any time) and an Enter are refused
+// before they take one. Without that, an instance process that unmapped
+// its page after closing crashed on the mark (SIGSEGV) and lost every
+// frame it still had queued, and a mark taken after the last write was
+// a gap.
+func TestSequencedClientClosedTakesNoNumber(t *testing.T) {
+	_, _, page, cs := seqServe(t, 1)
+	ctx := context.Background()
+	c := cs[0]
+	if _, err := c.Enter(ctx, EnterReq{LockKey: "k", Payment: 0, Account: 0}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	last := page.Last()
+	c.mark()
+	if _, err := c.Enter(ctx, EnterReq{LockKey: "k", Payment: 1, Account: 0}); err == nil {
+		t.Error("Enter on a closed client: got nil; want an error")
+	}
+	if got := page.Last(); got != last {
+		t.Errorf("numbers taken after Close: %d; want none", got-last)
+	}
+}

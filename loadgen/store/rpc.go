@@ -504,16 +504,25 @@ func (bw *batchWriter) writeQueue() error {
 
 // flush stops the writer and writes what is still queued, on the
 // caller's goroutine: a client whose frames are one-way (Client.Sequence)
-// must not close with frames queued, which no answer waits for.
+// must not close with frames queued, which no answer waits for. Once it
+// has, every later send fails (net.ErrClosed) before it takes a number:
+// a number taken and never sent is a gap, and the page may be unmapped
+// by then.
 func (bw *batchWriter) flush() error {
 	bw.close()
 	<-bw.stopped
 	bw.mu.Lock()
 	defer bw.mu.Unlock()
-	if bw.err != nil || len(bw.queue) == 0 {
-		return bw.err
+	var err error
+	if bw.err == nil && len(bw.queue) > 0 {
+		err = bw.writeQueue()
+	} else {
+		err = bw.err
 	}
-	return bw.writeQueue()
+	if bw.err == nil {
+		bw.err = net.ErrClosed
+	}
+	return err
 }
 
 func (bw *batchWriter) close() { bw.once.Do(func() { close(bw.quit) }) }
