@@ -172,8 +172,14 @@ func (s *Sequencer) drain() {
 }
 
 // gapClosed reports whether number next, missing, can no longer come:
-// every open connection has delivered a higher one.
+// every connection Expect announced has been made, and every open one has
+// delivered a higher number. (A client's Dial returns before the server
+// has accepted its connection, and the client may take numbers at once:
+// until then no one can tell whether they were sent.)
 func (s *Sequencer) gapClosed() bool {
+	if s.connects < s.expect {
+		return false
+	}
 	for c := range s.open {
 		if c.high <= s.next {
 			return false
@@ -276,9 +282,11 @@ func (s *Sequencer) stalled() []func() {
 // settlePoll is how often Settle looks: 1 ms.
 const settlePoll = time.Millisecond
 
-// Expect tells Settle that n connections will have been made: a client's
-// Dial returns once the connection is queued to be accepted, so without
-// it Settle could find none open before the server has accepted any.
+// Expect says that n connections will be made: until they have been, no
+// gap closes and Settle does not return. A client's Dial returns once the
+// connection is queued to be accepted, and the client may take numbers
+// and send at once: without it a gap could be skipped, and Settle could
+// return, before the server has accepted the connection that holds it.
 func (s *Sequencer) Expect(n int) {
 	s.mu.Lock()
 	s.expect = n

@@ -200,3 +200,26 @@ func TestSequencerStalled(t *testing.T) {
 		t.Errorf("after the mark: applied %d, gaps %d; want 1 and 1 (the mark is no event)", q.Applied(), q.Gaps())
 	}
 }
+
+// No gap closes before the connections Expect announced are all made: a
+// client may take a number before the server has accepted its
+// connection. Here the first connection delivers 2 and closes before the
+// second, which took 1, is registered: 1 is waited for, not skipped as a
+// gap (after which its event would be refused as late, and lost).
+func TestSequencerWaitsForExpected(t *testing.T) {
+	r := &recorder{failPayment: -1}
+	q := NewSequencer(r)
+	q.Expect(2)
+	a := q.connect()
+	q.push(2, seqEvent{conn: a, slot: 2, enter: EnterReq{Payment: 2}})
+	q.disconnect(a)
+	if q.Gaps() != 0 || q.Applied() != 0 {
+		t.Fatalf("before the second connection: gaps %d, applied %d; want 0 and 0", q.Gaps(), q.Applied())
+	}
+	b := q.connect()
+	q.push(1, seqEvent{conn: b, slot: 1, enter: EnterReq{Payment: 1}})
+	q.disconnect(b)
+	if !slices.Equal(r.calls, []int64{1, 2}) || q.Gaps() != 0 || q.Errors() != 0 {
+		t.Errorf("applied %v, gaps %d, errors %d; want [1 2], 0, 0", r.calls, q.Gaps(), q.Errors())
+	}
+}
