@@ -76,7 +76,8 @@ type SeqStats struct {
 	// waiting Enters (while a trap was armed).
 	Applied, Waited int64
 	// Gaps is the numbers skipped as never to be sent (taken by a
-	// process that died before sending them).
+	// process that died before sending them). Each may have been an
+	// event the store never judged, so they count in errors.store too.
 	Gaps int64
 	// Errors is the one-way events the store refused (in errors.store).
 	Errors int64
@@ -86,13 +87,15 @@ func (s *seqStore) stats() SeqStats {
 	return SeqStats{Applied: s.seq.Applied(), Waited: s.seq.Waited(), Gaps: s.seq.Gaps(), Errors: s.seq.Errors()}
 }
 
-// storeErrors is how many one-way events the store refused: the run's
-// store errors that no worker could count.
+// storeErrors is the run's store errors that no worker could count: the
+// one-way events the store refused, and the gaps (numbers taken and never
+// sent, each perhaps an event lost with its process). A run whose
+// processes all lived has none of either.
 func (s *seqStore) storeErrors() int64 {
 	if s == nil {
 		return 0
 	}
-	return s.seq.Errors()
+	return s.seq.Errors() + s.seq.Gaps()
 }
 
 // close releases the coordinator's mapping of the page.
