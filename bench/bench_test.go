@@ -313,6 +313,11 @@ func transportLock(b *testing.B, name string) (strategies.Config, bool) {
 	return target.Config, true
 }
 
+// storeTransport is the store transport of the transport benchmarks'
+// local instance processes: -store-transport sequenced measures the
+// sequenced store (docs/seq-store.md) under the same benchmark names.
+var storeTransport = flag.String("store-transport", loadgen.TransportSync, "store transport of BenchmarkProcessTransport's instance processes: sync or sequenced")
+
 // runTransport is one transport benchmark: b.N payments (at least 1,000)
 // of strategy name, 2 instances in mode (placed by sp, when set), one
 // delivery each, no hold, the memory store, closed loop; it reports ns/op,
@@ -329,7 +334,11 @@ func runTransport(b *testing.B, name, mode string, lock strategies.Config, sp lo
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	var cpu time.Duration
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: loadSpan(b, cpuTimeAll, &cpu)})
+	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: loadSpan(b, cpuTimeAll, &cpu)}
+	if mode == "process" && sp == nil {
+		o.StoreTransport = *storeTransport
+	}
+	r, err := loadgen.Run(ctx, o)
 	if err != nil {
 		b.Fatal(servers.Redact(err.Error()))
 	}

@@ -52,9 +52,22 @@ type Options struct {
 	IntervalLog func(results.Interval) error
 	// Log receives instance processes' stderr; nil discards it.
 	Log io.Writer
+	// StoreTransport is how local instance processes reach the store:
+	// TransportSync (the default; "" is the same) or TransportSequenced
+	// (docs/seq-store.md), which needs Scenario.InstanceMode "process"
+	// and no Spawner (Run refuses it otherwise). A run that asked for the
+	// sequenced store and cannot have it (the Postgres store, pg-unique's
+	// transactions, the queue's redeliveries, a fault that called
+	// FaultEnv.HoldsEnters) runs sync and says why through Fallback. The
+	// summary's Params.StoreTransport records the transport the run used.
+	StoreTransport string
+	// Fallback, if set, is called once, before the load, when the run
+	// asked for the sequenced store and runs sync; why says what stands
+	// in the way ("the store is postgres, not memory").
+	Fallback func(why string)
 	// Sequenced, if set, is told what the sequenced store did once a run
-	// that used it (LOCKBENCH_SEQ_STORE=1, see docs/seq-store.md) has
-	// applied everything; a run that did not use it never calls it.
+	// that used it has applied everything; a run that did not use it
+	// never calls it.
 	Sequenced func(SeqStats)
 	// Spawner, if set, places the instance processes (--instance-mode
 	// process) on agents (package loadgen/agent) instead of starting them
@@ -115,6 +128,9 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	if !ok {
 		return results.Run{}, usageErr("strategy", "unknown strategy %q (known: %v)", o.Strategy, strategies.Names())
 	}
+	if err := checkTransport(o); err != nil {
+		return results.Run{}, err
+	}
 	if info.Transactional {
 		if _, ok := o.Store.(store.Transactor); !ok || sc.Store != "postgres" {
 			return results.Run{}, usageErr("store", "%s takes no lock: each delivery is a transaction on the Postgres store; want --store postgres", o.Strategy)
@@ -142,7 +158,13 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		}
 	}
 
-	seq := wantSeqStore(sc, info, o.Spawner) && !env.holdsEnters
+	seq := o.StoreTransport == TransportSequenced
+	if why := sequencedBar(sc, info, env.holdsEnters); seq && why != "" {
+		seq = false
+		if o.Fallback != nil {
+			o.Fallback(why)
+		}
+	}
 	insts, sq, stopAll, err := startInstances(ctx, sc, o.Strategy, seq, env.Lock, st, o.Spawner, o.Log)
 	if err != nil {
 		return results.Run{}, err
@@ -294,6 +316,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	sum := summarize(o, info, sc, env, counts, snap, total, end.Sub(measureStart), behind)
 	sum.LatencyByOutcome = outcomes.Latencies()
 	sum.Interrupted = ctx.Err() != nil
+	sum.Params.StoreTransport = transportUsed(sc, sq)
 	if n := sq.storeErrors(); n > 0 {
 		sum.Errors[ErrClassStore] += n
 	}

@@ -10,19 +10,66 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// The sequenced store (docs/seq-store.md), a prototype behind an opt-in:
-// with envSeqStore=1, a process-mode run of local instances on the memory
+// The sequenced store (docs/seq-store.md), Options.StoreTransport
+// TransportSequenced: a process-mode run of local instances on the memory
 // store shares a sequence page (store.SeqPage) with its instance
 // processes, whose store clients send their Enters and Finishes one-way
 // (store.Client.Sequence); the coordinator applies them in sequence order
 // (store.Sequencer). The page reaches a child as its fd 3, which
 // envSeqFD names.
 const (
-	envSeqStore = "LOCKBENCH_SEQ_STORE"
-	envSeqFD    = "LOCKBENCH_SEQ_FD"
+	envSeqFD = "LOCKBENCH_SEQ_FD"
 	// seqFD is the page's descriptor in a child: its first ExtraFiles.
 	seqFD = 3
 )
+
+// The store transports of local instance processes (Options.StoreTransport,
+// --store-transport).
+const (
+	// TransportSync: every Enter and Finish is a call the holder waits
+	// for, two round trips to the coordinator a critical section.
+	TransportSync = "sync"
+	// TransportSequenced: Enters and Finishes are one-way, numbered from a
+	// page shared with the coordinator, which applies them in that order
+	// and computes each write from the read it applied (docs/seq-store.md).
+	TransportSequenced = "sequenced"
+)
+
+// checkTransport refuses a store transport o cannot have: an unknown one,
+// and the sequenced one without local instance processes (in-process
+// instances call the store directly; those on agents keep the
+// synchronous protocol).
+func checkTransport(o Options) error {
+	switch o.StoreTransport {
+	case "", TransportSync:
+		return nil
+	case TransportSequenced:
+		if o.Scenario.InstanceMode != "process" || o.Spawner != nil {
+			return usageErr("store-transport", "sequenced needs local instance processes; want --instance-mode process, without --agents")
+		}
+		return nil
+	}
+	return usageErr("store-transport", "want %s or %s, got %q", TransportSync, TransportSequenced, o.StoreTransport)
+}
+
+// sequencedBar is what keeps a run of sc with a strategy of info, which
+// asked for the sequenced store, on the synchronous one ("" for nothing):
+// the sequenced store serves the memory store and a critical section of
+// one Enter and one Finish (worker.critical's), with fault hooks that do
+// not hold a holder inside its Enter (FaultEnv.HoldsEnters).
+func sequencedBar(sc Scenario, info strategies.Info, holdsEnters bool) string {
+	switch {
+	case info.Transactional:
+		return "its deliveries are transactions on the Postgres store"
+	case sc.Store != "memory":
+		return "the store is " + sc.Store + ", not memory"
+	case info.Redelivers:
+		return "its deliveries process redelivered messages"
+	case holdsEnters:
+		return "the fault holds holders inside their Enter"
+	}
+	return ""
+}
 
 // seqStore is a run's sequenced store: the page and the sequencer.
 type seqStore struct {
@@ -30,14 +77,17 @@ type seqStore struct {
 	seq  *store.Sequencer
 }
 
-// wantSeqStore reports whether a run of sc with a strategy of info and
-// spawner sp uses the sequenced store: only when opted into, for local
-// instance processes (sp nil) on the memory store, and for strategies
-// whose critical section is worker.critical's (not transactional ones,
-// not the queue's redeliveries).
-func wantSeqStore(sc Scenario, info strategies.Info, sp Spawner) bool {
-	return os.Getenv(envSeqStore) == "1" && sc.InstanceMode == "process" && sp == nil &&
-		sc.Store == "memory" && !info.Transactional && !info.Redelivers
+// transportUsed is the store transport a run of sc used, sq its
+// sequenced store (nil for none): "" for in-process instances, which have
+// none.
+func transportUsed(sc Scenario, sq *seqStore) string {
+	switch {
+	case sc.InstanceMode != "process":
+		return ""
+	case sq != nil:
+		return TransportSequenced
+	}
+	return TransportSync
 }
 
 // newSeqStore makes a run's page and a sequencer applying to st, for

@@ -2,22 +2,25 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// seqRun runs o with the sequenced store opted into and returns its
-// summary and its sequencer's figures; it fails the test unless the run
-// took the sequenced path.
+// seqRun runs o through the sequenced store and returns its summary and
+// its sequencer's figures; it fails the test unless the run took the
+// sequenced path and recorded it.
 func seqRun(t *testing.T, o Options) seqFigures {
 	t.Helper()
-	t.Setenv(envSeqStore, "1")
+	o.StoreTransport = TransportSequenced
 	var q *SeqStats
 	o.Sequenced = func(s SeqStats) { q = &s }
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -28,6 +31,9 @@ func seqRun(t *testing.T, o Options) seqFigures {
 	}
 	if q == nil {
 		t.Fatal("the run did not use the sequenced store")
+	}
+	if got := r.Summary.Params.StoreTransport; got != TransportSequenced {
+		t.Errorf("params store transport %q; want %q", got, TransportSequenced)
 	}
 	return seqFigures{s: r.Summary, applied: q.Applied, gaps: q.Gaps, errs: q.Errors}
 }
@@ -162,7 +168,7 @@ func TestSeqStoreSurvivesAKill(t *testing.T) {
 		s.InstanceMode, s.Payments, s.Rate, s.Hold = "process", 4000, 4000, mustHold("100us")
 	})
 	o.Fault = killOne{}
-	t.Setenv(envSeqStore, "1")
+	o.StoreTransport = TransportSequenced
 	var got *SeqStats
 	o.Sequenced = func(s SeqStats) { got = &s }
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -180,46 +186,124 @@ func TestSeqStoreSurvivesAKill(t *testing.T) {
 	t.Logf("sequencer %+v; payments %d processed %d", *got, r.Summary.Payments, r.Summary.Processed)
 }
 
-// Only local process instances on the memory store, opted in, with a
-// strategy whose critical section is worker.critical's, take the
-// sequenced store.
-func TestWantSeqStore(t *testing.T) {
+// Only the memory store and a strategy whose critical section is
+// worker.critical's, with no fault holding holders inside their Enter, take
+// the sequenced store; anything else keeps the synchronous one, with a
+// reason.
+func TestSequencedBar(t *testing.T) {
 	base := DefaultScenario()
 	base.InstanceMode, base.Store = "process", "memory"
 	for _, tc := range []struct {
-		name string
-		opt  string
-		mut  func(*Scenario, *strategies.Info)
-		sp   Spawner
-		want bool
+		name        string
+		mut         func(*Scenario, *strategies.Info)
+		holdsEnters bool
+		want        string // a word the reason must have; "" for none
 	}{
 		// The case it is for.
-		{name: "opted in", opt: "1", want: true},
-		// Nothing changes by default.
-		{name: "not opted in", opt: ""},
-		// In-process instances call the store directly.
-		{name: "goroutine", opt: "1", mut: func(s *Scenario, _ *strategies.Info) { s.InstanceMode = "goroutine" }},
+		{name: "memory store", want: ""},
 		// The Postgres store keeps the synchronous protocol.
-		{name: "postgres", opt: "1", mut: func(s *Scenario, _ *strategies.Info) { s.Store = "postgres" }},
+		{name: "postgres", mut: func(s *Scenario, _ *strategies.Info) { s.Store = "postgres" }, want: "postgres"},
 		// pg-unique's deliveries are transactions.
-		{name: "transactional", opt: "1", mut: func(_ *Scenario, i *strategies.Info) { i.Transactional = true }},
+		{name: "transactional", mut: func(_ *Scenario, i *strategies.Info) { i.Transactional = true }, want: "transactions"},
 		// The queue's redeliveries.
-		{name: "redelivers", opt: "1", mut: func(_ *Scenario, i *strategies.Info) { i.Redelivers = true }},
-		// Instances on agents get no page.
-		{name: "agents", opt: "1", sp: noSpawner{}},
+		{name: "redelivers", mut: func(_ *Scenario, i *strategies.Info) { i.Redelivers = true }, want: "redelivered"},
+		// Failover's contender gate (FaultEnv.HoldsEnters).
+		{name: "holds enters", holdsEnters: true, want: "Enter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(envSeqStore, tc.opt)
 			sc, info := base, strategies.Info{}
 			if tc.mut != nil {
 				tc.mut(&sc, &info)
 			}
-			if got := wantSeqStore(sc, info, tc.sp); got != tc.want {
-				t.Errorf("wantSeqStore: got %v; want %v", got, tc.want)
+			got := sequencedBar(sc, info, tc.holdsEnters)
+			if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Errorf("sequencedBar: got %q; want %q", got, tc.want)
 			}
 		})
 	}
 }
+
+// Run refuses an unknown store transport, and the sequenced one without
+// local instance processes, before anything starts.
+func TestCheckTransport(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		transport string
+		mode      string
+		sp        Spawner
+		ok        bool
+	}{
+		// The default, spelled out or not.
+		{name: "default", transport: "", mode: "goroutine", ok: true},
+		{name: "sync", transport: TransportSync, mode: "goroutine", ok: true},
+		// What it is for.
+		{name: "sequenced", transport: TransportSequenced, mode: "process", ok: true},
+		// In-process instances call the store directly.
+		{name: "sequenced goroutine", transport: TransportSequenced, mode: "goroutine"},
+		// Instances on agents get no page.
+		{name: "sequenced agents", transport: TransportSequenced, mode: "process", sp: noSpawner{}},
+		{name: "unknown", transport: "carrier-pigeon", mode: "process"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _ := quick("nolock", func(s *Scenario) { s.InstanceMode = tc.mode })
+			o.StoreTransport, o.Spawner = tc.transport, tc.sp
+			err := checkTransport(o)
+			var ue *usage.Error
+			if tc.ok && err != nil || !tc.ok && (!errors.As(err, &ue) || !strings.Contains(err.Error(), "--store-transport")) {
+				t.Errorf("checkTransport: got %v; want ok %v (else a usage error naming --store-transport)", err, tc.ok)
+			}
+		})
+	}
+}
+
+// A run that asks for the sequenced store and cannot have it says why,
+// once, runs sync, and records the transport it used; in-process
+// instances record none.
+func TestTransportRecorded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name, mode, transport string
+		holds                 bool
+		want                  string // Params.StoreTransport
+		fallbacks             int
+	}{
+		{name: "goroutine", mode: "goroutine", want: ""},
+		{name: "process", mode: "process", want: TransportSync},
+		{name: "process sequenced", mode: "process", transport: TransportSequenced, want: TransportSequenced},
+		// A fault that holds Enters: sync, said once.
+		{name: "fallback", mode: "process", transport: TransportSequenced, holds: true, want: TransportSync, fallbacks: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _ := quick("mutex", func(s *Scenario) { s.InstanceMode, s.Payments, s.Instances = tc.mode, 100, 2 })
+			o.StoreTransport = tc.transport
+			if tc.holds {
+				o.Fault = holdsEnters{}
+			}
+			var why []string
+			o.Fallback = func(w string) { why = append(why, w) }
+			r, err := Run(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Summary.Params.StoreTransport; got != tc.want || len(why) != tc.fallbacks {
+				t.Errorf("store transport %q, fallbacks %q; want %q and %d", got, why, tc.want, tc.fallbacks)
+			}
+		})
+	}
+}
+
+// holdsEnters is a fault that only says, in Setup, that it holds holders
+// inside their Enter (as failover does).
+type holdsEnters struct{}
+
+func (holdsEnters) Name() string { return "holds-enters" }
+func (holdsEnters) Setup(_ context.Context, env *FaultEnv) error {
+	env.HoldsEnters()
+	return nil
+}
+func (holdsEnters) Inject(context.Context, *FaultEnv) error { return nil }
+func (holdsEnters) Close() error                            { return nil }
 
 // noSpawner stands for agents.
 type noSpawner struct{}

@@ -132,6 +132,13 @@ type Params struct {
 	IntervalNs int64 `json:"interval_ns,omitempty"`
 	// Fault is the whole --fault value the run had ("kill-node:down=1500ms").
 	Fault string `json:"fault,omitempty"`
+	// StoreTransport is how the instance processes reached the store:
+	// "sync" (each Enter and Finish a round trip) or "sequenced" (one-way
+	// events applied in sequence order; --store-transport, which falls
+	// back to sync where it cannot apply). "" for in-process instances,
+	// and in files written before it was recorded (their processes were
+	// sync).
+	StoreTransport string `json:"store_transport,omitempty"`
 }
 
 // Contenders is how many workers compete for one lock key on average: every

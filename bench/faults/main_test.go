@@ -128,7 +128,8 @@ func run(ctx context.Context, t *testing.T, strategy, fault string, sc loadgen.S
 		Store:    st,
 		Fault:    f,
 		// Set by the sequenced store's tests (seqstore_test.go).
-		Sequenced: seqObserver,
+		StoreTransport: seqTransport,
+		Sequenced:      seqObserver,
 	})
 	if err != nil {
 		t.Fatalf("%s under %s: %v", strategy, fault, err)

@@ -6,20 +6,24 @@ import (
 	"github.com/lockbench/lockbench/loadgen"
 )
 
-// seqObserver, when set, is handed to every run of run() as its
-// Options.Sequenced.
-var seqObserver func(loadgen.SeqStats)
+// seqTransport and seqObserver, when set, are handed to every run of
+// run() as its Options.StoreTransport and Options.Sequenced.
+var (
+	seqTransport string
+	seqObserver  func(loadgen.SeqStats)
+)
 
-// runsSequenced sets the sequenced store on for the test (its opt-in
-// variable) and returns what the test's runs report of it; the test fails
-// unless exactly one run used it, with no gap and no error, and (trapped)
-// a trap caught a waiting Enter.
+// runsSequenced puts the test's runs on the sequenced store and returns
+// what they report of it; the test fails unless exactly one run used it,
+// with no gap and no error, and (trapped) a trap caught a waiting Enter.
 func runsSequenced(t *testing.T, trapped bool) func() {
-	t.Setenv("LOCKBENCH_SEQ_STORE", "1")
 	var got []loadgen.SeqStats
+	seqTransport = loadgen.TransportSequenced
 	seqObserver = func(s loadgen.SeqStats) { got = append(got, s) }
+	// Even if the test stops before done: the next tests run sync.
+	t.Cleanup(func() { seqTransport, seqObserver = "", nil })
 	return func() {
-		seqObserver = nil
+		seqTransport, seqObserver = "", nil
 		if len(got) != 1 {
 			t.Fatalf("%d runs used the sequenced store; want 1", len(got))
 		}

@@ -45,7 +45,7 @@
 // stays tracked to the end, and so do the versions of an account that
 // always has a holder inside.
 //
-// The sequenced store (a prototype, opted into by loadgen; see
+// The sequenced store (a prototype, loadgen.Options.StoreTransport; see
 // docs/seq-store.md): local instance processes share a page of memory
 // with the coordinator (SeqPage) whose counter numbers every Enter and
 // Finish they send; a sequenced Client sends them one-way, and a
