@@ -420,6 +420,10 @@ func TestAgentUsage(t *testing.T) {
 		// In-process instances cannot run on agents.
 		{"goroutine on agents", []string{"run", "--strategy", "setnx", "--agents", "127.0.0.2:7070", "--instance-mode", "goroutine"}, agentsToken, "--instance-mode"},
 		{"plan goroutine on agents", []string{"plan", "--agents", "127.0.0.2:7070", "--instance-mode", "goroutine"}, agentsToken, "--instance-mode"},
+		// The sequenced store serves local instance processes only.
+		{"sequenced on agents", []string{"run", "--strategy", "setnx", "--agents", "127.0.0.2:7070", "--store-transport", "sequenced"}, agentsToken, "--store-transport"},
+		{"verdicts sequenced on agents", []string{"verdicts", "--agents", "127.0.0.2:7070", "--store-transport", "sequenced"}, agentsToken, "--store-transport"},
+		{"matrix sequenced on agents", []string{"matrix", "--agents", "127.0.0.2:7070", "--store-transport", "sequenced", "--dry-run"}, agentsToken, "--store-transport"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

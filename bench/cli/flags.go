@@ -273,6 +273,9 @@ type endpointFlags struct {
 	waitTimeout             time.Duration
 	// agents is --agents as given: HOST:PORT,… ("" for none).
 	agents string
+	// transport is --store-transport: how local instance processes reach
+	// the store (loadgen.Options.StoreTransport); "" for the default, sync.
+	transport string
 }
 
 func (ef *endpointFlags) register(fs *flag.FlagSet) {
@@ -296,6 +299,13 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&ef.agents, "agents", "", "run the instance processes on these agents (lockbench agent), comma-separated host:port; a name stands for every address it resolves to; makes process the default instance mode (token in env "+agent.TokenEnv+")")
+	fs.Func("store-transport", "how local instance processes reach the store: sync (an Enter and a Finish, a round trip each) or sequenced (one-way, applied in the order of a shared sequence: docs/seq-store.md; needs --instance-mode process, not --agents; verdicts and matrix apply it to their process cells; a run it cannot serve runs sync and says so) (default sync)", func(v string) error {
+		if v != loadgen.TransportSync && v != loadgen.TransportSequenced {
+			return fmt.Errorf("want %s or %s", loadgen.TransportSync, loadgen.TransportSequenced)
+		}
+		ef.transport = v
+		return nil
+	})
 	fs.Func("redis-wait-timeout", fmt.Sprintf("WAIT's timeout (default: the TTL ÷ %d)", strategies.RedisWaitDivisor), func(v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Millisecond || d > time.Minute {
@@ -339,6 +349,46 @@ func (ef *endpointFlags) check() error {
 		if _, err := parseList("agents", ef.agents, "host:port", checkHostPort); err != nil {
 			return err
 		}
+		if ef.sequenced() {
+			return usageErr("--store-transport: sequenced needs local instance processes, and with --agents they run on the agents; want --store-transport sync, or leave --agents out")
+		}
+	}
+	return nil
+}
+
+// checkSequencedCells refuses --store-transport sequenced for the cells
+// of `verdicts` and `matrix` when none of them has instance processes:
+// it applies to those that do (the pause fault's), and would apply to
+// none.
+func (ef *endpointFlags) checkSequencedCells(cases []verdictCase) error {
+	if !ef.sequenced() {
+		return nil
+	}
+	for _, c := range cases {
+		if c.sc.InstanceMode == "process" {
+			return nil
+		}
+	}
+	return usageErr("--store-transport: sequenced needs local instance processes, and none of these cells runs them (the pause fault's do); want --store-transport sync")
+}
+
+// sequenced reports whether --store-transport sequenced was asked for.
+func (ef *endpointFlags) sequenced() bool { return ef.transport == loadgen.TransportSequenced }
+
+// checkSequenced refuses --store-transport sequenced for the runs of
+// `run` and `plan` unless every one of them (scs, after their faults
+// adjusted them) has instance processes: in-process instances call the
+// store directly.
+func (ef *endpointFlags) checkSequenced(sf *scenarioFlags, scs ...loadgen.Scenario) error {
+	if !ef.sequenced() {
+		return nil
+	}
+	goroutines := sf.mode == "goroutine"
+	for _, sc := range scs {
+		goroutines = goroutines || sc.InstanceMode != "process"
+	}
+	if goroutines {
+		return usageErr("--store-transport: sequenced needs local instance processes; want --instance-mode process, or --store-transport sync")
 	}
 	return nil
 }

@@ -166,6 +166,9 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 	if _, err := ef.endpoints(); err != nil {
 		return o, err
 	}
+	if err := ef.checkSequencedCells(cases); err != nil {
+		return o, err
+	}
 	return matrixOptions{ef: ef, mf: mf, names: names, cases: cases, size: size, notes: notes, out: *out,
 		dryRun: *dryRun, trials: *trials, sweepTrials: *sweepTrials, lanes: *lanes, seed: *seed}, nil
 }

@@ -153,6 +153,9 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	if _, err := o.ef.endpoints(); err != nil {
 		return o, err
 	}
+	if err := o.ef.checkSequenced(&sf, o.sc); err != nil {
+		return o, err
+	}
 	o.risks, o.risksFrom, err = loadRisks(o.verdicts)
 	return o, err
 }

@@ -89,6 +89,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 		if !given["fault"] {
 			faultSpec.vals = []string{fault}
 		}
+		if !given["store-transport"] && s.Params.StoreTransport == loadgen.TransportSequenced {
+			ef.transport = loadgen.TransportSequenced
+		}
 		// The row's interval came from its own run: keep it unless given.
 		sf.intervalSet = sf.intervalSet || base.Interval != 0
 	} else if given["row"] {
@@ -132,6 +135,13 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	}
 	sc, fspec := cells[0].sc, cells[0].spec
 	if _, err := ef.endpoints(); err != nil {
+		return o, err
+	}
+	scs := make([]loadgen.Scenario, len(cells))
+	for i, c := range cells {
+		scs[i] = c.sc
+	}
+	if err := ef.checkSequenced(&sf, scs...); err != nil {
 		return o, err
 	}
 	return runOptions{names: names, sc: sc, fspec: fspec, cells: cells, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,

@@ -69,6 +69,9 @@ type session struct {
 	// agents are the --agents sessions, where instance processes run; nil
 	// without --agents.
 	agents *agent.Pool
+	// transport is --store-transport, for the runs whose instances are
+	// local processes ("" for the default, sync).
+	transport string
 }
 
 // streamAfter is the shortest --duration whose intervals stream to disk as
@@ -104,7 +107,7 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 		return nil, fmt.Errorf("servers: %s", servers.Redact(err.Error()))
 	}
 	s := &session{ep: ep, cluster: cluster, stores: map[string]store.Store{}, stderr: stderr,
-		redisWait: ef.wait, redisWaitTimeout: ef.waitTimeout, agents: pool}
+		redisWait: ef.wait, redisWaitTimeout: ef.waitTimeout, agents: pool, transport: ef.transport}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		s.progress = true
 	}
@@ -180,6 +183,10 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	if fault != nil {
 		faultName = fault.Name()
 	}
+	if o.Scenario.InstanceMode == "process" && s.agents == nil {
+		o.StoreTransport = s.transport
+		o.Fallback = func(why string) { s.fellBack(name, faultName, why) }
+	}
 	var bar *progressbar.ProgressBar
 	if s.progress {
 		label := name
@@ -247,6 +254,16 @@ func (s *session) controlSafe(name, fault string) {
 		under = " under " + fault
 	}
 	fmt.Fprintf(s.stderr, "lockbench: warning: the control %s came out SAFE%s: no two deliveries of a payment overlapped, so this scenario cannot show a missing lock, and SAFE beside it means little; give the critical section work (--hold) or run more payments\n", name, under)
+}
+
+// fellBack says that a run of strategy name (under fault) that asked for
+// the sequenced store transport runs sync, and why: one line a run.
+func (s *session) fellBack(name, fault, why string) {
+	under := ""
+	if fault != results.FaultNone {
+		under = " under " + fault
+	}
+	fmt.Fprintf(s.stderr, "lockbench: %s%s: store transport sync, not sequenced: %s\n", name, under, why)
 }
 
 // lockOf is what a run of the strategy uses beyond its target: WAIT on a

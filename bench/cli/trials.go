@@ -33,7 +33,9 @@ func runTrial(ctx context.Context, sess *session, name string, sc loadgen.Scenar
 	}
 	r, err := sess.run(ctx, name, sc, spec)
 	r.Summary.Trial = trial
+	used := r.Summary.Params.StoreTransport // the run's, not the scenario's
 	r.Summary.Params = paramsOf(sc, spec)
+	r.Summary.Params.StoreTransport = used
 	return r, err
 }
 

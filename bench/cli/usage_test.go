@@ -110,6 +110,17 @@ func TestBadInput(t *testing.T) {
 		{"up redis too many", []string{"up", "--redis", "33"}, "--redis"},
 		{"report dir with a newline", []string{"report", "a\nb"}, "report"},
 		{"metrics port out of range", []string{"run", "--metrics-addr", "localhost:99999"}, "-metrics-addr"},
+		// --store-transport: sync or sequenced, and sequenced only for
+		// local instance processes.
+		{"store transport unknown", []string{"run", "--store-transport", "carrier-pigeon"}, "-store-transport"},
+		{"verdicts store transport unknown", []string{"verdicts", "--store-transport", "async"}, "-store-transport"},
+		{"matrix store transport unknown", []string{"matrix", "--store-transport", "", "--dry-run"}, "-store-transport"},
+		{"plan store transport unknown", []string{"plan", "--store-transport", "Sync"}, "-store-transport"},
+		{"sequenced without processes", []string{"run", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
+		{"sequenced with goroutines", []string{"run", "--instance-mode", "goroutine", "--fault", "pause", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
+		{"sequenced with a goroutine cell", []string{"run", "--fault", "none", "--fault", "pause", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
+		{"plan sequenced without processes", []string{"plan", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
+		{"verdicts sequenced without process cells", []string{"verdicts", "--fault", "none", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

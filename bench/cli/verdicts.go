@@ -358,6 +358,9 @@ func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, 
 	if _, err := ef.endpoints(); err != nil {
 		return o, err
 	}
+	if err := ef.checkSequencedCells(cases); err != nil {
+		return o, err
+	}
 	return verdictsOptions{ef: ef, mf: mf, cases: cases, out: *out, asJSON: *asJSON, failOnUnsafe: *failOnUnsafe,
 		dryRun: *dryRun, trials: *trials, lanes: *lanes, seed: *seed}, nil
 }
