@@ -48,9 +48,10 @@ func TestStoreTransportAccepted(t *testing.T) {
 // minutes, most of it starting Postgres.
 const transportRunLimit = 2 * time.Minute
 
-// A run records the store transport it used in its params; one that asked
-// for the sequenced store and cannot have it (here: the Postgres store)
-// runs sync and says so on stderr, once.
+// A run records the store transport it used in its params (and --from
+// its row runs on it again); one that asked for the sequenced store and
+// cannot have it (here: the Postgres store) runs sync and says so on
+// stderr, once.
 func TestStoreTransportRecorded(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Postgres; run without -short")
@@ -82,6 +83,15 @@ func TestStoreTransportRecorded(t *testing.T) {
 			}
 			if len(sums) != 1 || sums[0].Params.StoreTransport != tc.want {
 				t.Fatalf("%d rows, store transport %q; want 1 row and %q", len(sums), sums[0].Params.StoreTransport, tc.want)
+			}
+			// The row runs again on the transport it used (sync is the
+			// default: "").
+			again := ""
+			if tc.want == loadgen.TransportSequenced {
+				again = tc.want
+			}
+			if o, err := parseRun([]string{"--from", dir}, io.Discard, io.Discard); err != nil || o.ef.transport != again {
+				t.Errorf("--from the row: transport %q, %v; want %q", o.ef.transport, err, again)
 			}
 			const line = "lockbench: mutex: store transport sync, not sequenced: the store is postgres, not memory"
 			if n := strings.Count(errb.String(), "store transport sync, not sequenced"); tc.said && (n != 1 || !strings.Contains(errb.String(), line)) || !tc.said && n != 0 {
