@@ -180,6 +180,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
+	sq.watchFailure(runCtx.Done(), cancelRun)
 	for _, in := range insts {
 		if l, ok := in.(*Instance); ok {
 			l.Start(runCtx)

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -99,7 +100,28 @@ func newSeqStore(st store.Accessor, instances int) (*seqStore, error) {
 	}
 	q := store.NewSequencer(st)
 	q.Expect(instances)
+	q.Bound(seqPendingBound)
 	return &seqStore{page: p, seq: q}, nil
+}
+
+// seqPendingBound is the sequencer's bound on the events waiting behind a
+// missing number (store.Sequencer.Bound); a variable for the tests.
+var seqPendingBound = store.DefaultPendingBound
+
+// watchFailure cancels the load (cancel) once the sequencer has failed:
+// what is left of the run cannot be judged, and settle says why. It
+// returns when done is.
+func (s *seqStore) watchFailure(done <-chan struct{}, cancel func()) {
+	if s == nil {
+		return
+	}
+	go func() {
+		select {
+		case <-s.seq.Failed():
+			cancel()
+		case <-done:
+		}
+	}()
 }
 
 // settleTimeout bounds settle: 10 seconds. The instances have stopped by
@@ -114,7 +136,11 @@ func (s *seqStore) settle(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
-	if err := s.seq.Settle(ctx); err != nil {
+	err := s.seq.Settle(ctx)
+	switch {
+	case errors.Is(err, store.ErrSeqOverflow):
+		return fmt.Errorf("%w; the sync store transport has no such bound", err)
+	case err != nil:
 		return fmt.Errorf("sequenced store: %w", err)
 	}
 	return nil

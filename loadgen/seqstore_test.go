@@ -142,6 +142,48 @@ func TestSeqStoreSameCounts(t *testing.T) {
 	}
 }
 
+// A sequenced run whose events waiting behind a missing number go past
+// the sequencer's bound fails with the sequencer's error, and at once,
+// not at the end of its load: it can judge nothing more. Here the bound
+// is 1: two events behind a number another process's lazy frame (up to
+// store.SeqFlushEvery) has not brought yet are one too many, which three
+// processes at no hold meet within their first milliseconds. A run that
+// does not is judged exactly, and the test tries again.
+func TestSeqStoreBoundFailsTheRun(t *testing.T) {
+	defer func(b int) { seqPendingBound = b }(seqPendingBound)
+	seqPendingBound = 1
+	const load = 3 * time.Second
+	for i := range 3 {
+		o, _ := quick("nolock", func(s *Scenario) {
+			s.InstanceMode, s.Hold, s.Payments, s.Duration = "process", mustHold("0s"), 0, load
+		})
+		o.StoreTransport = TransportSequenced
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		began := time.Now()
+		r, err := Run(ctx, o)
+		took, late := time.Since(began), ctx.Err() != nil
+		cancel()
+		if late {
+			t.Fatal("the run did not end")
+		}
+		if err == nil {
+			if s := r.Summary; s.Processed != s.Payments || len(s.Errors) != 0 {
+				t.Fatalf("run %d within the bound: processed %d of %d, errors %v; want all, none", i, s.Processed, s.Payments, s.Errors)
+			}
+			continue
+		}
+		if !errors.Is(err, store.ErrSeqOverflow) || !strings.Contains(err.Error(), "sync store transport") {
+			t.Fatalf("run %d: %v; want %v, naming the sync transport", i, err, store.ErrSeqOverflow)
+		}
+		if took >= load {
+			t.Errorf("the failed run took %s; want it stopped before its %s of load", took, load)
+		}
+		t.Logf("run %d failed after %s: %v", i, took.Round(time.Millisecond), err)
+		return
+	}
+	t.Error("3 runs stayed within a bound of 1; want one past it")
+}
+
 // killOne is a fault that kills instance 0's process (SIGKILL) once a
 // third of the payments have been offered: whatever numbers it had taken
 // and not yet sent are gaps.

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
+	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -175,5 +178,71 @@ func TestSequencedClientClosedTakesNoNumber(t *testing.T) {
 	}
 	if got := page.Last(); got != last {
 		t.Errorf("numbers taken after Close: %d; want none", got-last)
+	}
+}
+
+// Over a real socket: a connection that holds a number and sends nothing
+// (a stopped process: it answers no mark either) keeps the other
+// client's events waiting until the bound, and then the sequencer fails:
+// that client's waiting Enter gets the error instead of waiting for ever,
+// and Settle reports it.
+func TestSequencedClientBound(t *testing.T) {
+	ln, err := ListenLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := NewSeqPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMemory()
+	q := NewSequencer(m)
+	q.Expect(2)
+	const bound = 4
+	q.Bound(bound)
+	go func() { _ = ServeWith(ln, m, ServeOptions{Inline: true, Seq: q}) }()
+	t.Cleanup(func() { ln.Close(); page.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if err := m.Reset(ctx, bank(AccountMode, false, []int64{1000}, 0)); err != nil {
+		t.Fatal(err)
+	}
+	// The stopped process: connected (its hello sent), silent, its
+	// number taken, deaf to marks.
+	network, addr := "tcp", ln.Addr().String()
+	if name, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, addr = "unix", name
+	}
+	stopped, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopped.Close()
+	if _, err := stopped.Write(appendKey([]byte(protoMagic), protoVersion, "")); err != nil {
+		t.Fatal(err)
+	}
+	page.Next()
+	a, err := Dial(ctx, ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Sequence(page)
+	for p := range int64(bound + 1) {
+		if _, err := a.Enter(ctx, EnterReq{LockKey: "k", Payment: p, Account: 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for q.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	page.SetSync(true)
+	if _, err := a.Enter(ctx, EnterReq{LockKey: "k", Payment: 9, Account: 0}); err == nil || !strings.Contains(err.Error(), "reorder bound") {
+		t.Errorf("waiting Enter past the bound: got %v; want the sequencer's error", err)
+	}
+	a.Close()
+	stopped.Close()
+	if err := q.Settle(ctx); !errors.Is(err, ErrSeqOverflow) {
+		t.Errorf("Settle: got %v; want %v", err, ErrSeqOverflow)
 	}
 }

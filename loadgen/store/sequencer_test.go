@@ -223,3 +223,48 @@ func TestSequencerWaitsForExpected(t *testing.T) {
 		t.Errorf("applied %v, gaps %d, errors %d; want [1 2], 0, 0", r.calls, q.Gaps(), q.Errors())
 	}
 }
+
+// Past its bound the sequencer fails rather than grow: the events held
+// are dropped, a waiting Enter is answered with the error (held or come
+// later), nothing is applied after, and Settle reports it. Up to the
+// bound it waits as before.
+func TestSequencerBound(t *testing.T) {
+	r := &recorder{failPayment: -1}
+	q := NewSequencer(r)
+	q.Bound(3)
+	a, idle := q.connect(), q.connect()
+	var answers []error
+	waiting := func(seq uint64) seqEvent {
+		return seqEvent{conn: a, slot: uint32(seq), enter: EnterReq{Payment: int64(seq), Waiting: true},
+			reply: func(_ EnterResp, err error) { answers = append(answers, err) }}
+	}
+	// Number 1 is idle's, not sent (a stopped process): 2..4 wait.
+	q.push(2, waiting(2))
+	q.push(3, seqEvent{conn: a, slot: 3, enter: EnterReq{Payment: 3}})
+	q.push(4, seqEvent{conn: a, slot: 4, enter: EnterReq{Payment: 4}})
+	if err := q.Err(); err != nil || len(answers) != 0 {
+		t.Fatalf("at the bound: err %v, answers %v; want no error, no answer yet", err, answers)
+	}
+	q.push(5, seqEvent{conn: a, slot: 5, enter: EnterReq{Payment: 5}})
+	if err := q.Err(); !errors.Is(err, ErrSeqOverflow) {
+		t.Fatalf("past the bound: Err %v; want %v", err, ErrSeqOverflow)
+	}
+	select {
+	case <-q.Failed():
+	default:
+		t.Error("Failed is not closed")
+	}
+	q.push(1, seqEvent{conn: idle, slot: 1, enter: EnterReq{Payment: 1}})
+	q.push(6, waiting(6))
+	if len(r.calls) != 0 {
+		t.Errorf("applied %v after failing; want nothing", r.calls)
+	}
+	if len(answers) != 2 || !errors.Is(answers[0], ErrSeqOverflow) || !errors.Is(answers[1], ErrSeqOverflow) {
+		t.Errorf("waiting Enters answered %v; want both with %v", answers, ErrSeqOverflow)
+	}
+	q.disconnect(a)
+	q.disconnect(idle)
+	if err := q.Settle(context.Background()); !errors.Is(err, ErrSeqOverflow) {
+		t.Errorf("Settle: got %v; want %v", err, ErrSeqOverflow)
+	}
+}
