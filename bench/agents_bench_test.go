@@ -66,7 +66,7 @@ func BenchmarkAgentTransport(b *testing.B) {
 				if where == "agents" {
 					sp = startBenchAgents(b, 2)
 				}
-				runTransport(b, name, "process", lock, sp)
+				runTransport(b, name, "process", loadgen.TransportSync, lock, sp)
 			})
 		}
 	}

@@ -313,16 +313,12 @@ func transportLock(b *testing.B, name string) (strategies.Config, bool) {
 	return target.Config, true
 }
 
-// storeTransport is the store transport of the transport benchmarks'
-// local instance processes: -store-transport sequenced measures the
-// sequenced store (docs/seq-store.md) under the same benchmark names.
-var storeTransport = flag.String("store-transport", loadgen.TransportSync, "store transport of BenchmarkProcessTransport's instance processes: sync or sequenced")
-
 // runTransport is one transport benchmark: b.N payments (at least 1,000)
-// of strategy name, 2 instances in mode (placed by sp, when set), one
-// delivery each, no hold, the memory store, closed loop; it reports ns/op,
-// payments/s and payments/cpu-s (this process and its children).
-func runTransport(b *testing.B, name, mode string, lock strategies.Config, sp loadgen.Spawner) {
+// of strategy name, 2 instances in mode (placed by sp, when set; local
+// instance processes reach the store by transport), one delivery each, no
+// hold, the memory store, closed loop; it reports ns/op, payments/s and
+// payments/cpu-s (this process and its children).
+func runTransport(b *testing.B, name, mode, transport string, lock strategies.Config, sp loadgen.Spawner) {
 	sc := loadgen.DefaultScenario()
 	sc.Name = "transport"
 	sc.Instances, sc.Deliveries, sc.InstanceMode = 2, 1, mode
@@ -336,7 +332,8 @@ func runTransport(b *testing.B, name, mode string, lock strategies.Config, sp lo
 	var cpu time.Duration
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: loadSpan(b, cpuTimeAll, &cpu)}
 	if mode == "process" && sp == nil {
-		o.StoreTransport = *storeTransport
+		o.StoreTransport = transport
+		o.Fallback = func(why string) { b.Fatalf("store transport %s refused: %s", transport, why) }
 	}
 	r, err := loadgen.Run(ctx, o)
 	if err != nil {
@@ -356,7 +353,9 @@ func runTransport(b *testing.B, name, mode string, lock strategies.Config, sp lo
 // BenchmarkProcessTransport measures what instance processes cost over
 // goroutine instances: nolock (the harness and the transport alone) and
 // setnx (a real lock on Redis), 2 instances × 8 workers, one delivery per
-// payment, no hold, the memory store, closed loop. payments/s is the wall
+// payment, no hold, the memory store, closed loop; instance processes with
+// each store transport (sync: a round trip for the Enter and one for the
+// Finish; sequenced: one-way, docs/seq-store.md). payments/s is the wall
 // rate; payments/cpu-s divides the payments by the CPU this process and its
 // instance processes spent during the load (not the servers'), which a
 // shared machine disturbs far less than the wall rate. Compare the modes'
@@ -367,9 +366,12 @@ func BenchmarkProcessTransport(b *testing.B) {
 		if !ok {
 			continue
 		}
-		for _, mode := range []string{"goroutine", "process"} {
-			b.Run("strategy="+name+"/mode="+mode, func(b *testing.B) {
-				runTransport(b, name, mode, lock, nil)
+		b.Run("strategy="+name+"/mode=goroutine", func(b *testing.B) {
+			runTransport(b, name, "goroutine", "", lock, nil)
+		})
+		for _, transport := range []string{loadgen.TransportSync, loadgen.TransportSequenced} {
+			b.Run("strategy="+name+"/mode=process/transport="+transport, func(b *testing.B) {
+				runTransport(b, name, "process", transport, lock, nil)
 			})
 		}
 	}
