@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -266,5 +267,42 @@ func TestSequencerBound(t *testing.T) {
 	q.disconnect(idle)
 	if err := q.Settle(context.Background()); !errors.Is(err, ErrSeqOverflow) {
 		t.Errorf("Settle: got %v; want %v", err, ErrSeqOverflow)
+	}
+}
+
+// TestSeqRing: the pending ring gives back each event by its number,
+// whatever order they were put in, across its growth and its wrapping.
+func TestSeqRing(t *testing.T) {
+	var r seqRing
+	rnd := rand.New(rand.NewPCG(7, 1))
+	next := uint64(1)
+	for round := range 50 {
+		// A batch of numbers from next on, some far ahead (growth), put
+		// in a random order; then taken in order.
+		span := 1 + rnd.IntN(40+round*20)
+		nums := rnd.Perm(span)
+		for _, k := range nums {
+			seq := next + uint64(k)
+			r.put(next, seq, seqEvent{slot: uint32(seq)})
+		}
+		if r.n != span {
+			t.Fatalf("round %d: %d held; want %d", round, r.n, span)
+		}
+		if _, ok := r.take(next + uint64(span)); ok {
+			t.Fatalf("round %d: took a number never put", round)
+		}
+		for k := range span {
+			ev, ok := r.take(next)
+			if !ok || ev.seq != next || ev.slot != uint32(next) {
+				t.Fatalf("round %d, #%d: take(%d) = %+v, %v; want that event", round, k, next, ev, ok)
+			}
+			next++
+		}
+		if r.n != 0 {
+			t.Fatalf("round %d: %d held after taking all", round, r.n)
+		}
+	}
+	if len(r.evs)&(len(r.evs)-1) != 0 {
+		t.Errorf("ring length %d; want a power of two", len(r.evs))
 	}
 }
