@@ -3,7 +3,9 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -89,5 +91,23 @@ func TestSparseHistRoundTrip(t *testing.T) {
 	}
 	if got.TotalCount() != h.TotalCount() {
 		t.Errorf("count: got %d; want %d", got.TotalCount(), h.TotalCount())
+	}
+	// Bucket for bucket: the merged histogram's snapshot is the sent one's,
+	// and the same as the long way's (a whole snapshot merged), for values
+	// across the whole range.
+	h = results.NewHistogram()
+	rnd := rand.New(rand.NewPCG(3, 9))
+	for range 20000 {
+		_ = h.RecordValue(results.MinLatencyNs + rnd.Int64N(1<<uint(rnd.IntN(36)+1)))
+	}
+	_ = h.RecordValues(results.MaxLatencyNs, 3)
+	fast, slow := results.NewHistogram(), results.NewHistogram()
+	sparseOf(h).mergeInto(fast)
+	sparseOf(h).mergeSnapshot(slow)
+	if want := h.Export().Counts; !slices.Equal(fast.Export().Counts, want) || !slices.Equal(slow.Export().Counts, want) {
+		t.Error("merged snapshots differ from the sent histogram's")
+	}
+	if len(bucketValues()) == 0 {
+		t.Error("no bucket values")
 	}
 }
