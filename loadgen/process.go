@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,6 +37,11 @@ const (
 	// TokenEnv), which an instance on an agent presents to the store.
 	envStoreToken = "LOCKBENCH_AGENT_TOKEN"
 	readyTimeout  = 20 * time.Second
+	// EnvInstanceProfile, set to a directory, makes each instance process
+	// write its CPU profile there (instance-ID-PID.pprof) for its whole
+	// life: where a process-mode run's CPU goes beyond the coordinator's
+	// own profile (--cpuprofile, or go test's -cpuprofile).
+	EnvInstanceProfile = "LOCKBENCH_INSTANCE_CPUPROFILE"
 )
 
 // An instance process takes its deliveries on stdin as fixed-size binary
@@ -76,6 +83,13 @@ func runChild(in io.Reader, out io.Writer) error {
 	if err := json.Unmarshal([]byte(os.Getenv(envInstance)), &cfg); err != nil {
 		return fmt.Errorf("bad %s: %w", envInstance, err)
 	}
+	if dir := os.Getenv(EnvInstanceProfile); dir != "" {
+		if stop, err := startChildProfile(dir, cfg.ID); err == nil {
+			defer stop()
+		} else {
+			fmt.Fprintln(os.Stderr, "lockbench instance:", err)
+		}
+	}
 	bw := bufio.NewWriter(out)
 	enc := gob.NewEncoder(bw)
 	var encMu sync.Mutex
@@ -116,6 +130,20 @@ func runChild(in io.Reader, out io.Writer) error {
 	}
 	_ = send(childMsg{Kind: "error", Err: err.Error()})
 	return err
+}
+
+// startChildProfile profiles this instance process's CPU into dir until
+// stop is called (EnvInstanceProfile).
+func startChildProfile(dir string, id int) (stop func(), err error) {
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("instance-%d-%d.pprof", id, os.Getpid())))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(childMsg) error) error {
