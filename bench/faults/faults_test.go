@@ -199,15 +199,22 @@ func TestKillNode(t *testing.T) {
 
 // A Redis node that restarts empty, or whose clock jumps past the TTL, while
 // a holder is inside its critical section, lets redlock grant that lock a
-// second time: the node is in both majorities (see strike). Every time.
+// second time: the node is in both majorities (see strike). Every time:
+// overlaps (two holders of one key at once) and an unsafe verdict. Which
+// waiter gets the second grant is the scheduler's: usually the caught
+// payment's other delivery (a duplicate), but under load another payment
+// of the same account can be first, and then the harm is a lost update
+// instead (CI saw overlaps 20, duplicates 0, lost updates 1).
 func TestRedlockTwiceUnderNodeFaults(t *testing.T) {
 	ctx := deadline(t)
 	for _, fault := range []string{"restart-node", "clock-jump"} {
 		t.Run(fault, func(t *testing.T) {
 			r := run(ctx, t, "redlock", fault, small(pausePayments, false))
 			struck(t, r)
-			if s := r.Summary; s.Overlaps == 0 || s.Duplicates == 0 {
-				t.Errorf("overlaps %d, duplicates %d; want the lock granted twice: overlaps > 0 and duplicates > 0", s.Overlaps, s.Duplicates)
+			s := r.Summary
+			if s.Overlaps == 0 || !s.Unsafe || s.Duplicates+s.LostUpdates == 0 {
+				t.Errorf("overlaps %d, unsafe %v, duplicates %d, lost updates %d; want the lock granted twice: overlaps > 0, unsafe, a duplicate or a lost update",
+					s.Overlaps, s.Unsafe, s.Duplicates, s.LostUpdates)
 			}
 		})
 	}
