@@ -50,8 +50,11 @@ func startBenchAgents(b *testing.B, n int) *agent.Pool {
 // BenchmarkAgentTransport is BenchmarkProcessTransport's load (2
 // instances × 8 workers, one delivery per payment, no hold, the memory
 // store, closed loop) with the instance processes on two agents on this
-// host, beside the same load with local instance processes: what the
-// agents' hop (deliveries and reports relayed by the agent, the store over
+// host, with each store transport (sync: two round trips a critical
+// section; sequenced: on agents, the Enter one-way and applied on
+// arrival, the Finish a round trip), beside the same load in goroutine
+// mode and with local instance processes (sequenced): what the agents'
+// hop (deliveries and reports relayed by the agent, the store over
 // loopback TCP instead of a Unix socket) costs. payments/cpu-s counts the
 // CPU of this process and its children, the agents' instances among them.
 func BenchmarkAgentTransport(b *testing.B) {
@@ -60,13 +63,15 @@ func BenchmarkAgentTransport(b *testing.B) {
 		if !ok {
 			continue
 		}
-		for _, where := range []string{"process", "agents"} {
-			b.Run("strategy="+name+"/mode="+where, func(b *testing.B) {
-				var sp loadgen.Spawner
-				if where == "agents" {
-					sp = startBenchAgents(b, 2)
-				}
-				runTransport(b, name, "process", loadgen.TransportSync, lock, sp)
+		b.Run("strategy="+name+"/mode=goroutine", func(b *testing.B) {
+			runTransport(b, name, "goroutine", "", lock, nil)
+		})
+		b.Run("strategy="+name+"/mode=process/transport="+loadgen.TransportSequenced, func(b *testing.B) {
+			runTransport(b, name, "process", loadgen.TransportSequenced, lock, nil)
+		})
+		for _, transport := range []string{loadgen.TransportSync, loadgen.TransportSequenced} {
+			b.Run("strategy="+name+"/mode=agents/transport="+transport, func(b *testing.B) {
+				runTransport(b, name, "process", transport, lock, startBenchAgents(b, 2))
 			})
 		}
 	}

@@ -331,7 +331,7 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 	defer cancel()
 	var cpu time.Duration
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: loadSpan(b, cpuTimeAll, &cpu)}
-	if mode == "process" && sp == nil {
+	if mode == "process" {
 		o.StoreTransport = transport
 		o.Fallback = func(why string) { b.Fatalf("store transport %s refused: %s", transport, why) }
 	}

@@ -222,12 +222,14 @@ type hookedStore struct {
 }
 
 // Enter runs the hooks, then the store's Enter, then takes the instance's
-// pending slow order into the answer. Only a successful Enter takes it: a
-// holder that failed to enter does no work to slow.
+// pending slow order into the answer. Only a successful Enter whose holder
+// waits for the answer takes it: a holder that failed to enter does no
+// work to slow, and a one-way Enter's answer reaches nobody (the order
+// stays for the instance's next waiting Enter).
 func (h hookedStore) Enter(ctx context.Context, r store.EnterReq) (store.EnterResp, error) {
 	h.env.enter(r)
 	resp, err := h.Store.Enter(ctx, r)
-	if err == nil {
+	if err == nil && r.Waiting {
 		resp.Slow = h.env.takeSlow(r.Instance)
 	}
 	return resp, err

@@ -11,8 +11,8 @@ import (
 )
 
 // hookedStore hands a slow order (FaultEnv.SlowNext) to the next
-// successful Enter of its instance, exactly once: given from inside a hook,
-// to the very Enter the hook caught.
+// successful waiting Enter of its instance, exactly once: given from
+// inside a hook, to the very Enter the hook caught.
 func TestHookedStoreSlow(t *testing.T) {
 	const d = 2500 * time.Millisecond
 	ctx := context.Background()
@@ -33,6 +33,7 @@ func TestHookedStoreSlow(t *testing.T) {
 		instance int
 		payment  int64
 		before   func() // an order given before this Enter, or nil
+		oneWay   bool   // a one-way Enter (store.EnterReq.Waiting false)
 		wantErr  bool
 		want     time.Duration
 	}{
@@ -50,14 +51,18 @@ func TestHookedStoreSlow(t *testing.T) {
 		// the order for the next one.
 		{instance: 0, payment: 99, before: func() { env.SlowNext(0, d) }, wantErr: true},
 		{instance: 0, payment: 5, want: d},
+		// A one-way Enter's answer reaches nobody: it leaves the order
+		// for the instance's next waiting Enter.
+		{instance: 0, payment: 6, before: func() { env.SlowNext(0, d) }, oneWay: true},
+		{instance: 0, payment: 7, want: d},
 		// An order for an instance the run does not have is ignored.
-		{instance: 1, payment: 6, before: func() { env.SlowNext(2, d); env.SlowNext(-1, d) }},
+		{instance: 1, payment: 3, before: func() { env.SlowNext(2, d); env.SlowNext(-1, d) }},
 	} {
 		if tc.before != nil {
 			tc.before()
 		}
 		key := fmt.Sprintf("k%d", tc.payment)
-		resp, err := st.Enter(ctx, store.EnterReq{LockKey: key, Payment: tc.payment, Instance: tc.instance})
+		resp, err := st.Enter(ctx, store.EnterReq{LockKey: key, Payment: tc.payment, Instance: tc.instance, Waiting: !tc.oneWay})
 		if tc.wantErr {
 			if err == nil {
 				t.Errorf("%d: Enter of unknown payment %d: got nil; want an error", i, tc.payment)

@@ -21,6 +21,10 @@ type InstanceConfig struct {
 	Strategy string
 	Scenario Scenario
 	Lock     strategies.Config
+	// StoreArrive makes an instance process's store client an arrival
+	// one (store.Client.Arrive): set for instances on agents when the run
+	// asked for the sequenced store transport.
+	StoreArrive bool `json:",omitempty"`
 }
 
 // Instance is one app server: its own strategy object (so a mutex excludes

@@ -121,6 +121,8 @@ func runChild(in io.Reader, out io.Writer) error {
 	if err == nil {
 		if page != nil {
 			acc.Sequence(page)
+		} else if cfg.StoreArrive {
+			acc.Arrive()
 		}
 		var inst *Instance
 		inst, err = NewInstance(ctx, cfg.InstanceConfig, acc)
@@ -151,8 +153,12 @@ func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(chi
 		return err
 	}
 	inst.Start(ctx)
+	// One set for every report, emptied after each: a new one each time
+	// was four histograms' counts (some 180 KB each) allocated four times
+	// a second.
+	set := results.NewPhaseSet()
 	stats := func(kind string) error {
-		set := results.NewPhaseSet()
+		defer set.Reset()
 		inst.Swap(set)
 		m := childMsg{Kind: kind, Counts: inst.Counts()}
 		for _, h := range set {

@@ -172,7 +172,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	defer func() { stopAll() }()
 	defer sq.close()
 	if sq != nil {
-		env.syncWith(sq.page.SetSync)
+		env.syncWith(sq.setSync)
 	}
 	for _, in := range insts {
 		env.Instances = append(env.Instances, in)
@@ -523,6 +523,10 @@ func startInstances(ctx context.Context, sc Scenario, name string, seq bool, loc
 	switch {
 	case sc.InstanceMode == "process" && sp != nil:
 		var err error
+		if seq {
+			sq = newArriveStore()
+			serve.Sync = sq.arrive.Load
+		}
 		if pl, err = sp.Place(st, serve); err != nil {
 			return nil, nil, nil, err
 		}
@@ -542,7 +546,7 @@ func startInstances(ctx context.Context, sc Scenario, name string, seq bool, loc
 		go func() { _ = store.ServeWith(ln, st, serve) }()
 	}
 	for id := range sc.Instances {
-		cfg := InstanceConfig{ID: id, Strategy: name, Scenario: sc, Lock: lock}
+		cfg := InstanceConfig{ID: id, Strategy: name, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil}
 		var in instance
 		var err error
 		if sc.InstanceMode == "process" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockbench/lockbench/loadgen/store"
@@ -17,7 +18,10 @@ import (
 // processes, whose store clients send their Enters and Finishes one-way
 // (store.Client.Sequence); the coordinator applies them in sequence order
 // (store.Sequencer). The page reaches a child as its fd 3, which
-// envSeqFD names.
+// envSeqFD names. Instances on agents share no memory with the
+// coordinator: theirs send their Enters one-way and wait for their
+// Finishes' answers, and the coordinator applies both as they arrive
+// (store.Client.Arrive): one round trip a critical section, not two.
 const (
 	envSeqFD = "LOCKBENCH_SEQ_FD"
 	// seqFD is the page's descriptor in a child: its first ExtraFiles.
@@ -32,21 +36,22 @@ const (
 	TransportSync = "sync"
 	// TransportSequenced: Enters and Finishes are one-way, numbered from a
 	// page shared with the coordinator, which applies them in that order
-	// and computes each write from the read it applied (docs/seq-store.md).
+	// and computes each write from the read it applied (docs/seq-store.md);
+	// on agents, Enters are one-way and applied on arrival, and Finishes
+	// are answered once applied.
 	TransportSequenced = "sequenced"
 )
 
 // checkTransport refuses a store transport o cannot have: an unknown one,
-// and the sequenced one without local instance processes (in-process
-// instances call the store directly; those on agents keep the
-// synchronous protocol).
+// and the sequenced one without instance processes (in-process instances
+// call the store directly).
 func checkTransport(o Options) error {
 	switch o.StoreTransport {
 	case "", TransportSync:
 		return nil
 	case TransportSequenced:
-		if o.Scenario.InstanceMode != "process" || o.Spawner != nil {
-			return usageErr("store-transport", "sequenced needs local instance processes; want --instance-mode process, without --agents")
+		if o.Scenario.InstanceMode != "process" {
+			return usageErr("store-transport", "sequenced needs instance processes; want --instance-mode process, or --agents")
 		}
 		return nil
 	}
@@ -72,10 +77,25 @@ func sequencedBar(sc Scenario, info strategies.Info, holdsEnters bool) string {
 	return ""
 }
 
-// seqStore is a run's sequenced store: the page and the sequencer.
+// seqStore is a run's sequenced store: the page and the sequencer for
+// local instance processes; for instances on agents, neither, only the
+// sync flag the coordinator's Finish answers carry (arrive).
 type seqStore struct {
-	page *store.SeqPage
-	seq  *store.Sequencer
+	page   *store.SeqPage
+	seq    *store.Sequencer
+	arrive *atomic.Bool
+}
+
+// newArriveStore is the sequenced store of a run on agents.
+func newArriveStore() *seqStore { return &seqStore{arrive: new(atomic.Bool)} }
+
+// setSync turns the sync flag (FaultEnv.syncWith).
+func (s *seqStore) setSync(on bool) {
+	if s.arrive != nil {
+		s.arrive.Store(on)
+		return
+	}
+	s.page.SetSync(on)
 }
 
 // transportUsed is the store transport a run of sc used, sq its
@@ -112,7 +132,7 @@ var seqPendingBound = store.DefaultPendingBound
 // what is left of the run cannot be judged, and settle says why. It
 // returns when done is.
 func (s *seqStore) watchFailure(done <-chan struct{}, cancel func()) {
-	if s == nil {
+	if s == nil || s.seq == nil {
 		return
 	}
 	go func() {
@@ -131,7 +151,7 @@ const settleTimeout = 10 * time.Second
 // settle waits until everything the instances sent is applied (they must
 // have stopped). A nil seqStore has nothing to wait for.
 func (s *seqStore) settle(ctx context.Context) error {
-	if s == nil {
+	if s == nil || s.seq == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
@@ -160,6 +180,9 @@ type SeqStats struct {
 }
 
 func (s *seqStore) stats() SeqStats {
+	if s.seq == nil {
+		return SeqStats{} // applied as they arrived: nothing held back
+	}
 	return SeqStats{Applied: s.seq.Applied(), Waited: s.seq.Waited(), Gaps: s.seq.Gaps(), Errors: s.seq.Errors()}
 }
 
@@ -168,7 +191,7 @@ func (s *seqStore) stats() SeqStats {
 // sent, each perhaps an event lost with its process). A run whose
 // processes all lived has none of either.
 func (s *seqStore) storeErrors() int64 {
-	if s == nil {
+	if s == nil || s.seq == nil {
 		return 0
 	}
 	return s.seq.Errors() + s.seq.Gaps()
@@ -176,7 +199,7 @@ func (s *seqStore) storeErrors() int64 {
 
 // close releases the coordinator's mapping of the page.
 func (s *seqStore) close() {
-	if s != nil {
+	if s != nil && s.page != nil {
 		_ = s.page.Close()
 	}
 }

@@ -289,8 +289,8 @@ func TestCheckTransport(t *testing.T) {
 		{name: "sequenced", transport: TransportSequenced, mode: "process", ok: true},
 		// In-process instances call the store directly.
 		{name: "sequenced goroutine", transport: TransportSequenced, mode: "goroutine"},
-		// Instances on agents get no page.
-		{name: "sequenced agents", transport: TransportSequenced, mode: "process", sp: noSpawner{}},
+		// Instances on agents get no page: theirs are applied on arrival.
+		{name: "sequenced agents", transport: TransportSequenced, mode: "process", sp: noSpawner{}, ok: true},
 		{name: "unknown", transport: "carrier-pigeon", mode: "process"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

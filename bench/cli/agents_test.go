@@ -209,8 +209,9 @@ func doneWhenRun(t *testing.T, extra ...string) results.Summary {
 }
 
 // checkAgentsMatchProcess runs the done-when check and the verdict sample
-// on the agents and compares them with local process instances.
-func checkAgentsMatchProcess(t *testing.T, agents []*agentProc) {
+// on the agents (with the extra flags) and compares them with local
+// process instances (synchronous, the default).
+func checkAgentsMatchProcess(t *testing.T, agents []*agentProc, extra ...string) {
 	t.Helper()
 	t.Setenv(agent.TokenEnv, agentsToken)
 	var addrs []string
@@ -219,7 +220,7 @@ func checkAgentsMatchProcess(t *testing.T, agents []*agentProc) {
 	}
 	list := strings.Join(addrs, ",")
 
-	onAgents := doneWhenRun(t, "--agents", list)
+	onAgents := doneWhenRun(t, append([]string{"--agents", list}, extra...)...)
 	localRunOnce.Do(func() { localRun = doneWhenRun(t, "--instance-mode", "process") })
 	local := localRun
 	if local.Payments == 0 {
@@ -235,7 +236,7 @@ func checkAgentsMatchProcess(t *testing.T, agents []*agentProc) {
 		}
 	}
 
-	got, want := verdictSample(t, "--agents", list), localVerdictSample(t)
+	got, want := verdictSample(t, append([]string{"--agents", list}, extra...)...), localVerdictSample(t)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("verdicts on agents:\n%v\nwith local instances:\n%v\nwant the same", got, want)
 	}
@@ -250,6 +251,33 @@ func checkAgentsMatchProcess(t *testing.T, agents []*agentProc) {
 func TestAgentsOnLoopback(t *testing.T) {
 	a, b := loopbackAgents(t)
 	checkAgentsMatchProcess(t, []*agentProc{a, b})
+}
+
+// TestAgentsSequenced: with --store-transport sequenced, instances on
+// agents send their Enters one-way and wait only for their Finishes (one
+// round trip a critical section): the same verdicts as local process
+// instances, pause included (its trap turns the Enters back into waiting
+// ones), every run recorded as sequenced; and the nolock control is
+// caught through it.
+func TestAgentsSequenced(t *testing.T) {
+	a, b := loopbackAgents(t)
+	checkAgentsMatchProcess(t, []*agentProc{a, b}, "--store-transport", "sequenced")
+	list := a.addr + "," + b.addr
+	dir := t.TempDir()
+	runCommand(t, "run", "--strategy", "nolock,setnx", "--agents", list, "--store-transport", "sequenced",
+		"--instances", "2", "--deliveries", "2", "--payments", "600", "--out", dir)
+	ss := readSummaries(t, dir)
+	if len(ss) != 2 {
+		t.Fatalf("summary.json has %d runs; want 2", len(ss))
+	}
+	for _, s := range ss {
+		if s.Params.StoreTransport != loadgen.TransportSequenced || len(s.Errors) != 0 || s.Processed != 600 {
+			t.Errorf("%s: store transport %q, errors %v, processed %d; want sequenced, none, 600", s.Strategy, s.Params.StoreTransport, s.Errors, s.Processed)
+		}
+		if want := s.Strategy == "nolock"; s.Unsafe != want || want && s.Duplicates == 0 {
+			t.Errorf("%s through the sequenced store on agents: unsafe %v, %d duplicates; want unsafe %v", s.Strategy, s.Unsafe, s.Duplicates, want)
+		}
+	}
 }
 
 // loopbackAgents starts two agents, on 127.0.0.2 and 127.0.0.3; it skips
@@ -420,10 +448,9 @@ func TestAgentUsage(t *testing.T) {
 		// In-process instances cannot run on agents.
 		{"goroutine on agents", []string{"run", "--strategy", "setnx", "--agents", "127.0.0.2:7070", "--instance-mode", "goroutine"}, agentsToken, "--instance-mode"},
 		{"plan goroutine on agents", []string{"plan", "--agents", "127.0.0.2:7070", "--instance-mode", "goroutine"}, agentsToken, "--instance-mode"},
-		// The sequenced store serves local instance processes only.
-		{"sequenced on agents", []string{"run", "--strategy", "setnx", "--agents", "127.0.0.2:7070", "--store-transport", "sequenced"}, agentsToken, "--store-transport"},
-		{"verdicts sequenced on agents", []string{"verdicts", "--agents", "127.0.0.2:7070", "--store-transport", "sequenced"}, agentsToken, "--store-transport"},
-		{"matrix sequenced on agents", []string{"matrix", "--agents", "127.0.0.2:7070", "--store-transport", "sequenced", "--dry-run"}, agentsToken, "--store-transport"},
+		// Instances on agents are processes: the sequenced store transport
+		// serves them too, but not with --instance-mode goroutine.
+		{"sequenced goroutine on agents", []string{"run", "--strategy", "setnx", "--agents", "127.0.0.2:7070", "--instance-mode", "goroutine", "--store-transport", "sequenced"}, agentsToken, "--instance-mode"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/redis/go-redis/v9"
+	"runtime/pprof"
 
 	"bytes"
 	"context"
@@ -51,6 +52,7 @@ type compareOptions struct {
 	mf                 metricsFlag
 	clients, n, rounds int
 	failBelow          float64
+	cpuProfile         string
 }
 
 // parseCompare parses and checks the flags of compare-redis.
@@ -73,6 +75,7 @@ func (o *compareOptions) register(fs *flag.FlagSet, tool, test, bare string) {
 	fs.IntVar(&o.n, "requests", o.n, fmt.Sprintf("requests per %s, and lock cycles for lockbench, per round, %d..%d", test, minCompareRequests, maxCompareRequests))
 	fs.IntVar(&o.rounds, "rounds", 7, fmt.Sprintf("rounds of the three measurements, interleaved, after one warm-up round, 1..%d", maxCompareRounds))
 	fs.Float64Var(&o.failBelow, "fail-below", 0, fmt.Sprintf("exit 4 when the median ratio of lockbench's rate to %s's is below R (0 < R ≤ %d; default off)", bare, maxFailBelow))
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", fmt.Sprintf("write a CPU profile of the rounds to this file, samples labelled measure=bare (%s) or measure=lockbench: both run the same cycles, so `go tool pprof -tagfocus measure=lockbench` against `-tagfocus measure=bare` is the harness's cost function by function", bare))
 }
 
 // check checks the shared flags' values.
@@ -165,6 +168,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		bareWhy:   "the Go client's cost against redis-benchmark's C",
 		rounds:    o.rounds,
 		failBelow: o.failBelow,
+		profile:   o.cpuProfile,
 		round: func() (m [3]cycleRate, err error) {
 			set, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
 			if err != nil {
@@ -175,10 +179,10 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				return m, err
 			}
 			m[0] = cycleRate{perSec: 1 / (1/set.perSec + 1/rel.perSec), cpu: set.cpu + rel.cpu}
-			if m[1], err = goRedisCycles(ctx, addr, o.clients, o.n); err != nil {
+			if m[1], err = measured(ctx, "bare", func() (cycleRate, error) { return goRedisCycles(ctx, addr, o.clients, o.n) }); err != nil {
 				return m, err
 			}
-			m[2], err = lockbenchCycles(ctx, sess, "setnx", sc)
+			m[2], err = measured(ctx, "lockbench", func() (cycleRate, error) { return lockbenchCycles(ctx, sess, "setnx", sc) })
 			return m, err
 		},
 	}
@@ -210,6 +214,8 @@ type comparison struct {
 	// failBelow, when above 0, makes run return an error (exit 4) when the
 	// median ratio of ours to bare is below it.
 	failBelow float64
+	// profile, when set, is the file the rounds' CPU profile goes to.
+	profile string
 	// round measures native, bare and ours, in that order, once.
 	round func() ([3]cycleRate, error)
 }
@@ -228,6 +234,13 @@ var ErrBelowTarget = fmt.Errorf("%w: harness ratio below --fail-below", ErrRegre
 // drift. The medians of the rounds' ratios are the result. Ctrl-C ends it
 // with the rounds done.
 func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if c.profile != "" {
+		stop, err := startCPUProfile(c.profile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	fmt.Fprintf(stdout, "cpu µs: each client's CPU time per lock cycle (user + system); harness: lockbench's less %s's\n\n", c.bare)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "round\t%s\t%s\t%s\tlockbench/%s\tlockbench/%s\t%s/%s\tcpu µs %s\tcpu µs %s\tcpu µs lockbench\tcpu µs harness\t\n",
@@ -354,6 +367,14 @@ func lockbenchCycles(ctx context.Context, sess *session, name string, sc loadgen
 		return cycleRate{}, ctx.Err()
 	}
 	return cycleRate{perSec: s.OpsPerSec, cpu: time.Duration(float64(cpu) / cycles)}, nil
+}
+
+// measured runs f, one measurement of a round, with its CPU profile
+// samples (and those of the goroutines it starts) labelled measure=name:
+// bare or lockbench (--cpuprofile).
+func measured(ctx context.Context, name string, f func() (cycleRate, error)) (m cycleRate, err error) {
+	pprof.Do(ctx, pprof.Labels("measure", name), func(context.Context) { m, err = f() })
+	return m, err
 }
 
 // processCPU is the user and system CPU time this process has used.

@@ -147,14 +147,15 @@ func runComparePG(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		bareWhy:   "the Go client's cost against pgbench's C",
 		rounds:    o.rounds,
 		failBelow: o.failBelow,
+		profile:   o.cpuProfile,
 		round: func() (m [3]cycleRate, err error) {
 			if m[0], err = pgbench(); err != nil {
 				return m, err
 			}
-			if m[1], err = pgxCycles(ctx, dsn, o.clients, n, ttl); err != nil {
+			if m[1], err = measured(ctx, "bare", func() (cycleRate, error) { return pgxCycles(ctx, dsn, o.clients, n, ttl) }); err != nil {
 				return m, err
 			}
-			m[2], err = lockbenchCycles(ctx, sess, "pg-onconflict", sc)
+			m[2], err = measured(ctx, "lockbench", func() (cycleRate, error) { return lockbenchCycles(ctx, sess, "pg-onconflict", sc) })
 			return m, err
 		},
 	}

@@ -299,7 +299,7 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&ef.agents, "agents", "", "run the instance processes on these agents (lockbench agent), comma-separated host:port; a name stands for every address it resolves to; makes process the default instance mode (token in env "+agent.TokenEnv+")")
-	fs.Func("store-transport", "how local instance processes reach the store: sync (an Enter and a Finish, a round trip each) or sequenced (one-way, applied in the order of a shared sequence: docs/seq-store.md; needs --instance-mode process, not --agents; verdicts and matrix apply it to their process cells; a run it cannot serve runs sync and says so) (default sync)", func(v string) error {
+	fs.Func("store-transport", "how instance processes reach the store: sync (an Enter and a Finish, a round trip each) or sequenced (local processes: both one-way, applied in the order of a shared sequence; on agents: the Enter one-way, applied as it arrives, the Finish a round trip; docs/seq-store.md; needs --instance-mode process or --agents; verdicts and matrix apply it to their process cells; a run it cannot serve runs sync and says so) (default sync)", func(v string) error {
 		if v != loadgen.TransportSync && v != loadgen.TransportSequenced {
 			return fmt.Errorf("want %s or %s", loadgen.TransportSync, loadgen.TransportSequenced)
 		}
@@ -349,19 +349,16 @@ func (ef *endpointFlags) check() error {
 		if _, err := parseList("agents", ef.agents, "host:port", checkHostPort); err != nil {
 			return err
 		}
-		if ef.sequenced() {
-			return usageErr("--store-transport: sequenced needs local instance processes, and with --agents they run on the agents; want --store-transport sync, or leave --agents out")
-		}
 	}
 	return nil
 }
 
 // checkSequencedCells refuses --store-transport sequenced for the cells
 // of `verdicts` and `matrix` when none of them has instance processes:
-// it applies to those that do (the pause fault's), and would apply to
-// none.
+// it applies to those that do (the pause fault's, and every cell on
+// agents), and would apply to none.
 func (ef *endpointFlags) checkSequencedCells(cases []verdictCase) error {
-	if !ef.sequenced() {
+	if !ef.sequenced() || ef.agents != "" {
 		return nil
 	}
 	for _, c := range cases {
@@ -369,7 +366,7 @@ func (ef *endpointFlags) checkSequencedCells(cases []verdictCase) error {
 			return nil
 		}
 	}
-	return usageErr("--store-transport: sequenced needs local instance processes, and none of these cells runs them (the pause fault's do); want --store-transport sync")
+	return usageErr("--store-transport: sequenced needs instance processes, and none of these cells runs them (the pause fault's do); want --store-transport sync")
 }
 
 // sequenced reports whether --store-transport sequenced was asked for.
@@ -378,9 +375,9 @@ func (ef *endpointFlags) sequenced() bool { return ef.transport == loadgen.Trans
 // checkSequenced refuses --store-transport sequenced for the runs of
 // `run` and `plan` unless every one of them (scs, after their faults
 // adjusted them) has instance processes: in-process instances call the
-// store directly.
+// store directly. On agents every instance is a process.
 func (ef *endpointFlags) checkSequenced(sf *scenarioFlags, scs ...loadgen.Scenario) error {
-	if !ef.sequenced() {
+	if !ef.sequenced() || ef.agents != "" {
 		return nil
 	}
 	goroutines := sf.mode == "goroutine"
@@ -388,7 +385,7 @@ func (ef *endpointFlags) checkSequenced(sf *scenarioFlags, scs ...loadgen.Scenar
 		goroutines = goroutines || sc.InstanceMode != "process"
 	}
 	if goroutines {
-		return usageErr("--store-transport: sequenced needs local instance processes; want --instance-mode process, or --store-transport sync")
+		return usageErr("--store-transport: sequenced needs instance processes; want --instance-mode process (or --agents), or --store-transport sync")
 	}
 	return nil
 }

@@ -183,7 +183,7 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	if fault != nil {
 		faultName = fault.Name()
 	}
-	if o.Scenario.InstanceMode == "process" && s.agents == nil {
+	if o.Scenario.InstanceMode == "process" {
 		o.StoreTransport = s.transport
 		o.Fallback = func(why string) { s.fellBack(name, faultName, why) }
 	}

@@ -116,11 +116,11 @@ func TestBadInput(t *testing.T) {
 		{"verdicts store transport unknown", []string{"verdicts", "--store-transport", "async"}, "-store-transport"},
 		{"matrix store transport unknown", []string{"matrix", "--store-transport", "", "--dry-run"}, "-store-transport"},
 		{"plan store transport unknown", []string{"plan", "--store-transport", "Sync"}, "-store-transport"},
-		{"sequenced without processes", []string{"run", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
-		{"sequenced with goroutines", []string{"run", "--instance-mode", "goroutine", "--fault", "pause", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
-		{"sequenced with a goroutine cell", []string{"run", "--fault", "none", "--fault", "pause", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
-		{"plan sequenced without processes", []string{"plan", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
-		{"verdicts sequenced without process cells", []string{"verdicts", "--fault", "none", "--store-transport", "sequenced"}, "--store-transport: sequenced needs local instance processes"},
+		{"sequenced without processes", []string{"run", "--store-transport", "sequenced"}, "--store-transport: sequenced needs instance processes"},
+		{"sequenced with goroutines", []string{"run", "--instance-mode", "goroutine", "--fault", "pause", "--store-transport", "sequenced"}, "--store-transport: sequenced needs instance processes"},
+		{"sequenced with a goroutine cell", []string{"run", "--fault", "none", "--fault", "pause", "--store-transport", "sequenced"}, "--store-transport: sequenced needs instance processes"},
+		{"plan sequenced without processes", []string{"plan", "--store-transport", "sequenced"}, "--store-transport: sequenced needs instance processes"},
+		{"verdicts sequenced without process cells", []string{"verdicts", "--fault", "none", "--store-transport", "sequenced"}, "--store-transport: sequenced needs instance processes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

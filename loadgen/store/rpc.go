@@ -47,9 +47,11 @@ const CallTimeout = 10 * time.Second
 // 0), enterSeqWait is answered as an Enter once it is applied in order.
 // Their fixed fields start with the event's sequence number and end with
 // its time (Unix ns). A sequenced client sends only sequenced ops.
+// Version 6 added the arrival-ordered ops (Client.Arrive, rpc_arrive.go)
+// and the sync flag in Finish answers.
 const (
 	protoMagic   = "LBS"
-	protoVersion = 5
+	protoVersion = 6
 
 	opEnter        = 1
 	opFinish       = 2
@@ -109,6 +111,10 @@ type ServeOptions struct {
 	// order; without it a sequenced op ends its connection. The default
 	// is nil.
 	Seq *Sequencer
+	// Sync, when set, is the sync flag every Finish answer carries to an
+	// arrival client (Client.Arrive): while it reports true, such a
+	// client's Enters wait for their answers. The default, nil, is never.
+	Sync func() bool
 }
 
 // ServeWith serves s on ln until ln is closed.
@@ -179,6 +185,7 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 	var head [5]byte
 	var key []byte
 	var f [finishSeqFixed]byte
+	var ac *arriveConn // made on the connection's first arrival op
 	for {
 		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return nil // closed
@@ -211,13 +218,15 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 			run(func() {
 				resp, err := s.Finish(ctx, r)
 				var b [5 + 2 + 1]byte
-				if err != nil {
-					_ = send(appendErr(b[:0], id, err))
-					return
-				}
-				o := appendHead(b[:0], id, statusOK, 1)
-				_ = send(append(o, boolByte(resp.Applied)|boolByte(resp.StaleRejected)<<1))
+				_ = send(appendFinishAnswer(b[:0], id, resp, err, o))
 			})
+		case opEnterArrive, opFinishArrive:
+			if ac == nil {
+				ac = &arriveConn{reads: map[uint32]arriveRead{}}
+			}
+			if err := serveArrive(ctx, br, op, id, string(key), f[:], ac, s, o, send); err != nil {
+				return err
+			}
 		case opEnterSeq, opEnterSeqWait, opFinishSeq, opSeqMark:
 			if sc == nil {
 				return fmt.Errorf("store: sequenced op %d on a store served without a Sequencer", op)
@@ -354,10 +363,12 @@ type Client struct {
 	tick uint32
 	// seq is set by Sequence, before any call; atomic because the
 	// reader (mark) may look at it first.
-	seq  atomic.Pointer[clientSeq]
-	err  error // set once the connection broke or was closed
-	quit chan struct{}
-	once sync.Once
+	seq atomic.Pointer[clientSeq]
+	// arrive is set by Arrive, before any call.
+	arrive atomic.Pointer[clientArrive]
+	err    error // set once the connection broke or was closed
+	quit   chan struct{}
+	once   sync.Once
 }
 
 // The watchdog ticks every CallTimeout/watchTicks: a call that gets no
@@ -796,6 +807,9 @@ func (c *Client) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
 	if s := c.seq.Load(); s != nil {
 		return c.enterSeq(ctx, s, r)
 	}
+	if a := c.arrive.Load(); a != nil && !a.sync.Load() {
+		return c.enterArrive(a, r)
+	}
 	cl, err := c.do(ctx, func(b []byte) []byte {
 		b = appendKey(b, opEnter, r.LockKey)
 		b = le.AppendUint64(b, uint64(r.Token))
@@ -821,6 +835,10 @@ func (c *Client) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
 	if s := c.seq.Load(); s != nil {
 		return c.finishSeq(s, r)
 	}
+	a := c.arrive.Load()
+	if r.Deferred && a != nil {
+		return c.finishArrive(ctx, a, r)
+	}
 	cl, err := c.do(ctx, func(b []byte) []byte {
 		b = appendKey(b, opFinish, r.LockKey)
 		b = le.AppendUint64(b, uint64(r.Token))
@@ -834,11 +852,7 @@ func (c *Client) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
 	if err != nil {
 		return FinishResp{}, err
 	}
-	f := cl.body[0]
-	if err := c.release(cl); err != nil {
-		return FinishResp{}, err
-	}
-	return FinishResp{Applied: f&1 != 0, StaleRejected: f&2 != 0}, nil
+	return c.finishResult(a, cl)
 }
 
 // Close closes the connection; calls in flight return an error. A

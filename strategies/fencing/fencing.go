@@ -66,9 +66,8 @@ func New(ctx context.Context, cfg strategies.Config) (*Fencing, error) {
 // acknowledged it) and an error wrapping strategies.ErrUnavailable when the
 // node cannot be reached.
 func (f *Fencing) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
-	keys := []string{redisutil.LockKey(key), FenceKeyPrefix + key}
-	l, err := f.Lock(ctx, "fencing", key, func(c redis.Cmdable, value string) (bool, int64, error) {
-		token, err := acquireScript.Run(ctx, c, keys, value, f.TTL.Milliseconds()).Int64()
+	l, err := f.Lock(ctx, "fencing", key, func(c redis.Cmdable, rkey, value string) (bool, int64, error) {
+		token, err := acquireScript.Run(ctx, c, []string{rkey, FenceKeyPrefix + key}, value, f.TTL.Milliseconds()).Int64()
 		return token != 0, token, err
 	})
 	if err != nil {

@@ -12,8 +12,11 @@ import (
 // Lease is a lock held on one Redis node under a unique owner value. setnx and
 // fencing hand it out.
 type Lease struct {
-	client   *redis.Client
-	key      string
+	client *redis.Client
+	key    string
+	// keys holds the key's name in Redis (LockKey), made once: Release
+	// passes it as the script's KEYS without building it or a slice again.
+	keys     [1]string
 	value    string
 	token    int64
 	deadline strategies.Deadline
@@ -27,7 +30,12 @@ var (
 // NewLease returns the lease on key that c holds under value, with fencing
 // token token (0 for none), valid until deadline.
 func NewLease(c *redis.Client, key, value string, token int64, deadline time.Time) *Lease {
-	l := &Lease{client: c, key: key, value: value, token: token}
+	return newLease(c, key, LockKey(key), value, token, deadline)
+}
+
+// newLease is NewLease with key's name in Redis, rkey, already made.
+func newLease(c *redis.Client, key, rkey, value string, token int64, deadline time.Time) *Lease {
+	l := &Lease{client: c, key: key, keys: [1]string{rkey}, value: value, token: token}
 	l.deadline.Set(deadline)
 	return l
 }
@@ -46,7 +54,7 @@ func (l *Lease) Deadline() time.Time { return l.deadline.Time() }
 // Release deletes the lock if it is still this lease's, and returns
 // strategies.ErrNotOwner otherwise.
 func (l *Lease) Release(ctx context.Context) error {
-	return Release(ctx, l.client, l.key, l.value)
+	return release(ctx, l.client, l.key, l.keys[:], l.value)
 }
 
 // Extend makes the lock live at least ttl (whole milliseconds) from now if it

@@ -34,7 +34,12 @@ return 0
 // to someone else. The script runs by its SHA (EVALSHA), falling back to EVAL
 // when the node's script cache lost it (a restart).
 func Release(ctx context.Context, c *redis.Client, key, value string) error {
-	n, err := ReleaseScript.Run(ctx, c, []string{LockKey(key)}, value).Int64()
+	return release(ctx, c, key, []string{LockKey(key)}, value)
+}
+
+// release is Release with the script's KEYS, key's name in Redis, made.
+func release(ctx context.Context, c *redis.Client, key string, keys []string, value string) error {
+	n, err := ReleaseScript.Run(ctx, c, keys, value).Int64()
 	if err != nil {
 		return fmt.Errorf("release %s: %w", key, Classify(ctx, c.Options().Addr, err))
 	}

@@ -72,23 +72,24 @@ func taken(ok bool, err error) error {
 }
 
 // Lock takes the lock on key with set (Take) and returns its lease: set
-// runs the command for the owner value it is given and returns whether it
+// runs the command for rkey (key's name in Redis, LockKey) and the owner
+// value it is given and returns whether it
 // took the lock and the fencing token it issued (0 for none). Errors are
 // strategies.ErrNotAcquired (or ErrNotReplicated, which wraps it) when the
 // lock was not taken, and otherwise prefixed by name and classified
 // (strategies.ErrUnavailable when the node cannot be reached).
-func (n Node) Lock(ctx context.Context, name, key string, set func(c redis.Cmdable, value string) (bool, int64, error)) (*Lease, error) {
+func (n Node) Lock(ctx context.Context, name, key string, set func(c redis.Cmdable, rkey, value string) (bool, int64, error)) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	value := OwnerValue(n.Owner)
+	value, rkey := OwnerValue(n.Owner), LockKey(key)
 	// The deadline counts from before the request is sent: the key cannot
 	// expire earlier than that plus the TTL, whatever the round trip (and
 	// WAIT) took.
 	start := time.Now()
 	var token int64
 	err := n.Take(ctx, key, value, func(c redis.Cmdable) (bool, error) {
-		ok, t, err := set(c, value)
+		ok, t, err := set(c, rkey, value)
 		token = t
 		return ok, err
 	})
@@ -98,5 +99,5 @@ func (n Node) Lock(ctx context.Context, name, key string, set func(c redis.Cmdab
 	if err != nil {
 		return nil, fmt.Errorf("%s: acquire %s: %w", name, key, Classify(ctx, n.Addr, err))
 	}
-	return NewLease(n.Client, key, value, token, start.Add(n.TTL)), nil
+	return newLease(n.Client, key, rkey, value, token, start.Add(n.TTL)), nil
 }

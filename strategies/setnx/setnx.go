@@ -50,8 +50,8 @@ func New(ctx context.Context, cfg strategies.Config) (*SetNX, error) {
 // acknowledged it) and an error wrapping strategies.ErrUnavailable when the
 // node cannot be reached.
 func (s *SetNX) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
-	l, err := s.Lock(ctx, "setnx", key, func(c redis.Cmdable, value string) (bool, int64, error) {
-		ok, err := c.SetNX(ctx, redisutil.LockKey(key), value, s.TTL).Result()
+	l, err := s.Lock(ctx, "setnx", key, func(c redis.Cmdable, rkey, value string) (bool, int64, error) {
+		ok, err := c.SetNX(ctx, rkey, value, s.TTL).Result()
 		return ok, 0, err
 	})
 	if err != nil {
