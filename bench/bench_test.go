@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -317,7 +319,9 @@ func transportLock(b *testing.B, name string) (strategies.Config, bool) {
 // of strategy name, 2 instances in mode (placed by sp, when set; local
 // instance processes reach the store by transport), one delivery each, no
 // hold, the memory store, closed loop; it reports ns/op, payments/s and
-// payments/cpu-s (this process and its children).
+// payments/cpu-s (this process and its children; with agents, which run
+// in this process and reap their instance processes just after the load,
+// once those are reaped).
 func runTransport(b *testing.B, name, mode, transport string, lock strategies.Config, sp loadgen.Spawner) {
 	sc := loadgen.DefaultScenario()
 	sc.Name = "transport"
@@ -329,8 +333,13 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 	defer st.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	var cpu time.Duration
-	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: loadSpan(b, cpuTimeAll, &cpu)}
+	var cpu, cpu0 time.Duration
+	span := loadSpan(b, cpuTimeAll, &cpu)
+	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: func() func() {
+		end := span()
+		cpu0 = cpuTimeAll()
+		return end
+	}}
 	if mode == "process" {
 		o.StoreTransport = transport
 		o.Fallback = func(why string) { b.Fatalf("store transport %s refused: %s", transport, why) }
@@ -342,6 +351,14 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 	s := r.Summary
 	if s.Processed != s.Payments {
 		b.Fatalf("processed %d of %d payments", s.Processed, s.Payments)
+	}
+	if sp != nil {
+		// The agents reap their instances after these reported "done":
+		// until then the instances' CPU is not this process's children's.
+		if !childrenGone(10 * time.Second) {
+			b.Fatal("the agents' instance processes did not exit within 10s")
+		}
+		cpu = cpuTimeAll() - cpu0
 	}
 	b.ReportMetric(float64(s.DurationNs)/float64(max(s.Payments, 1)), "ns/op")
 	b.ReportMetric(s.PaymentsPerSec, "payments/s")
@@ -374,6 +391,49 @@ func BenchmarkProcessTransport(b *testing.B) {
 				runTransport(b, name, "process", transport, lock, nil)
 			})
 		}
+	}
+}
+
+// childrenGone waits up to d until this process has no instance process
+// left (from /proc: a child of this process running this binary, as
+// instances do; the servers it started are children too, and stay), and
+// reports whether it has none.
+func childrenGone(d time.Duration) bool {
+	self := strconv.Itoa(os.Getpid())
+	// A stat line is "pid (comm) state ppid …"; comm may hold spaces.
+	split := func(stat []byte) (comm string, rest []string) {
+		i, j := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+		if i < 0 || j < i {
+			return "", nil
+		}
+		return string(stat[i+1 : j]), strings.Fields(string(stat[j+1:]))
+	}
+	own, _ := os.ReadFile("/proc/self/stat")
+	exe, _ := split(own)
+	deadline := time.Now().Add(d)
+	for {
+		found := false
+		dirs, _ := os.ReadDir("/proc")
+		for _, e := range dirs {
+			if e.Name()[0] < '0' || e.Name()[0] > '9' {
+				continue
+			}
+			stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			if comm, f := split(stat); comm == exe && len(f) > 1 && f[1] == self {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

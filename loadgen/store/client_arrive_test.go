@@ -21,19 +21,10 @@ func arriveServe(t *testing.T, n int, sync *atomic.Bool) (*Memory, []*Client) {
 	m := NewMemory()
 	go func() { _ = ServeWith(ln, m, ServeOptions{Inline: true, Sync: sync.Load}) }()
 	t.Cleanup(func() { ln.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	var cs []*Client
-	for range n {
-		c, err := Dial(ctx, ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
+	return m, dialClients(t, ln.Addr().String(), n, func(c *Client) {
 		c.Arrive()
 		t.Cleanup(func() { c.Close() })
-		cs = append(cs, c)
-	}
-	return m, cs
+	})
 }
 
 // waitCounts polls m until ok accepts its counts, or fails the test.

@@ -26,18 +26,25 @@ func seqServe(t *testing.T, n int) (*Memory, *Sequencer, *SeqPage, []*Client) {
 	q.Expect(n)
 	go func() { _ = ServeWith(ln, m, ServeOptions{Inline: true, Seq: q}) }()
 	t.Cleanup(func() { ln.Close(); page.Close() })
+	return m, q, page, dialClients(t, ln.Addr().String(), n, func(c *Client) { c.Sequence(page) })
+}
+
+// dialClients dials n clients of the store at addr, each made what it is
+// (sequenced, arrival) by mode before any call.
+func dialClients(t *testing.T, addr string, n int, mode func(*Client)) []*Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	var cs []*Client
 	for range n {
-		c, err := Dial(ctx, ln.Addr().String())
+		c, err := Dial(ctx, addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Sequence(page)
+		mode(c)
 		cs = append(cs, c)
 	}
-	return m, q, page, cs
+	return cs
 }
 
 // Two sequenced clients, each a holder of one payment of account 0, enter
