@@ -95,7 +95,8 @@ func netnsAgents(t *testing.T, n int) (names, hosts []string) {
 // coordinator outside, the servers it starts on the bridge's address (the
 // only one the namespaces reach): the sample of verdicts (setnx, fencing;
 // none, pause) and the setnx run are those of local process
-// instances.
+// instances, with either store transport (sequenced: the Enters one-way
+// across the veth pairs).
 func TestAgentsAcrossNamespaces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts agents, a Redis node and instance processes; skipped with -short")
@@ -107,6 +108,9 @@ func TestAgentsAcrossNamespaces(t *testing.T) {
 		agents = append(agents, startAgentProc(t, ns, hosts[i]+":7070"))
 	}
 	checkAgentsMatchProcess(t, agents)
+	t.Run("sequenced", func(t *testing.T) {
+		checkAgentsMatchProcess(t, agents, "--store-transport", "sequenced")
+	})
 }
 
 // TestAgentsAcrossNamespacesPostgres: the Postgres lockbench starts is

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -219,6 +220,10 @@ func checkAgentsMatchProcess(t *testing.T, agents []*agentProc, extra ...string)
 		addrs = append(addrs, a.addr)
 	}
 	list := strings.Join(addrs, ",")
+	before := map[*agentProc]int{}
+	for _, a := range agents {
+		before[a] = a.started()
+	}
 
 	onAgents := doneWhenRun(t, append([]string{"--agents", list}, extra...)...)
 	localRunOnce.Do(func() { localRun = doneWhenRun(t, "--instance-mode", "process") })
@@ -231,9 +236,16 @@ func checkAgentsMatchProcess(t *testing.T, agents []*agentProc, extra ...string)
 			onAgents.Unsafe, onAgents.Processed, onAgents.Errors, local.Unsafe, local.Processed)
 	}
 	for _, a := range agents {
-		if got := a.started(); got != 2 {
+		if got := a.started() - before[a]; got != 2 {
 			t.Errorf("agent %s started %d instances; want 2 of the 4 (round robin)", a.addr, got)
 		}
+	}
+	transport := loadgen.TransportSync
+	if slices.Contains(extra, loadgen.TransportSequenced) {
+		transport = loadgen.TransportSequenced
+	}
+	if got := onAgents.Params.StoreTransport; got != transport {
+		t.Errorf("setnx on agents: store transport %q; want %q", got, transport)
 	}
 
 	got, want := verdictSample(t, append([]string{"--agents", list}, extra...)...), localVerdictSample(t)
