@@ -52,10 +52,12 @@ type Options struct {
 	IntervalLog func(results.Interval) error
 	// Log receives instance processes' stderr; nil discards it.
 	Log io.Writer
-	// StoreTransport is how local instance processes reach the store:
+	// StoreTransport is how instance processes reach the store:
 	// TransportSync (the default; "" is the same) or TransportSequenced
 	// (docs/seq-store.md), which needs Scenario.InstanceMode "process"
-	// and no Spawner (Run refuses it otherwise). A run that asked for the
+	// (Run refuses it otherwise): local processes number their events
+	// from a shared page, those a Spawner places send their Enters
+	// one-way, applied on arrival (store.Client.Arrive). A run that asked for the
 	// sequenced store and cannot have it (the Postgres store, pg-unique's
 	// transactions, the queue's redeliveries, a fault that called
 	// FaultEnv.HoldsEnters) runs sync and says why through Fallback. The

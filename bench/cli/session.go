@@ -70,7 +70,7 @@ type session struct {
 	// without --agents.
 	agents *agent.Pool
 	// transport is --store-transport, for the runs whose instances are
-	// local processes ("" for the default, sync).
+	// processes, local or on agents ("" for the default, sync).
 	transport string
 }
 

@@ -251,11 +251,25 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 type coalescer struct {
 	w       io.Writer
 	mu      sync.Mutex
-	queue   []byte
-	spare   []byte
+	frames  doubleBuf
 	writing bool
 	err     error
 }
+
+// doubleBuf is a queue of frames in two buffers: senders append to queue
+// while the other buffer, taken, is written; the written one comes back as
+// the spare.
+type doubleBuf struct{ queue, spare []byte }
+
+// take returns what is queued and starts a new queue in the spare.
+func (d *doubleBuf) take() []byte {
+	buf := d.queue
+	d.queue = d.spare[:0]
+	return buf
+}
+
+// written gives back buf, taken and written, as the spare.
+func (d *doubleBuf) written(buf []byte) { d.spare = buf[:0] }
 
 // send queues b (copied) and, unless a write is in flight, writes it and
 // whatever queues meanwhile. It returns the connection's write error.
@@ -266,19 +280,18 @@ func (c *coalescer) send(b []byte) error {
 		c.mu.Unlock()
 		return err
 	}
-	c.queue = append(c.queue, b...)
+	c.frames.queue = append(c.frames.queue, b...)
 	if c.writing {
 		c.mu.Unlock()
 		return nil
 	}
 	c.writing = true
-	for len(c.queue) > 0 {
-		buf := c.queue
-		c.queue = c.spare[:0]
+	for len(c.frames.queue) > 0 {
+		buf := c.frames.take()
 		c.mu.Unlock()
 		_, err := c.w.Write(buf)
 		c.mu.Lock()
-		c.spare = buf[:0]
+		c.frames.written(buf)
 		if err != nil {
 			c.err = err
 			break
@@ -396,8 +409,7 @@ type batchWriter struct {
 	timer    *time.Timer
 	timerSet bool
 	mu       sync.Mutex
-	queue    []byte
-	spare    []byte
+	frames   doubleBuf
 	err      error
 }
 
@@ -414,7 +426,7 @@ func (bw *batchWriter) send(b []byte) error {
 		bw.mu.Unlock()
 		return err
 	}
-	bw.queue = append(bw.queue, b...)
+	bw.frames.queue = append(bw.frames.queue, b...)
 	bw.mu.Unlock()
 	select {
 	case bw.kick <- struct{}{}:
@@ -439,7 +451,7 @@ func (bw *batchWriter) sendSeq(b []byte, off int, p *SeqPage, lazy bool) error {
 		return err
 	}
 	le.PutUint64(b[off:], p.Next())
-	bw.queue = append(bw.queue, b...)
+	bw.frames.queue = append(bw.frames.queue, b...)
 	if lazy && bw.lazy > 0 {
 		if !bw.timerSet {
 			bw.timerSet = true
@@ -485,7 +497,7 @@ func (bw *batchWriter) run() {
 		}
 		runtime.Gosched()
 		bw.mu.Lock()
-		if len(bw.queue) == 0 {
+		if len(bw.frames.queue) == 0 {
 			bw.mu.Unlock()
 			continue // its frame went with the last write
 		}
@@ -501,12 +513,11 @@ func (bw *batchWriter) run() {
 // released during the write, and held again on return.
 func (bw *batchWriter) writeQueue() error {
 	// Swap the buffers: senders fill the spare while this one is written.
-	buf := bw.queue
-	bw.queue = bw.spare[:0]
+	buf := bw.frames.take()
 	bw.mu.Unlock()
 	_, err := bw.w.Write(buf)
 	bw.mu.Lock()
-	bw.spare = buf[:0]
+	bw.frames.written(buf)
 	if err != nil && bw.err == nil {
 		bw.err = err
 	}
@@ -525,7 +536,7 @@ func (bw *batchWriter) flush() error {
 	bw.mu.Lock()
 	defer bw.mu.Unlock()
 	var err error
-	if bw.err == nil && len(bw.queue) > 0 {
+	if bw.err == nil && len(bw.frames.queue) > 0 {
 		err = bw.writeQueue()
 	} else {
 		err = bw.err
