@@ -104,6 +104,9 @@ func (c *Conn) open(ctx context.Context, kind byte, v any) (net.Conn, error) {
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	if kind == kindInstance {
+		boundStream(conn, (*net.TCPConn).SetWriteBuffer)
+	}
 	if c.cfg.TLS != nil {
 		tc := c.cfg.TLS.Clone()
 		if tc.ServerName == "" {

@@ -3,11 +3,13 @@ package agent
 import (
 	"bufio"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 )
 
@@ -48,6 +50,27 @@ const (
 
 // HandshakeTimeout bounds a connection's hello and its answer: 5 seconds.
 const HandshakeTimeout = 5 * time.Second
+
+// streamBuffer bounds the socket buffers of an instance's delivery stream:
+// the coordinator's send buffer and the agent's receive buffer, 64 KB each
+// (the kernel doubles what is asked). Left to autotuning, loopback TCP grew
+// them to megabytes, and a closed loop filled them: some 300,000
+// deliveries queued between the coordinator and an instance, which the
+// instance then worked through for a minute and more after a Ctrl-C. Bounded,
+// the stream holds about what a local process's pipe does, which is
+// still many times what a network round trip needs in flight.
+const streamBuffer = 64 << 10
+
+// boundStream applies streamBuffer to conn's TCP connection (under TLS
+// too) with set: the TCPConn's SetWriteBuffer or SetReadBuffer.
+func boundStream(conn net.Conn, set func(*net.TCPConn, int) error) {
+	if t, ok := conn.(*tls.Conn); ok {
+		conn = t.NetConn()
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = set(tc, streamBuffer)
+	}
+}
 
 // ErrRefused is wrapped by the error a coordinator gets when an agent
 // refuses its connection (a bad token, another protocol).

@@ -335,6 +335,7 @@ func (s *session) end() int {
 // stdout back, until the process exits (or the connection or session
 // ends, which kills it).
 func (a *Agent) serveInstance(conn net.Conn) {
+	boundStream(conn, (*net.TCPConn).SetReadBuffer)
 	req, err := readSpawn(conn)
 	if err != nil {
 		return
