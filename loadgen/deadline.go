@@ -30,9 +30,22 @@ import (
 // left running). Contexts derived from it register with it through its
 // AfterFunc method, as they would with one of the context package's,
 // without a goroutine each.
+//
+// With keepDone (a strategy whose client uses a call's context only while
+// the call runs: strategies.Info.KeepsNoContext), a call's end does not
+// close Done's channel: a worker's call context, channel and all, serves
+// its next call, and the channel is closed only when a call is cancelled
+// (its deadline, the parent's end) or someone derived a context from it.
+// go-redis asks every command's Done (a look before it takes a
+// connection), so without this each call made a channel and a context on
+// fresh memory: 0.2 µs a cycle in BenchmarkCallContext, more under a real
+// client's cache pressure.
 type deadlines struct {
 	parent  context.Context
 	timeout time.Duration
+	// keepDone: a call's end leaves Done's channel open for the next call
+	// (see above).
+	keepDone bool
 	// epoch is the origin of the calls' deadlines, kept as nanoseconds
 	// since it: an int64 is cheaper to compute and compare than a
 	// time.Time, and keeps a call's context small.
@@ -94,10 +107,13 @@ func (d *deadlines) begin(c *callCtx, now int64) *callCtx {
 		c.extras.Store(nil) // the last call's, run or stopped at its end
 	}
 	c.deadline.Store(min(now+int64(d.timeout), d.parentDeadline))
-	c.done = nil
-	if d.asksDone.Load() {
-		c.done = make(chan struct{})
+	if !d.keepDone || c.done == nil {
+		c.done = nil
+		if d.asksDone.Load() {
+			c.done = make(chan struct{})
+		}
 	}
+	c.ended = false
 	// The next generation, live; after the fields above, which whoever
 	// sees the generation then sees too.
 	c.state.Store(c.state.Load()&^callStateMask + callGeneration)
@@ -138,10 +154,13 @@ func (d *deadlines) arm(wait time.Duration) {
 	d.armed.Store(true)
 }
 
-// end ends the call of c: its context is done from now on.
+// end ends the call of c: its context is done from now on (with keepDone,
+// Done's channel stays open when nothing was derived from it and the call
+// was not cancelled before; the next begin of c reuses it).
 func (d *deadlines) end(c *callCtx) {
 	d.cur.CompareAndSwap(c, nil)
-	c.cancel(context.Canceled)
+	keep := d.keepDone && c.extras.Load() == nil
+	c.ended = c.finish(c.state.Load(), context.Canceled, !keep)
 }
 
 // fire runs when the timer does.
@@ -206,6 +225,13 @@ type callCtx struct {
 	// done, when not nil, is Done's channel, made by begin (asksDone) and
 	// not changed until the next begin; else Done makes one in extras.
 	done chan struct{}
+	// ended is set by end when it made the call done itself: no
+	// cancellation (the timer's, the parent's) came first, which might
+	// still be closing the channels and running the functions of this
+	// generation on another goroutine. Only such a call context is begun
+	// again, and with keepDone, done is then still open. Only the worker
+	// reads and writes it.
+	ended bool
 	// extras holds the channel of a Done that begin did not make and
 	// AfterFunc's functions, made on the first call of either (nolock's
 	// Acquire calls neither); set under d.mu.
@@ -246,11 +272,12 @@ const (
 )
 
 // reusable reports whether c, made by this worker's goroutine, can be
-// begun again for its next call: never begun, or ended without anyone
-// having asked for its Done channel or registered an AfterFunc, so that
-// nothing outside the call can still be waiting on it.
+// begun again for its next call: never begun, or ended by its end (not
+// cancelled before) without anyone having registered an AfterFunc or
+// (unless keepDone) asked for its Done channel, so that nothing outside
+// the call can still be waiting on it or be about to cancel it.
 func (c *callCtx) reusable() bool {
-	return c.d == nil || c.done == nil && c.extras.Load() == nil && c.state.Load()&callStateMask != callLive
+	return c.d == nil || c.ended && (c.done == nil || c.d.keepDone) && c.extras.Load() == nil
 }
 
 var _ context.Context = (*callCtx)(nil)
@@ -355,20 +382,25 @@ func (c *callCtx) cancel(err error) { c.cancelGen(c.state.Load(), err) }
 
 // cancelGen is cancel for the call of generation gen (a state read
 // earlier): nothing once c has been begun again.
-func (c *callCtx) cancelGen(gen uint32, err error) {
+func (c *callCtx) cancelGen(gen uint32, err error) { c.finish(gen, err, true) }
+
+// finish makes the call of generation gen done with err, closing done when
+// closeDone is set, and reports whether it did (false: that generation was
+// done already, or is over).
+func (c *callCtx) finish(gen uint32, err error, closeDone bool) bool {
 	state := uint32(callCanceled)
 	if err == context.DeadlineExceeded {
 		state = callExpired
 	}
 	gen &^= callStateMask
 	if !c.state.CompareAndSwap(gen|callLive, gen|state) {
-		return
+		return false
 	}
-	if c.done != nil {
+	if c.done != nil && closeDone {
 		close(c.done)
 	}
 	if c.extras.Load() == nil {
-		return // Done and AfterFunc will see state
+		return true // Done and AfterFunc will see state
 	}
 	c.d.mu.Lock()
 	x := c.extras.Load()
@@ -387,4 +419,5 @@ func (c *callCtx) cancelGen(gen uint32, err error) {
 	for _, f := range funcs {
 		go f()
 	}
+	return true
 }

@@ -272,3 +272,190 @@ func TestCallContextReuse(t *testing.T) {
 		d.close()
 	}
 }
+
+// BenchmarkCallContext is the cost of a lock cycle's two call contexts
+// (acquire, release) as a worker makes them, for a client that asks
+// nothing of them, and for one that asks Done and Deadline per call as
+// go-redis does (a non-blocking look at Done before it takes a connection,
+// the deadline for the socket's), with and without keepDone;
+// context.WithTimeout's for comparison.
+func BenchmarkCallContext(b *testing.B) {
+	asksDone := func(ctx context.Context) {
+		select {
+		case <-ctx.Done():
+			b.Error("done during the call")
+		default:
+		}
+		_, _ = ctx.Deadline()
+	}
+	for _, client := range []struct {
+		name string
+		call func(context.Context)
+	}{{"asks-nothing", func(context.Context) {}}, {"asks-done", asksDone}} {
+		b.Run("WithTimeout/"+client.name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					for range 2 {
+						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						client.call(ctx)
+						cancel()
+					}
+				}
+			})
+		})
+		for _, keep := range []bool{false, true} {
+			name := "deadlines/" + client.name
+			if keep {
+				name += "/keep-done"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.RunParallel(func(pb *testing.PB) {
+					cx := newCycleCtx(context.Background(), context.Background(), 5*time.Second, keep)
+					defer cx.acquire.close()
+					defer cx.release.close()
+					w := &worker{}
+					for pb.Next() {
+						calls := w.cycleCalls()
+						c := cx.acquire.begin(&calls[0], cx.clock.now())
+						client.call(c)
+						cx.acquire.end(c)
+						c = cx.release.begin(&calls[1], cx.clock.now())
+						client.call(c)
+						cx.release.end(c)
+					}
+				})
+			})
+		}
+	}
+}
+
+// With keepDone, a call's end leaves Done's channel open and the next call
+// of the worker's context gets the same one, live; a cancellation closes
+// it (the deadline, the parent's end, a stale one excepted), and then the
+// next call gets a new channel; a context derived from a call closes it
+// at the end as ever.
+func TestCallContextKeepDone(t *testing.T) {
+	const timeout = 30 * time.Millisecond
+	parent, cancelParent := context.WithCancel(context.Background())
+	defer cancelParent()
+	d := newDeadlines(parent, timeout, time.Now())
+	d.keepDone = true
+	defer d.close()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	begin := func(c *callCtx) *callCtx {
+		t.Helper()
+		if !c.reusable() {
+			t.Fatal("call context not reusable")
+		}
+		return d.begin(c, at(d, time.Now()))
+	}
+
+	// The first call to ask Done makes its channel the slow way, and is
+	// not reused; from then on begin makes the channel.
+	first := begin(new(callCtx))
+	ch := first.Done()
+	d.end(first)
+	if !closed(ch) || first.reusable() {
+		t.Fatalf("first call asked Done: closed %v, reusable %v; want true, false", closed(ch), first.reusable())
+	}
+
+	var c callCtx
+	begin(&c)
+	ch = c.Done()
+	old := c.state.Load()
+	d.end(&c)
+	if closed(ch) {
+		t.Error("Done closed at the end of a call with keepDone")
+	}
+	if err := c.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Err() after end = %v; want context.Canceled", err)
+	}
+	begin(&c)
+	if c.Done() != ch || c.Err() != nil {
+		t.Errorf("next call: same channel %v, Err() %v; want true, nil", c.Done() == ch, c.Err())
+	}
+	c.cancelGen(old, context.DeadlineExceeded) // the timer's, for the last call
+	if closed(ch) || c.Err() != nil {
+		t.Errorf("a cancellation of the last call reached this one: closed %v, Err() %v", closed(ch), c.Err())
+	}
+
+	// This call outlives its deadline: its channel closes, and the call
+	// context is not begun again (the timer cancelled it, not its end:
+	// the timer's goroutine may still be at it).
+	waitDone(t, &c, time.Second)
+	if err := c.Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Err() past the deadline = %v; want DeadlineExceeded", err)
+	}
+	d.end(&c)
+	if c.reusable() {
+		t.Error("a call context its timer cancelled: reusable")
+	}
+	var e callCtx
+	begin(&e)
+	if e.Done() == ch || closed(e.Done()) {
+		t.Errorf("after an expired call: same channel %v, closed %v; want a new open one", e.Done() == ch, closed(e.Done()))
+	}
+	ch = e.Done()
+
+	// A derived context registers with the call: its end closes Done.
+	derived, cancelDerived := context.WithCancel(&e)
+	d.end(&e)
+	cancelDerived()
+	if !closed(ch) || !closed(derived.Done()) || e.reusable() {
+		t.Errorf("call with a derived context: Done closed %v, derived's %v, reusable %v; want true, true, false",
+			closed(ch), closed(derived.Done()), e.reusable())
+	}
+
+	// The parent's end closes the kept channel of the call under way.
+	var p callCtx
+	begin(&p)
+	d.end(&p)
+	begin(&p)
+	ch = p.Done()
+	cancelParent()
+	waitDone(t, &p, time.Second)
+	if !errors.Is(p.Err(), context.Canceled) || !closed(ch) {
+		t.Errorf("parent cancelled: Err() %v, closed %v", p.Err(), closed(ch))
+	}
+	d.end(&p)
+}
+
+// With keepDone, one worker's call context begun again call after call,
+// its timer firing as calls end and begin (a 1 ms timeout, some calls
+// outliving it), and the parent cancelled part way: Done is never closed
+// while the call it belongs to is live (run with -race).
+func TestCallContextKeepDoneConcurrent(t *testing.T) {
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := newDeadlines(parent, time.Millisecond, time.Now())
+	d.keepDone = true
+	defer d.close()
+	w := &worker{}
+	for i := range 3000 {
+		if i == 2500 {
+			cancel()
+		}
+		calls := w.cycleCalls()
+		c := d.begin(&calls[0], at(d, time.Now()))
+		for range 3 {
+			select {
+			case <-c.Done():
+				if c.Err() == nil {
+					t.Fatalf("call %d: Done closed while Err() = nil", i)
+				}
+			default:
+			}
+			if i%5 == 0 {
+				time.Sleep(300 * time.Microsecond)
+			}
+		}
+		d.end(c)
+	}
+}

@@ -45,8 +45,10 @@ type Instance struct {
 	// broker is the strategy when it queues deliveries instead of taking
 	// a lock (queue); nil otherwise.
 	broker broker
-	queue  chan Delivery   // shared by the workers; nil when routed
-	queues []chan Delivery // one per worker when routed
+	// keepsNoContext is the strategy's Info.KeepsNoContext.
+	keepsNoContext bool
+	queue          chan Delivery   // shared by the workers; nil when routed
+	queues         []chan Delivery // one per worker when routed
 	// room is how the workers wake a dispatcher waiting for room in the
 	// shared queue: once it has drained to half (waiting is set while the
 	// dispatcher waits).
@@ -97,7 +99,9 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 			in.accountKeys[a] = formatLockKey(sc.LockKey, 0, int32(a))
 		}
 	}
-	if info, _ := strategies.Lookup(cfg.Strategy); info.Transactional {
+	info, _ := strategies.Lookup(cfg.Strategy)
+	in.keepsNoContext = info.KeepsNoContext
+	if info.Transactional {
 		// A transactional strategy's deliveries are transactions on the
 		// Postgres store, over the instance's own connection (as an app
 		// would have), at the strategy's endpoint: a partition of it cuts
@@ -157,7 +161,7 @@ func (in *Instance) Start(ctx context.Context) {
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			detached := context.WithoutCancel(wctx)
-			cx := newCycleCtx(wctx, detached, in.cfg.Scenario.AcquireTimeout)
+			cx := newCycleCtx(wctx, detached, in.cfg.Scenario.AcquireTimeout, in.keepsNoContext)
 			defer cx.acquire.close()
 			defer cx.release.close()
 			for d := range queue {

@@ -195,7 +195,7 @@ func (in *Instance) drain(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, max(timeout, in.cfg.Scenario.TTL)+timeout)
 	defer cancel()
 	detached := context.WithoutCancel(ctx)
-	cx := newCycleCtx(ctx, detached, timeout)
+	cx := newCycleCtx(ctx, detached, timeout, false)
 	defer cx.acquire.close()
 	defer cx.release.close()
 	for range maxLeftovers {

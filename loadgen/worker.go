@@ -134,11 +134,15 @@ type cycleCtx struct {
 }
 
 // newCycleCtx makes a worker's cycleCtx under run and detached, its calls
-// bounded by timeout. Close its deadlines when done.
-func newCycleCtx(run, detached context.Context, timeout time.Duration) cycleCtx {
+// bounded by timeout; keepDone when the strategy keeps no call's context
+// past the call (strategies.Info.KeepsNoContext, see deadlines). Close its
+// deadlines when done.
+func newCycleCtx(run, detached context.Context, timeout time.Duration, keepDone bool) cycleCtx {
 	c := newClock()
-	return cycleCtx{run: run, detached: detached, clock: c,
+	cx := cycleCtx{run: run, detached: detached, clock: c,
 		acquire: newDeadlines(run, timeout, c.anchor), release: newDeadlines(detached, timeout, c.anchor)}
+	cx.acquire.keepDone, cx.release.keepDone = keepDone, keepDone
+	return cx
 }
 
 // clock reads the time as nanoseconds since its anchor (an earlier

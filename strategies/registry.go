@@ -86,6 +86,14 @@ type Info struct {
 	// than it has deliveries, so the store cannot bound its critical
 	// sections by them.
 	Redelivers bool
+	// KeepsNoContext marks a strategy that, with its client, uses the
+	// context of an Acquire or a Release only while the call runs: no
+	// goroutine it started or left waiting reads the context, or its Done
+	// channel, after the call returns, unless through a derived context
+	// (which registers with it). go-redis's commands are such; the load
+	// generator then reuses a worker's call contexts, Done's channel
+	// included, from call to call (loadgen's deadlines).
+	KeepsNoContext bool
 	// Lease, when set, is how long a lock outlives a holder that stops
 	// renewing it, given the configured TTL, when the server grants
 	// something other than the TTL (etcd: whole seconds, at least its

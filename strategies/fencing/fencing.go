@@ -16,6 +16,8 @@ func init() {
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		Fencing:      true,
 		CrossProcess: true,
+		// Nothing reads a call's context once the call has returned.
+		KeepsNoContext: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			s, err := New(ctx, cfg)
 			if err != nil {

@@ -20,6 +20,8 @@ func init() {
 	strategies.Register(strategies.Info{
 		Name:        "mutex",
 		Description: "in-process mutex per key, per instance: no exclusion across instances",
+		// Nothing reads a call's context once the call has returned.
+		KeepsNoContext: true,
 		New: func(context.Context, strategies.Config) (strategies.Strategy, error) {
 			return New(), nil
 		},

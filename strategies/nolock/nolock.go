@@ -15,6 +15,8 @@ func init() {
 		Name:        "nolock",
 		Description: "control: no lock at all; must always be caught as unsafe under duplicates",
 		Control:     true,
+		// Nothing reads a call's context once the call has returned.
+		KeepsNoContext: true,
 		New: func(context.Context, strategies.Config) (strategies.Strategy, error) {
 			return NoLock{}, nil
 		},

@@ -36,6 +36,8 @@ func init() {
 		Description:  "Redlock over N Redis masters (default 5): parallel SET NX, quorum N/2+1, drift allowance",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: DefaultNodes},
 		CrossProcess: true,
+		// Nothing reads a call's context once the call has returned.
+		KeepsNoContext: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			s, err := New(ctx, cfg)
 			if err != nil {

@@ -15,6 +15,8 @@ func init() {
 		Description:  "Redis SET NX PX on one node, owner-checked release (Lua); no fencing token",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		CrossProcess: true,
+		// Nothing reads a call's context once the call has returned.
+		KeepsNoContext: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			s, err := New(ctx, cfg)
 			if err != nil {

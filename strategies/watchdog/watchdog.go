@@ -21,6 +21,8 @@ func init() {
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		CrossProcess: true,
 		KeepAlive:    true,
+		// Nothing reads a call's context once the call has returned.
+		KeepsNoContext: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			cfg = cfg.WithDefaults()
 			s, err := setnx.New(ctx, cfg)
