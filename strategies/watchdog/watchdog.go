@@ -113,9 +113,8 @@ type lease struct {
 
 var _ strategies.Lease = (*lease)(nil)
 
-// watch renews the lease every period until it is stopped or a renewal
-// fails. Each renewal is bounded by one period, so a renewal stuck on a
-// stalled connection cannot outlive the lease unnoticed.
+// watch renews the lease every period until it is stopped or the lease is
+// lost (renew).
 func (l *lease) watch() {
 	defer close(l.done)
 	t := time.NewTicker(l.w.period)
@@ -126,11 +125,46 @@ func (l *lease) watch() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), l.w.period)
+		if !l.renew() {
+			return // lost, or unreachable for its whole validity: it lapses
+		}
+	}
+}
+
+// RetryDivisor sets the pause between attempts of a renewal that failed:
+// the TTL divided by 20 (Redisson's retryInterval, 1.5 s, of its 30 s
+// watchdog timeout).
+const RetryDivisor = 20
+
+// renew extends the lease once, and reports whether it still holds it. An
+// attempt is bounded by one period, so a renewal stuck on a stalled
+// connection cannot outlive the lease unnoticed. One that failed or timed
+// out (a slow or restarting server, a dropped connection) is tried again
+// after a pause while the lease is still valid by its own deadline, as
+// Redisson retries a renewal command within its lease; one the server
+// refused (the key is another holder's or gone: strategies.ErrNotOwner)
+// ends the watch at once. A single late reply stopped the watchdog for
+// good before, and let a healthy holder's lock lapse under a slow section
+// on a loaded machine.
+func (l *lease) renew() bool {
+	for {
+		left := time.Until(l.Deadline())
+		if left <= 0 {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(l.w.period, left))
 		err := l.ext.Extend(ctx, l.w.ttl)
 		cancel()
-		if err != nil {
-			return // lost, or unreachable: the lease lapses on its own
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, strategies.ErrNotOwner):
+			return false
+		}
+		select {
+		case <-l.stop:
+			return false
+		case <-time.After(l.w.ttl / RetryDivisor):
 		}
 	}
 }

@@ -12,7 +12,8 @@ import (
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/redisutil"
-	_ "github.com/lockbench/lockbench/strategies/watchdog"
+	"github.com/lockbench/lockbench/strategies/setnx"
+	"github.com/lockbench/lockbench/strategies/watchdog"
 )
 
 var addr string
@@ -116,5 +117,65 @@ func TestStopsOnLossAndClose(t *testing.T) {
 			t.Fatalf("B 2 TTLs after A closed: got %v; want the lock (Close must stop the watchdog)", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// flaky is setnx on the real server whose leases' first renewals fail: the
+// first is slow (it waits out its context, as a reply that never came),
+// the second errs at once (a dropped connection); later ones reach Redis.
+type flaky struct{ strategies.Strategy }
+
+func (f flaky) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
+	l, err := f.Strategy.Acquire(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &flakyLease{Lease: l}, nil
+}
+
+type flakyLease struct {
+	strategies.Lease
+	calls int // only the watchdog's goroutine calls Extend
+}
+
+func (l *flakyLease) Extend(ctx context.Context, ttl time.Duration) error {
+	l.calls++
+	switch l.calls {
+	case 1:
+		<-ctx.Done()
+		return ctx.Err()
+	case 2:
+		return strategies.ErrUnavailable
+	}
+	return l.Lease.(strategies.Extender).Extend(ctx, ttl)
+}
+
+// A renewal that times out or fails is tried again while the lease is
+// still valid: the lock outlives its TTL many times over although the
+// first two renewals failed (with a watchdog that stopped at the first
+// failure, B got it one TTL in).
+func TestRetriesFailedRenewal(t *testing.T) {
+	ctx := context.Background()
+	inner, err := setnx.New(ctx, strategies.Config{RedisAddrs: []string{addr}, TTL: ttl, Owner: "A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := watchdog.Wrap(flaky{inner}, ttl)
+	defer a.Close()
+	b := open(t, "B")
+	l, err := a.Acquire(ctx, "flaky")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(4 * ttl); time.Now().Before(end); time.Sleep(ttl / 10) {
+		if lb, err := b.Acquire(ctx, "flaky"); !errors.Is(err, strategies.ErrNotAcquired) {
+			if lb != nil {
+				_ = lb.Release(ctx)
+			}
+			t.Fatalf("B while A's watchdog retried its renewals: got %v; want ErrNotAcquired", err)
+		}
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("A's Release: got %v; want nil", err)
 	}
 }
