@@ -103,8 +103,13 @@ func newDeadlines(parent context.Context, timeout time.Duration, epoch time.Time
 func (d *deadlines) begin(c *callCtx, now int64) *callCtx {
 	if c.d == nil {
 		c.d = d
-	} else {
-		c.extras.Store(nil) // the last call's, run or stopped at its end
+	} else if x := c.extras.Load(); x != nil {
+		// The last call's, run or stopped at its end; a quiet one (see
+		// end) serves again when this call needs extras.
+		c.extras.Store(nil)
+		if c.quiet {
+			c.spare = x
+		}
 	}
 	c.deadline.Store(min(now+int64(d.timeout), d.parentDeadline))
 	if !d.keepDone || c.done == nil {
@@ -159,8 +164,30 @@ func (d *deadlines) arm(wait time.Duration) {
 // was not cancelled before; the next begin of c reuses it).
 func (d *deadlines) end(c *callCtx) {
 	d.cur.CompareAndSwap(c, nil)
-	keep := d.keepDone && c.extras.Load() == nil
-	c.ended = c.finish(c.state.Load(), context.Canceled, !keep)
+	c.quiet = d.keepDone && c.quietExtras()
+	c.ended = c.finish(c.state.Load(), context.Canceled, !c.quiet)
+}
+
+// quietExtras reports whether nothing registered with c is left at its
+// end: every AfterFunc function was stopped (a derived context stops its
+// own when it is cancelled, as a strategy's statement timeout is before
+// the call returns), and Done's channel, if any, is begin's.
+func (c *callCtx) quietExtras() bool {
+	x := c.extras.Load()
+	if x == nil {
+		return true
+	}
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	if _, ok := x.done.Load().(chan struct{}); ok {
+		return false
+	}
+	for i := range x.n {
+		if *x.slot(i) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // fire runs when the timer does.
@@ -232,6 +259,11 @@ type callCtx struct {
 	// again, and with keepDone, done is then still open. Only the worker
 	// reads and writes it.
 	ended bool
+	// quiet is set by end (keepDone) when nothing registered with the call
+	// was left (quietExtras): end then left done open, and its extras,
+	// kept in spare, serve the next call that needs them. Worker-only.
+	quiet bool
+	spare *callExtras
 	// extras holds the channel of a Done that begin did not make and
 	// AfterFunc's functions, made on the first call of either (nolock's
 	// Acquire calls neither); set under d.mu.
@@ -277,7 +309,13 @@ const (
 // (unless keepDone) asked for its Done channel, so that nothing outside
 // the call can still be waiting on it or be about to cancel it.
 func (c *callCtx) reusable() bool {
-	return c.d == nil || c.ended && (c.done == nil || c.d.keepDone) && c.extras.Load() == nil
+	if c.d == nil {
+		return true
+	}
+	if c.d.keepDone {
+		return c.ended && c.quiet
+	}
+	return c.ended && c.done == nil && c.extras.Load() == nil
 }
 
 var _ context.Context = (*callCtx)(nil)
@@ -321,11 +359,20 @@ func (c *callCtx) Done() <-chan struct{} {
 	return ch
 }
 
-// extrasLocked returns c's extras, making them; d.mu is held.
+// extrasLocked returns c's extras, making them (or taking the spare a
+// quiet call left: its functions all stopped, its Done never made); d.mu
+// is held.
 func (c *callCtx) extrasLocked() *callExtras {
 	x := c.extras.Load()
 	if x == nil {
-		x = &callExtras{}
+		if x = c.spare; x != nil {
+			c.spare = nil
+			x.funcs = [2]func(){}
+			x.more = x.more[:0]
+			x.n = 0
+		} else {
+			x = &callExtras{}
+		}
 		c.extras.Store(x)
 	}
 	return x
@@ -364,9 +411,15 @@ func (c *callCtx) AfterFunc(f func()) (stop func() bool) {
 		x.more = append(x.more, nil)
 	}
 	*x.slot(i) = f
+	gen := c.state.Load() &^ callStateMask
 	return func() bool {
 		c.d.mu.Lock()
 		defer c.d.mu.Unlock()
+		// x may serve a later call of c (a quiet end's spare): a stop
+		// left from this one must not touch that call's functions.
+		if c.state.Load()&^callStateMask != gen || c.extras.Load() != x {
+			return false
+		}
 		s := x.slot(i)
 		if *s == nil {
 			return false

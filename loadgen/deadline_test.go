@@ -277,7 +277,9 @@ func TestCallContextReuse(t *testing.T) {
 // (acquire, release) as a worker makes them, for a client that asks
 // nothing of them, and for one that asks Done and Deadline per call as
 // go-redis does (a non-blocking look at Done before it takes a connection,
-// the deadline for the socket's), with and without keepDone;
+// the deadline for the socket's), for one that derives a context with its
+// own timeout (the Postgres strategies' statement timeout), with and
+// without keepDone;
 // context.WithTimeout's for comparison.
 func BenchmarkCallContext(b *testing.B) {
 	asksDone := func(ctx context.Context) {
@@ -288,10 +290,17 @@ func BenchmarkCallContext(b *testing.B) {
 		}
 		_, _ = ctx.Deadline()
 	}
+	// derives is a statement timeout around the call, as the Postgres
+	// strategies set one (pgx then watches that context, not the call's).
+	derives := func(ctx context.Context) {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		asksDone(sctx)
+		cancel()
+	}
 	for _, client := range []struct {
 		name string
 		call func(context.Context)
-	}{{"asks-nothing", func(context.Context) {}}, {"asks-done", asksDone}} {
+	}{{"asks-nothing", func(context.Context) {}}, {"asks-done", asksDone}, {"derives", derives}} {
 		b.Run("WithTimeout/"+client.name, func(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -457,5 +466,79 @@ func TestCallContextKeepDoneConcurrent(t *testing.T) {
 			}
 		}
 		d.end(c)
+	}
+}
+
+// With keepDone, a call whose derived contexts were all cancelled before
+// it ended (a strategy's statement timeout) is quiet: its context, Done's
+// channel and its extras serve the next call, and a stop left from the
+// last call cannot unregister the next call's function.
+func TestCallContextKeepDoneDerived(t *testing.T) {
+	d := newDeadlines(context.Background(), time.Hour, time.Now())
+	d.keepDone = true
+	defer d.close()
+	var c callCtx
+	call := func() (stop func() bool, x *callExtras) {
+		d.begin(&c, at(d, time.Now()))
+		sctx, cancel := context.WithTimeout(&c, time.Minute)
+		x = c.extras.Load()
+		cancel()
+		if sctx.Err() == nil {
+			t.Fatal("derived context not done after its cancel")
+		}
+		return c.AfterFunc(func() {}), x
+	}
+	// The first call asks Done the slow way; the next two are the steady
+	// state.
+	d.begin(&c, at(d, time.Now()))
+	_ = c.Done()
+	d.end(&c)
+	c = callCtx{}
+	d.begin(&c, at(d, time.Now()))
+	_ = c.Done()
+	d.end(&c)
+
+	stop, x1 := call()
+	if !stop() {
+		t.Fatal("stop of a live registration: false")
+	}
+	ch := c.Done()
+	d.end(&c)
+	if !c.reusable() {
+		t.Fatal("a call whose derived contexts were all cancelled: not reusable")
+	}
+	select {
+	case <-ch:
+		t.Fatal("Done closed at the end of a quiet call")
+	default:
+	}
+	ran := make(chan struct{})
+	d.begin(&c, at(d, time.Now()))
+	stop2 := c.AfterFunc(func() { close(ran) })
+	if x2 := c.extras.Load(); x2 != x1 {
+		t.Error("the quiet call's extras were not reused")
+	}
+	if c.Done() != ch {
+		t.Error("the quiet call's Done channel was not reused")
+	}
+	if stop() {
+		t.Error("a stop from the last call unregistered this call's function")
+	}
+	d.end(&c) // not quiet: the function is still registered, and runs
+	select {
+	case <-ran:
+	case <-time.After(time.Second):
+		t.Fatal("the function registered with the call did not run at its end")
+	}
+	if stop2() {
+		t.Error("stop after the function ran: true")
+	}
+	select {
+	case <-ch:
+	default:
+		t.Error("Done not closed at the end of a call with a function registered")
+	}
+	if c.reusable() {
+		t.Error("a call that ended with a function registered: reusable")
 	}
 }

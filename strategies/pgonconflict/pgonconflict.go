@@ -48,6 +48,10 @@ func init() {
 		Need:         strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		Fencing:      true,
 		CrossProcess: true,
+		// Every statement runs under a timeout derived from the call's
+		// context and cancelled before the call returns; pgx and its pool
+		// see only that.
+		KeepsNoContext: true,
 		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
 			o, err := New(ctx, cfg)
 			if err != nil {
