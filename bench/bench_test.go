@@ -318,10 +318,11 @@ func transportLock(b *testing.B, name string) (strategies.Config, bool) {
 // runTransport is one transport benchmark: b.N payments (at least 1,000)
 // of strategy name, 2 instances in mode (placed by sp, when set; local
 // instance processes reach the store by transport), one delivery each, no
-// hold, the memory store, closed loop; it reports ns/op, payments/s and
-// payments/cpu-s (this process and its children; with agents, which run
-// in this process and reap their instance processes just after the load,
-// once those are reaped).
+// hold, the memory store, closed loop; it reports ns/op, payments/s,
+// payments/cpu-s and switches/payment (context switches; both of this
+// process and its children; with agents, which run in this process and
+// reap their instance processes just after the load, once those are
+// reaped).
 func runTransport(b *testing.B, name, mode, transport string, lock strategies.Config, sp loadgen.Spawner) {
 	sc := loadgen.DefaultScenario()
 	sc.Name = "transport"
@@ -334,11 +335,15 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	var cpu, cpu0 time.Duration
+	var sw, sw0 int64
 	span := loadSpan(b, cpuTimeAll, &cpu)
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: func() func() {
 		end := span()
-		cpu0 = cpuTimeAll()
-		return end
+		cpu0, sw0 = cpuTimeAll(), switchesAll()
+		return func() {
+			end()
+			sw = switchesAll() - sw0
+		}
 	}}
 	if mode == "process" {
 		o.StoreTransport = transport
@@ -358,13 +363,14 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 		if !childrenGone(10 * time.Second) {
 			b.Fatal("the agents' instance processes did not exit within 10s")
 		}
-		cpu = cpuTimeAll() - cpu0
+		cpu, sw = cpuTimeAll()-cpu0, switchesAll()-sw0
 	}
 	b.ReportMetric(float64(s.DurationNs)/float64(max(s.Payments, 1)), "ns/op")
 	b.ReportMetric(s.PaymentsPerSec, "payments/s")
 	if cpu > 0 {
 		b.ReportMetric(float64(s.Payments)/cpu.Seconds(), "payments/cpu-s")
 	}
+	b.ReportMetric(float64(sw)/float64(max(s.Payments, 1)), "switches/payment")
 }
 
 // BenchmarkProcessTransport measures what instance processes cost over
@@ -435,6 +441,18 @@ func childrenGone(d time.Duration) bool {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// switchesAll is the context switches (voluntary and involuntary) of this
+// process's threads and its reaped children (instance processes) so far:
+// each is a sleep and a wake-up, which on these VMs cost more than the
+// syscalls around them, and what instance processes add over goroutines.
+func switchesAll() int64 {
+	var self, kids syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids) != nil {
+		return 0
+	}
+	return self.Nvcsw + self.Nivcsw + kids.Nvcsw + kids.Nivcsw
 }
 
 // cpuTimeAll is the CPU time used by this process and its reaped children
