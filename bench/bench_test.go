@@ -339,7 +339,7 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 	span := loadSpan(b, cpuTimeAll, &cpu)
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: func() func() {
 		end := span()
-		cpu0, sw0 = cpuTimeAll(), switchesAll()
+		cpu0, sw0 = usageAll()
 		return func() {
 			end()
 			sw = switchesAll() - sw0
@@ -363,7 +363,8 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 		if !childrenGone(10 * time.Second) {
 			b.Fatal("the agents' instance processes did not exit within 10s")
 		}
-		cpu, sw = cpuTimeAll()-cpu0, switchesAll()-sw0
+		c, n := usageAll()
+		cpu, sw = c-cpu0, n-sw0
 	}
 	b.ReportMetric(float64(s.DurationNs)/float64(max(s.Payments, 1)), "ns/op")
 	b.ReportMetric(s.PaymentsPerSec, "payments/s")
@@ -443,24 +444,28 @@ func childrenGone(d time.Duration) bool {
 	}
 }
 
-// switchesAll is the context switches (voluntary and involuntary) of this
-// process's threads and its reaped children (instance processes) so far:
-// each is a sleep and a wake-up, which on these VMs cost more than the
-// syscalls around them, and what instance processes add over goroutines.
-func switchesAll() int64 {
+// usageAll is the CPU time (user and system) and the context switches
+// (voluntary and involuntary) of this process and its reaped children
+// (instance processes) so far. Each switch is a sleep and a wake-up,
+// which on these VMs cost more than the syscalls around them: what
+// instance processes add over goroutines.
+func usageAll() (cpu time.Duration, switches int64) {
 	var self, kids syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids) != nil {
-		return 0
+		return 0, 0
 	}
-	return self.Nvcsw + self.Nivcsw + kids.Nvcsw + kids.Nivcsw
+	cpu = time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
+	return cpu, self.Nvcsw + self.Nivcsw + kids.Nvcsw + kids.Nivcsw
 }
 
-// cpuTimeAll is the CPU time used by this process and its reaped children
-// (instance processes) so far.
+// cpuTimeAll is usageAll's CPU time.
 func cpuTimeAll() time.Duration {
-	var self, kids syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids) != nil {
-		return 0
-	}
-	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
+	cpu, _ := usageAll()
+	return cpu
+}
+
+// switchesAll is usageAll's context switches.
+func switchesAll() int64 {
+	_, n := usageAll()
+	return n
 }
