@@ -74,14 +74,30 @@ func TestPauseFenced(t *testing.T) {
 // Under slow, work that outlasts the TTL breaks a lock that is not renewed
 // (setnx), while etcd's keepalive renews the lease under the slow holder:
 // it survives, with no overlap at all.
+// slowTrials bounds the trials of a slow cell whose unsafety depends on
+// which holder wins a contended lock (TestSlow's setnx).
+const slowTrials = 3
+
 func TestSlow(t *testing.T) {
 	ctx := deadline(t)
 	t.Run("setnx", func(t *testing.T) {
-		r := run(ctx, t, "setnx", "slow", small(pausePayments, false))
-		struck(t, r)
-		if s := r.Summary; s.Overlaps == 0 || !s.Unsafe {
-			t.Errorf("overlaps %d, unsafe %v; want overlaps > 0, unsafe", s.Overlaps, s.Unsafe)
+		// The lease lapses under the slow holder in every trial (overlaps);
+		// a duplicate needs the payment's other delivery to win the
+		// account's lock inside the window, behind the others polling it,
+		// which about one trial in six misses: up to slowTrials, one must
+		// be unsafe.
+		for i := range slowTrials {
+			r := run(ctx, t, "setnx", "slow", small(pausePayments, false))
+			struck(t, r)
+			s := r.Summary
+			if s.Overlaps == 0 {
+				t.Fatalf("trial %d: overlaps 0; want > 0: the lease lapses under the slow holder", i+1)
+			}
+			if s.Unsafe {
+				return
+			}
 		}
+		t.Errorf("safe in all %d trials; want unsafe in at least one", slowTrials)
 	})
 	t.Run("etcd", func(t *testing.T) {
 		r := run(ctx, t, "etcd", "slow", small(pausePayments, false))
