@@ -342,7 +342,8 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 		cpu0, sw0 = usageAll()
 		return func() {
 			end()
-			sw = switchesAll() - sw0
+			_, n := usageAll()
+			sw = n - sw0
 		}
 	}}
 	if mode == "process" {
@@ -462,10 +463,4 @@ func usageAll() (cpu time.Duration, switches int64) {
 func cpuTimeAll() time.Duration {
 	cpu, _ := usageAll()
 	return cpu
-}
-
-// switchesAll is usageAll's context switches.
-func switchesAll() int64 {
-	_, n := usageAll()
-	return n
 }

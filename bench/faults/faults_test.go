@@ -71,13 +71,13 @@ func TestPauseFenced(t *testing.T) {
 	}
 }
 
-// Under slow, work that outlasts the TTL breaks a lock that is not renewed
-// (setnx), while etcd's keepalive renews the lease under the slow holder:
-// it survives, with no overlap at all.
 // slowTrials bounds the trials of a slow cell whose unsafety depends on
 // which holder wins a contended lock (TestSlow's setnx).
 const slowTrials = 3
 
+// Under slow, work that outlasts the TTL breaks a lock that is not renewed
+// (setnx), while etcd's keepalive renews the lease under the slow holder:
+// it survives, with no overlap at all.
 func TestSlow(t *testing.T) {
 	ctx := deadline(t)
 	t.Run("setnx", func(t *testing.T) {
