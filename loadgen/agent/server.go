@@ -345,11 +345,10 @@ func (a *Agent) serveInstance(conn net.Conn) {
 		_ = writeStatus(conn, statusRefused, fmt.Sprintf("no session %d (its control connection is gone)", req.Session))
 		return
 	}
-	cmd := loadgen.ChildCommand(a.cfg.Exe, req.Config, req.Procs)
+	cmd := loadgen.ChildCommand(a.cfg.Exe, req.Config, req.Procs, &prefixWriter{a: a, prefix: fmt.Sprintf("session %d instance %d: ", s.id, req.Key)})
 	// The process presents the agent's token to the coordinator's store,
 	// from its environment (whatever the agent's own says).
 	cmd.Env = append(cmd.Env, TokenEnv+"="+a.cfg.Token)
-	cmd.Stderr = &prefixWriter{a: a, prefix: fmt.Sprintf("session %d instance %d: ", s.id, req.Key)}
 	stdin, err := cmd.StdinPipe()
 	if err == nil {
 		var stdout io.ReadCloser
