@@ -369,11 +369,6 @@ func (f *schedTraceFilter) Write(b []byte) (int, error) {
 		f.held, b = f.held[:0], b[len(line):]
 		f.inLine = line[len(line)-1] != '\n'
 	}
-	return f.flush(out, n)
-}
-
-// flush writes out to f.w, and reports n bytes taken.
-func (f *schedTraceFilter) flush(out []byte, n int) (int, error) {
 	if len(out) > 0 {
 		if _, err := f.w.Write(out); err != nil {
 			return n, err
