@@ -279,9 +279,14 @@ func TestCallContextReuse(t *testing.T) {
 // go-redis does (a non-blocking look at Done before it takes a connection,
 // the deadline for the socket's), for one that derives a context with its
 // own timeout (the Postgres strategies' statement timeout), with and
-// without keepDone;
-// context.WithTimeout's for comparison.
+// without keepDone; context.WithTimeout's for comparison, under
+// context.Background() and, as an application's calls (and the bare
+// loops of compare-redis and compare-postgres, under the command's
+// signal context) are, under one cancellable parent that every goroutine
+// registers with.
 func BenchmarkCallContext(b *testing.B) {
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	asksDone := func(ctx context.Context) {
 		select {
 		case <-ctx.Done():
@@ -301,17 +306,22 @@ func BenchmarkCallContext(b *testing.B) {
 		name string
 		call func(context.Context)
 	}{{"asks-nothing", func(context.Context) {}}, {"asks-done", asksDone}, {"derives", derives}} {
-		b.Run("WithTimeout/"+client.name, func(b *testing.B) {
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					for range 2 {
-						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-						client.call(ctx)
-						cancel()
+		for _, parent := range []struct {
+			name string
+			ctx  context.Context
+		}{{"", context.Background()}, {"cancellable-parent/", cancellable}} {
+			b.Run("WithTimeout/"+parent.name+client.name, func(b *testing.B) {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						for range 2 {
+							ctx, cancel := context.WithTimeout(parent.ctx, 5*time.Second)
+							client.call(ctx)
+							cancel()
+						}
 					}
-				}
+				})
 			})
-		})
+		}
 		for _, keep := range []bool{false, true} {
 			name := "deadlines/" + client.name
 			if keep {
