@@ -71,8 +71,9 @@ func TestPauseFenced(t *testing.T) {
 	}
 }
 
-// slowTrials bounds the trials of a slow cell whose unsafety depends on
-// which holder wins a contended lock (TestSlow's setnx).
+// slowTrials bounds the trials of a cell whose unsafety depends on which
+// holder wins a contended lock, or when (TestSlow's setnx, redlock under
+// node faults).
 const slowTrials = 3
 
 // Under slow, work that outlasts the TTL breaks a lock that is not renewed
@@ -225,13 +226,21 @@ func TestRedlockTwiceUnderNodeFaults(t *testing.T) {
 	ctx := deadline(t)
 	for _, fault := range []string{"restart-node", "clock-jump"} {
 		t.Run(fault, func(t *testing.T) {
-			r := run(ctx, t, "redlock", fault, small(pausePayments, false))
-			struck(t, r)
-			s := r.Summary
-			if s.Overlaps == 0 || !s.Unsafe || s.Duplicates+s.LostUpdates == 0 {
-				t.Errorf("overlaps %d, unsafe %v, duplicates %d, lost updates %d; want the lock granted twice: overlaps > 0, unsafe, a duplicate or a lost update",
-					s.Overlaps, s.Unsafe, s.Duplicates, s.LostUpdates)
+			// The second grant needs another holder to ask for the caught
+			// holder's key in the few hundred milliseconds between the
+			// fault and the end of its section, which a slow machine
+			// missed once (restart-node, SAFE with overlaps 0): up to
+			// slowTrials, one must grant the lock twice.
+			for i := range slowTrials {
+				r := run(ctx, t, "redlock", fault, small(pausePayments, false))
+				struck(t, r)
+				s := r.Summary
+				if s.Overlaps > 0 && s.Unsafe && s.Duplicates+s.LostUpdates > 0 {
+					return
+				}
+				t.Logf("trial %d: overlaps %d, unsafe %v, duplicates %d, lost updates %d", i+1, s.Overlaps, s.Unsafe, s.Duplicates, s.LostUpdates)
 			}
+			t.Errorf("in none of %d trials was the lock granted twice: want overlaps > 0, unsafe, a duplicate or a lost update", slowTrials)
 		})
 	}
 }
