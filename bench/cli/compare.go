@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -121,12 +122,21 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// The release script, loaded so redis-benchmark can EVALSHA it as
 	// lockbench does.
 	rc := redis.NewClient(&redis.Options{Addr: addr})
-	err = redisutil.ReleaseScript.Load(ctx, rc).Err()
-	rc.Close()
-	if err != nil {
+	defer rc.Close()
+	if err := redisutil.ReleaseScript.Load(ctx, rc).Err(); err != nil {
 		return fmt.Errorf("loading the release script: %w", err)
 	}
 	sha := redisutil.ReleaseScript.Hash()
+	// Before each measurement the keys the last one left are dropped:
+	// redis-benchmark's SETs leave a key each, which Redis would expire
+	// two seconds later while the next measurement runs. The loaded
+	// script stays (FLUSHDB keeps the script cache).
+	flush := func() error {
+		if err := rc.FlushDB(ctx).Err(); err != nil {
+			return fmt.Errorf("compare-redis: emptying the database between measurements: %w", err)
+		}
+		return nil
+	}
 	// bench runs one redis-benchmark test: its rate, and its CPU per
 	// request.
 	bench := func(cmd ...string) (cycleRate, error) {
@@ -169,21 +179,25 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		rounds:    o.rounds,
 		failBelow: o.failBelow,
 		profile:   o.cpuProfile,
-		round: func() (m [3]cycleRate, err error) {
-			set, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
-			if err != nil {
-				return m, err
-			}
-			rel, err := bench("EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
-			if err != nil {
-				return m, err
-			}
-			m[0] = cycleRate{perSec: 1 / (1/set.perSec + 1/rel.perSec), cpu: set.cpu + rel.cpu}
-			if m[1], err = measured(ctx, "bare", func() (cycleRate, error) { return goRedisCycles(ctx, addr, o.clients, o.n) }); err != nil {
-				return m, err
-			}
-			m[2], err = measured(ctx, "lockbench", func() (cycleRate, error) { return lockbenchCycles(ctx, sess, "setnx", sc) })
-			return m, err
+		settle:    flush,
+		measure: [3]func() (cycleRate, error){
+			func() (cycleRate, error) {
+				set, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
+				if err != nil {
+					return cycleRate{}, err
+				}
+				rel, err := bench("EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
+				if err != nil {
+					return cycleRate{}, err
+				}
+				return cycleRate{perSec: 1 / (1/set.perSec + 1/rel.perSec), cpu: set.cpu + rel.cpu}, nil
+			},
+			func() (cycleRate, error) {
+				return measured(ctx, "bare", func() (cycleRate, error) { return goRedisCycles(ctx, addr, o.clients, o.n) })
+			},
+			func() (cycleRate, error) {
+				return measured(ctx, "lockbench", func() (cycleRate, error) { return lockbenchCycles(ctx, sess, "setnx", sc) })
+			},
 		},
 	}
 	return cmp.run(ctx, stdout, stderr)
@@ -216,8 +230,47 @@ type comparison struct {
 	failBelow float64
 	// profile, when set, is the file the rounds' CPU profile goes to.
 	profile string
-	// round measures native, bare and ours, in that order, once.
-	round func() ([3]cycleRate, error)
+	// measure holds the three measurements: native, bare and ours. A
+	// round runs native first, then bare and ours in an order that
+	// alternates from round to round (roundOrder).
+	measure [3]func() (cycleRate, error)
+	// settle, when set, runs before each measurement, untimed: it puts
+	// the server back in the state every measurement starts from, so
+	// that none pays for what the one before it left behind.
+	settle func() error
+}
+
+// roundOrder is the order round r runs the measurements in: the native
+// tool first, then the bare client and lockbench, lockbench first in the
+// odd rounds. Whatever drifts within a round (the server's tables and
+// memory grow with every cycle; a neighbour's load rises or falls) then
+// favours each of the two in turn instead of always the one that runs
+// first, and their ratio, taken within the round, carries no bias for
+// the order.
+func roundOrder(r int) [3]int {
+	if r%2 == 1 {
+		return [3]int{0, 2, 1}
+	}
+	return [3]int{0, 1, 2}
+}
+
+// round runs round r's three measurements (roundOrder) and returns them
+// as native, bare, ours, with the share of the machine's CPU time the
+// hypervisor stole while they ran (stealPercent; NaN when unknown).
+func (c comparison) round(r int) (m [3]cycleRate, steal float64, err error) {
+	t0 := readMachineTime()
+	defer func() { steal = stealPercent(t0, readMachineTime()) }()
+	for _, i := range roundOrder(r) {
+		if c.settle != nil {
+			if err := c.settle(); err != nil {
+				return m, 0, err
+			}
+		}
+		if m[i], err = c.measure[i](); err != nil {
+			return m, 0, err
+		}
+	}
+	return m, 0, nil
 }
 
 // ErrBelowTarget is returned by compare-redis and compare-postgres with
@@ -228,8 +281,8 @@ var ErrBelowTarget = fmt.Errorf("%w: harness ratio below --fail-below", ErrRegre
 // run runs a warm-up round and c.rounds counted rounds, printing a row for
 // each, then the medians and the closing ratio lines.
 //
-// The three run in turn, and each round's ratios are taken within the
-// round: on a shared machine the rates drift by tens of percent over a
+// The three run in turn (roundOrder), and each round's ratios are taken
+// within the round: on a shared machine the rates drift by tens of percent over a
 // minute, and a ratio of figures measured a minute apart would measure the
 // drift. The medians of the rounds' ratios are the result. Ctrl-C ends it
 // with the rounds done.
@@ -243,13 +296,14 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "cpu µs: each client's CPU time per lock cycle (user + system); harness: lockbench's less %s's\n\n", c.bare)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "round\t%s\t%s\t%s\tlockbench/%s\tlockbench/%s\t%s/%s\tcpu µs %s\tcpu µs %s\tcpu µs lockbench\tcpu µs harness\t\n",
+	fmt.Fprintf(tw, "round\t%s\t%s\t%s\tlockbench/%s\tlockbench/%s\t%s/%s\tcpu µs %s\tcpu µs %s\tcpu µs lockbench\tcpu µs harness\tsteal %%\t\n",
 		c.native, c.bare, c.ours, c.nativeShort, c.bareShort, c.bareShort, c.nativeShort, c.nativeShort, c.bareShort)
 	var ms [][3]cycleRate
+	var steals []float64
 	// Round 0 warms up all three (connections, the Go heap, the server's
 	// tables) and is shown but not counted.
 	for r := range c.rounds + 1 {
-		m, err := c.round()
+		m, steal, err := c.round(r)
 		if ctx.Err() != nil {
 			break // interrupted: report the rounds done
 		}
@@ -260,10 +314,10 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 		if r == 0 {
 			name = "warm-up"
 		} else {
-			ms = append(ms, m)
+			ms, steals = append(ms, m), append(steals, steal)
 		}
 		row := roundFigures(m)
-		fmt.Fprintf(tw, "%s\t%s\n", name, formatRow(row))
+		fmt.Fprintf(tw, "%s\t%s\n", name, formatRow(row, steal))
 		fmt.Fprintf(stderr, "%s: round %d of %d done (lockbench/%s %.2f)\n", c.name, r, c.rounds, c.bareShort, row[4])
 	}
 	if len(ms) == 0 {
@@ -283,7 +337,11 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	for i := range med {
 		med[i] = median(col(i))
 	}
-	fmt.Fprintf(tw, "median\t%s\n", formatRow(med))
+	steal, medSteal := knownSteal(steals), math.NaN()
+	if len(steal) > 0 {
+		medSteal = median(steal)
+	}
+	fmt.Fprintf(tw, "median\t%s\n", formatRow(med, medSteal))
 	tw.Flush()
 	fmt.Fprintln(stdout)
 
@@ -306,6 +364,10 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "cpu per cycle (medians): %s %.1f µs, %s %.1f µs, lockbench %.1f µs; the harness %+.1f µs, lockbench / %s %.2f (target ≤ %.2f)\n",
 		c.nativeShort, med[6], c.bare, med[7], med[8], med[9], c.bare, median(cpuRatio), 1/harnessTarget)
+	if len(steal) > 0 {
+		fmt.Fprintf(stdout, "steal (the hypervisor's share of this machine's CPU time, /proc/stat): median %.1f%% a round, %.1f%%–%.1f%%; a round with much of it measured the neighbours as well\n",
+			medSteal, slices.Min(steal), slices.Max(steal))
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintf(stderr, "interrupted: %d of %d rounds done\n", len(ms), c.rounds)
 		return nil
@@ -316,9 +378,19 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// formatRow is the table cells of a round's figures (roundFigures).
-func formatRow(f [10]float64) string {
-	return fmt.Sprintf("%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%+.1f\t", f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9])
+// formatRow is the table cells of a round's figures (roundFigures) and
+// its steal percentage ("-" when unknown).
+func formatRow(f [10]float64, steal float64) string {
+	st := "-"
+	if !math.IsNaN(steal) {
+		st = fmt.Sprintf("%.1f", steal)
+	}
+	return fmt.Sprintf("%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%+.1f\t%s\t", f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], st)
+}
+
+// knownSteal is the rounds' steal percentages that could be read.
+func knownSteal(steals []float64) []float64 {
+	return slices.DeleteFunc(slices.Clone(steals), math.IsNaN)
 }
 
 // roundFigures are a round's columns: the three rates, the three ratios,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,8 +15,9 @@ import (
 
 // compareTable checks the table a comparison printed: the warm-up row,
 // rounds 1..rounds, then the median; each with three rates, three ratios
-// that agree with the rates, three CPU times per cycle and the harness's
-// share (lockbench's less the bare client's). It returns the counted
+// that agree with the rates, three CPU times per cycle, the harness's
+// share (lockbench's less the bare client's) and the machine's steal
+// percentage ("-" where /proc/stat is unreadable). It returns the counted
 // rounds' lockbench/bare ratios.
 func compareTable(t *testing.T, out string, rounds int) []float64 {
 	t.Helper()
@@ -23,8 +25,13 @@ func compareTable(t *testing.T, out string, rounds int) []float64 {
 	rows := 0
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) != 11 || (f[0] != "median" && f[0] != "warm-up" && f[0] != strconv.Itoa(rows+1)) {
+		if len(f) != 12 || (f[0] != "median" && f[0] != "warm-up" && f[0] != strconv.Itoa(rows+1)) {
 			continue
+		}
+		if st := f[11]; st != "-" {
+			if x, err := strconv.ParseFloat(st, 64); err != nil || x < 0 || x > 100 {
+				t.Errorf("row %q: steal %q; want a percentage or -", line, st)
+			}
 		}
 		var v [10]float64
 		for i := range v {
@@ -143,12 +150,14 @@ func TestComparisonClosingLines(t *testing.T) {
 		{0.95, false}, // the median is exactly 0.95
 		{0.96, true},
 	} {
-		i := 0
 		c := comparison{
 			name: "test", native: "tool", bare: "client alone", ours: "lockbench x",
 			nativeShort: "tool", bareShort: "client", bareWhy: "why", rounds: 3, failBelow: tc.failBelow,
-			round: func() ([3]cycleRate, error) { i++; return rounds[i-1], nil },
 		}
+		r := -1 // the round under way: the native tool runs first in each
+		c.measure[0] = func() (cycleRate, error) { r++; return rounds[r][0], nil }
+		c.measure[1] = func() (cycleRate, error) { return rounds[r][1], nil }
+		c.measure[2] = func() (cycleRate, error) { return rounds[r][2], nil }
 		var out bytes.Buffer
 		err := c.run(context.Background(), &out, &bytes.Buffer{})
 		if got := errors.Is(err, ErrBelowTarget); got != tc.wantErr {
@@ -165,5 +174,92 @@ func TestComparisonClosingLines(t *testing.T) {
 				t.Errorf("no %q in:\n%s", want, out.String())
 			}
 		}
+	}
+}
+
+// A round runs the native tool first, then the bare client and lockbench
+// in turn, lockbench first in the odd rounds, so that a drift within a
+// round (a table growing, a neighbour's load) does not always favour the
+// same one of the two whose ratio is the result; each measurement comes
+// after the server was settled (FLUSHDB, VACUUM), so that none pays for
+// what the one before it left.
+func TestComparisonRoundOrder(t *testing.T) {
+	var got []string
+	c := comparison{name: "test", native: "tool", bare: "client alone", ours: "lockbench x",
+		nativeShort: "tool", bareShort: "client", bareWhy: "why", rounds: 4,
+		settle: func() error { got = append(got, "settle"); return nil }}
+	for i, name := range []string{"native", "bare", "ours"} {
+		c.measure[i] = func() (cycleRate, error) {
+			got = append(got, name)
+			return cycleRate{perSec: float64(100 * (i + 1)), cpu: time.Microsecond}, nil
+		}
+	}
+	if err := c.run(context.Background(), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, order := range [][]string{
+		{"native", "bare", "ours"}, // warm-up (round 0)
+		{"native", "ours", "bare"}, // round 1
+		{"native", "bare", "ours"},
+		{"native", "ours", "bare"},
+		{"native", "bare", "ours"},
+	} {
+		for _, m := range order {
+			want = append(want, "settle", m) // each measurement after a settle
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("measurements ran in the order %v; want %v", got, want)
+	}
+}
+
+// A settle that fails ends the comparison with its error before the
+// measurement it was to prepare.
+func TestComparisonSettleError(t *testing.T) {
+	errSettle := errors.New("settle failed")
+	ran := 0
+	c := comparison{name: "test", native: "tool", bare: "client alone", ours: "lockbench x",
+		nativeShort: "tool", bareShort: "client", bareWhy: "why", rounds: 1,
+		settle: func() error { return errSettle }}
+	for i := range c.measure {
+		c.measure[i] = func() (cycleRate, error) { ran++; return cycleRate{perSec: 1, cpu: 1}, nil }
+	}
+	if err := c.run(context.Background(), &bytes.Buffer{}, &bytes.Buffer{}); !errors.Is(err, errSettle) {
+		t.Errorf("run: %v; want the settle's error", err)
+	}
+	if ran != 0 {
+		t.Errorf("%d measurements ran; want none after the settle failed", ran)
+	}
+}
+
+// The share of the machine's CPU time stolen between two readings of
+// /proc/stat, in percent; unknown (NaN) when a reading failed or no time
+// passed.
+func TestStealPercent(t *testing.T) {
+	for _, tc := range []struct {
+		a, b machineTime
+		want float64 // NaN: unknown
+	}{
+		{machineTime{steal: 1, total: 100, known: true}, machineTime{steal: 6, total: 200, known: true}, 5},          // 5 of 100 s
+		{machineTime{steal: 1, total: 100, known: true}, machineTime{steal: 1, total: 150, known: true}, 0},          // none stolen
+		{machineTime{steal: 1, total: 100, known: true}, machineTime{steal: 0, total: 150, known: true}, 0},          // a counter that went back
+		{machineTime{steal: 1, total: 100, known: true}, machineTime{steal: 1, total: 100, known: true}, math.NaN()}, // no time passed
+		{machineTime{}, machineTime{steal: 1, total: 100, known: true}, math.NaN()},                                  // unreadable
+	} {
+		got := stealPercent(tc.a, tc.b)
+		if math.IsNaN(tc.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("stealPercent(%+v, %+v) = %v; want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+	// This machine's /proc/stat reads, and a reading a moment later gives
+	// a percentage.
+	a := readMachineTime()
+	if !a.known {
+		t.Skip("/proc/stat unreadable here")
+	}
+	time.Sleep(20 * time.Millisecond)
+	if p := stealPercent(a, readMachineTime()); !(p >= 0 && p <= 100) {
+		t.Errorf("steal over 20 ms: %v; want a percentage", p)
 	}
 }
