@@ -38,6 +38,11 @@ const (
 	minCompareRequests = 1000
 	maxCompareRequests = 10_000_000
 	maxCompareRounds   = 100
+	// defaultCompareRounds is --rounds' default: 8, even, so that as many
+	// rounds run lockbench before the bare client as after it
+	// (roundOrder; on the second EPYC VM the in-process measurement that
+	// ran second was the slower more often than not).
+	defaultCompareRounds = 8
 	// maxFailBelow bounds --fail-below: a ratio to the bare client above 2
 	// cannot be met.
 	maxFailBelow = 2
@@ -74,7 +79,7 @@ func (o *compareOptions) register(fs *flag.FlagSet, tool, test, bare string) {
 	o.mf.register(fs)
 	fs.IntVar(&o.clients, "clients", o.clients, fmt.Sprintf("concurrent clients (%s, lockbench workers), 1..%d", tool, maxCompareClients))
 	fs.IntVar(&o.n, "requests", o.n, fmt.Sprintf("requests per %s, and lock cycles for lockbench, per round, %d..%d", test, minCompareRequests, maxCompareRequests))
-	fs.IntVar(&o.rounds, "rounds", 7, fmt.Sprintf("rounds of the three measurements, interleaved, after one warm-up round, 1..%d", maxCompareRounds))
+	fs.IntVar(&o.rounds, "rounds", defaultCompareRounds, fmt.Sprintf("rounds of the three measurements, interleaved, after one warm-up round, 1..%d; an even count runs as many with lockbench first as with the bare client first", maxCompareRounds))
 	fs.Float64Var(&o.failBelow, "fail-below", 0, fmt.Sprintf("exit 4 when the median ratio of lockbench's rate to %s's is below R (0 < R ≤ %d; default off)", bare, maxFailBelow))
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", fmt.Sprintf("write a CPU profile of the rounds to this file, samples labelled measure=bare (%s) or measure=lockbench: both run the same cycles, so `go tool pprof -tagfocus measure=lockbench` against `-tagfocus measure=bare` is the harness's cost function by function", bare))
 }
