@@ -291,10 +291,10 @@ var ErrBelowTarget = fmt.Errorf("%w: harness ratio below --fail-below", ErrRegre
 // each, then the medians and the closing ratio lines.
 //
 // The three run in turn (roundOrder), and each round's ratios are taken
-// within the round: on a shared machine the rates drift by tens of percent over a
-// minute, and a ratio of figures measured a minute apart would measure the
-// drift. The medians of the rounds' ratios are the result. Ctrl-C ends it
-// with the rounds done.
+// within the round: on a shared machine the rates drift by tens of
+// percent over a minute, and a ratio of figures measured a minute apart
+// would measure the drift. The medians of the rounds' ratios are the
+// result. Ctrl-C ends it with the rounds done.
 func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if c.profile != "" {
 		stop, err := startCPUProfile(c.profile)
