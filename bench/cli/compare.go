@@ -377,6 +377,10 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "steal (the hypervisor's share of this machine's CPU time, /proc/stat): median %.1f%% a round, %.1f%%–%.1f%%; a round with much of it measured the neighbours as well\n",
 			medSteal, slices.Min(steal), slices.Max(steal))
 	}
+	if quiet := quietRatios(vsBare, steals); len(quiet) > 0 && len(quiet) < len(vsBare) {
+		fmt.Fprintf(stdout, "quiet rounds (steal under %.0f%%): %d of %d, lockbench / %s %.2f by median (range %.2f–%.2f)\n",
+			quietSteal, len(quiet), len(vsBare), c.bare, median(quiet), slices.Min(quiet), slices.Max(quiet))
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintf(stderr, "interrupted: %d of %d rounds done\n", len(ms), c.rounds)
 		return nil
@@ -395,6 +399,24 @@ func formatRow(f [10]float64, steal float64) string {
 		st = fmt.Sprintf("%.1f", steal)
 	}
 	return fmt.Sprintf("%.0f\t%.0f\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%+.1f\t%s\t", f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], st)
+}
+
+// quietSteal is the steal percentage under which a round counts as quiet
+// (quietRatios): 5%.
+const quietSteal = 5.0
+
+// quietRatios is the ratios of the rounds whose steal could be read and
+// was under quietSteal: the rounds that measured the clients rather than
+// the neighbours. The closing ratio lines stay the medians of all rounds;
+// this is one more line beside them.
+func quietRatios(ratios, steals []float64) []float64 {
+	var q []float64
+	for i, r := range ratios {
+		if steals[i] < quietSteal { // false for NaN
+			q = append(q, r)
+		}
+	}
+	return q
 }
 
 // knownSteal is the rounds' steal percentages that could be read.

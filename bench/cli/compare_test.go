@@ -264,3 +264,13 @@ func TestStealPercent(t *testing.T) {
 		t.Errorf("steal over 20 ms: %v; want a percentage", p)
 	}
 }
+
+// The ratios of the quiet rounds: those whose steal was read and was
+// under quietSteal.
+func TestQuietRatios(t *testing.T) {
+	ratios := []float64{0.9, 1.2, 0.8, 1.1}
+	steals := []float64{1, 12, 4.9, math.NaN()} // quiet, stolen, quiet, unknown
+	if got, want := quietRatios(ratios, steals), []float64{0.9, 0.8}; !slices.Equal(got, want) {
+		t.Errorf("quietRatios = %v; want %v", got, want)
+	}
+}
