@@ -42,6 +42,12 @@ type Meta struct {
 	// reason figures differ.
 	LoadBefore *LoadAvg `json:"loadavg_before,omitempty"`
 	LoadAfter  *LoadAvg `json:"loadavg_after,omitempty"`
+	// StealPercent is the share of the machine's CPU time, in percent,
+	// that the hypervisor gave to other guests from the command's start
+	// to its end (StealPercent of two ReadMachineTime readings): on a
+	// virtual machine, what its neighbours took from the run. Absent
+	// where /proc/stat cannot be read.
+	StealPercent *float64 `json:"steal_percent,omitempty"`
 	// Trials is how many trials each cell was run (--trials); Seed the
 	// first trial's seed (--seed).
 	Trials int   `json:"trials,omitempty"`

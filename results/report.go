@@ -123,6 +123,9 @@ func writeHeader(b *strings.Builder, meta Meta) {
 	if l := loadLine(meta); l != "" {
 		lines = append(lines, "- **Load average (1/5/15 min):** "+l)
 	}
+	if p := meta.StealPercent; p != nil {
+		lines = append(lines, fmt.Sprintf("- **Steal:** %.1f%% of the machine's CPU time went to other guests of the hypervisor during the run (/proc/stat); a few percent or more moves the figures", *p))
+	}
 	if v := meta.Build.String(); v != "" {
 		lines = append(lines, "- **lockbench:** "+v)
 	}

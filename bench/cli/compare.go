@@ -265,10 +265,10 @@ func roundOrder(r int) [3]int {
 
 // round runs round r's three measurements (roundOrder) and returns them
 // as native, bare, ours, with the share of the machine's CPU time the
-// hypervisor stole while they ran (stealPercent; NaN when unknown).
+// hypervisor stole while they ran (results.StealPercent; NaN when unknown).
 func (c comparison) round(r int) (m [3]cycleRate, steal float64, err error) {
-	t0 := readMachineTime()
-	defer func() { steal = stealPercent(t0, readMachineTime()) }()
+	t0 := results.ReadMachineTime()
+	defer func() { steal = results.StealPercent(t0, results.ReadMachineTime()) }()
 	for k, i := range roundOrder(r) {
 		if c.settle != nil && (r > 0 || k > 0) {
 			if err := c.settle(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,10 +19,13 @@ import (
 // leaves them, and the charts and report.md once, when the command ends
 // (close). Drawing them after every run made a matrix quadratic.
 type runDir struct {
-	dir    string
-	runs   []results.Run
-	meta   results.Meta
-	closed bool
+	dir  string
+	runs []results.Run
+	meta results.Meta
+	// started is the machine's CPU time when the command began, for
+	// meta.json's steal_percent.
+	started results.MachineTime
+	closed  bool
 }
 
 func newRunDir(out, kind string, args []string) (*runDir, error) {
@@ -31,7 +35,7 @@ func newRunDir(out, kind string, args []string) (*runDir, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
-	return &runDir{dir: out, meta: results.Meta{
+	return &runDir{dir: out, started: results.ReadMachineTime(), meta: results.Meta{
 		SchemaVersion: results.MetaSchemaVersion,
 		Title:         "lockbench " + kind,
 		Command:       servers.Redact("lockbench " + kind + " " + strings.Join(args, " ")),
@@ -79,6 +83,9 @@ func (d *runDir) close() error {
 		return nil
 	}
 	d.meta.LoadAfter = results.CurrentLoad()
+	if p := results.StealPercent(d.started, results.ReadMachineTime()); !math.IsNaN(p) {
+		d.meta.StealPercent = &p
+	}
 	// A long run's intervals are on disk only (results.Run.Log): the
 	// report is then drawn from the data files, as `lockbench report`
 	// draws it, and the streams' scratch files go.

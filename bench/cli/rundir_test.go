@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -66,6 +67,25 @@ func TestRunLayout(t *testing.T) {
 				if !bytes.Contains(report, []byte("]("+link+")")) {
 					t.Errorf("report.md does not link %s", link)
 				}
+			}
+			// The machine's steal over the command, where /proc/stat reads:
+			// in meta.json, and in report.md's header.
+			if !procStatReadable() {
+				return
+			}
+			data, err := os.ReadFile(filepath.Join(dir, results.MetaFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta results.Meta
+			if err := json.Unmarshal(data, &meta); err != nil {
+				t.Fatal(err)
+			}
+			if p := meta.StealPercent; p == nil || !(*p >= 0 && *p <= 100) {
+				t.Errorf("meta.json steal_percent = %v; want a percentage", p)
+			}
+			if !bytes.Contains(report, []byte("- **Steal:** ")) {
+				t.Errorf("report.md has no Steal line")
 			}
 		})
 	}
@@ -144,4 +164,10 @@ func entryNames(t *testing.T, dir string) []string {
 		out[i] = e.Name()
 	}
 	return out
+}
+
+// procStatReadable reports whether this machine has a /proc/stat.
+func procStatReadable() bool {
+	_, err := os.Stat("/proc/stat")
+	return err == nil
 }
