@@ -87,6 +87,9 @@ type paymentState struct {
 	// logged is set while one of its applications is in the shard's log
 	// (AccountMode): a write to come may still walk it.
 	logged bool
+	// used is set while the state is a payment's: a paymentTable slot in
+	// use (in padding the struct has anyway).
+	used bool
 	// key and overlapSince are its lock's state (PaymentMode).
 	key          keyState
 	overlapSince int64

@@ -13,3 +13,11 @@ func TestAccountIsOneCacheLine(t *testing.T) {
 		t.Errorf("unsafe.Sizeof(account{}) = %d; want 64", got)
 	}
 }
+
+// A payment's state, with the flag that says its table slot is in use, is
+// one cache line: a lookup reads the flag and then the state.
+func TestPaymentStateIsOneCacheLine(t *testing.T) {
+	if got := unsafe.Sizeof(paymentState{}); got != 64 {
+		t.Errorf("unsafe.Sizeof(paymentState{}) = %d; want 64", got)
+	}
+}

@@ -5,11 +5,13 @@ package store
 // deletion: removing leaves no tombstone, so a table whose payments come
 // and go (every payment of a run passes through it) stays as large as the
 // most it held at once. (A Go map would also serve, at the cost of a
-// pointer-rich bucket array and a hash call per lookup.) Pointers it
-// returns are valid until the next add or remove.
+// pointer-rich bucket array and a hash call per lookup.) Whether a slot
+// holds a payment is its paymentState's used flag, in the padding of the
+// slot's own cache line: a separate array of flags was a second line, and
+// a second cache miss, at each lookup of a lock cycle. Pointers it returns
+// are valid until the next add or remove.
 type paymentTable struct {
 	slots []paymentState
-	used  []bool // used[i]: slots[i] holds a payment
 	n     int
 }
 
@@ -27,7 +29,7 @@ func (t *paymentTable) get(id int64) *paymentState {
 		return nil
 	}
 	mask := len(t.slots) - 1
-	for i := t.home(id); t.used[i]; i = (i + 1) & mask {
+	for i := t.home(id); t.slots[i].used; i = (i + 1) & mask {
 		if t.slots[i].id == id {
 			return &t.slots[i]
 		}
@@ -46,11 +48,10 @@ func (t *paymentTable) add(id int64, a int32) *paymentState {
 	}
 	mask := len(t.slots) - 1
 	i := t.home(id)
-	for t.used[i] {
+	for t.slots[i].used {
 		i = (i + 1) & mask
 	}
-	t.used[i] = true
-	t.slots[i] = paymentState{id: id, account: a}
+	t.slots[i] = paymentState{id: id, account: a, used: true}
 	t.n++
 	return &t.slots[i]
 }
@@ -58,19 +59,19 @@ func (t *paymentTable) add(id int64, a int32) *paymentState {
 // grow doubles the table (to minTableSize at first) and puts every
 // payment back.
 func (t *paymentTable) grow() {
-	old, oldUsed := t.slots, t.used
+	old := t.slots
 	size := max(minTableSize, 2*len(old))
-	t.slots, t.used = make([]paymentState, size), make([]bool, size)
+	t.slots = make([]paymentState, size)
 	mask := size - 1
 	for j := range old {
-		if !oldUsed[j] {
+		if !old[j].used {
 			continue
 		}
 		i := t.home(old[j].id)
-		for t.used[i] {
+		for t.slots[i].used {
 			i = (i + 1) & mask
 		}
-		t.used[i], t.slots[i] = true, old[j]
+		t.slots[i] = old[j]
 	}
 }
 
@@ -83,17 +84,17 @@ func (t *paymentTable) remove(id int64) {
 	}
 	mask := len(t.slots) - 1
 	i := t.home(id)
-	for ; t.used[i]; i = (i + 1) & mask {
+	for ; t.slots[i].used; i = (i + 1) & mask {
 		if t.slots[i].id == id {
 			break
 		}
 	}
-	if !t.used[i] {
+	if !t.slots[i].used {
 		return
 	}
 	t.n--
 	hole := i
-	for j := (i + 1) & mask; t.used[j]; j = (j + 1) & mask {
+	for j := (i + 1) & mask; t.slots[j].used; j = (j + 1) & mask {
 		// Slot j may move to the hole if its home is not in (hole, j]
 		// cyclically: its probe sequence passes the hole.
 		h := t.home(t.slots[j].id)
@@ -102,14 +103,13 @@ func (t *paymentTable) remove(id int64) {
 			hole = j
 		}
 	}
-	t.used[hole] = false
 	t.slots[hole] = paymentState{}
 }
 
 // each calls f with every payment in the table.
 func (t *paymentTable) each(f func(*paymentState)) {
 	for i := range t.slots {
-		if t.used[i] {
+		if t.slots[i].used {
 			f(&t.slots[i])
 		}
 	}
