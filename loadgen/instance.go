@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -83,10 +84,14 @@ const minQueue = 16
 // takes the payment.
 func QueueDepth(workers int) int { return max(workers, minQueue) }
 
+// InstanceOwner is the owner an instance's strategy is given
+// (strategies.Config.Owner): "instance-" and its id.
+func InstanceOwner(id int) string { return "instance-" + strconv.Itoa(id) }
+
 // NewInstance builds an instance's strategy and starts its workers.
 func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*Instance, error) {
 	lock := cfg.Lock
-	lock.Owner = fmt.Sprintf("instance-%d", cfg.ID)
+	lock.Owner = InstanceOwner(cfg.ID)
 	lock.TTL = cfg.Scenario.TTL
 	s, err := strategies.New(ctx, cfg.Strategy, lock)
 	if err != nil {

@@ -133,7 +133,7 @@ func runComparePG(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer os.Remove(script)
-	owner, err := randomOwner("pgbench")
+	owner, err := randomOwner(compareOwner)
 	if err != nil {
 		return err
 	}
@@ -241,7 +241,17 @@ func parsePgbenchTPS(out []byte) (float64, error) {
 	return strconv.ParseFloat(string(m[1]), 64)
 }
 
-// randomOwner is prefix/16 hex digits, like the strategy's owner values.
+// compareOwner prefixes the claims' owner in all three measurements, each
+// owner with its own random suffix (randomOwner): the prefix loadgen gives
+// the strategy of lockbench's one instance, so that the rows are of one
+// width whichever measurement wrote them last, and no measurement's
+// updates find less room on the table's pages for their new row versions
+// than another's (with "pgx" and "pgbench", lockbench's rows were 7 and 3
+// bytes wider).
+var compareOwner = loadgen.InstanceOwner(0)
+
+// randomOwner is prefix/16 random hex digits, as pg-onconflict makes its
+// owners.
 func randomOwner(prefix string) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -279,7 +289,7 @@ func pgxCycles(ctx context.Context, dsn string, clients, n int, ttl time.Duratio
 	for _, c := range warm {
 		c.Release()
 	}
-	owner, err := randomOwner("pgx")
+	owner, err := randomOwner(compareOwner)
 	if err != nil {
 		return cycleRate{}, err
 	}
