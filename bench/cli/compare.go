@@ -81,7 +81,7 @@ func (o *compareOptions) register(fs *flag.FlagSet, tool, test, bare string) {
 	fs.IntVar(&o.n, "requests", o.n, fmt.Sprintf("requests per %s, and lock cycles for lockbench, per round, %d..%d", test, minCompareRequests, maxCompareRequests))
 	fs.IntVar(&o.rounds, "rounds", defaultCompareRounds, fmt.Sprintf("rounds of the three measurements, interleaved, after one warm-up round, 1..%d; an even count runs as many with lockbench first as with the bare client first", maxCompareRounds))
 	fs.Float64Var(&o.failBelow, "fail-below", 0, fmt.Sprintf("exit 4 when the median ratio of lockbench's rate to %s's is below R (0 < R ≤ %d; default off)", bare, maxFailBelow))
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", fmt.Sprintf("write a CPU profile of the rounds to this file, samples labelled measure=bare (%s) or measure=lockbench: both run the same cycles, so `go tool pprof -tagfocus measure=lockbench` against `-tagfocus measure=bare` is the harness's cost function by function", bare))
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", fmt.Sprintf("write a CPU profile of the counted rounds to this file, samples labelled measure=bare (%s) or measure=lockbench: both run the same cycles, so `go tool pprof -tagfocus measure=lockbench` against `-tagfocus measure=bare` is the harness's cost function by function", bare))
 }
 
 // check checks the shared flags' values.
@@ -184,6 +184,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		rounds:    o.rounds,
 		failBelow: o.failBelow,
 		profile:   o.cpuProfile,
+		library:   []string{"github.com/redis/go-redis/"},
 		settle:    flush,
 		measure: [3]func() (cycleRate, error){
 			func() (cycleRate, error) {
@@ -233,8 +234,13 @@ type comparison struct {
 	// failBelow, when above 0, makes run return an error (exit 4) when the
 	// median ratio of ours to bare is below it.
 	failBelow float64
-	// profile, when set, is the file the rounds' CPU profile goes to.
+	// profile, when set, is the file the counted rounds' CPU profile goes
+	// to.
 	profile string
+	// library is the import path prefixes of the bare client's library
+	// (go-redis, pgx), whose calls are the yardstick of the profile's
+	// split (printProfileSplit).
+	library []string
 	// measure holds the three measurements: native, bare and ours. A
 	// round runs native first, then bare and ours in an order that
 	// alternates from round to round (roundOrder).
@@ -296,13 +302,11 @@ var ErrBelowTarget = fmt.Errorf("%w: harness ratio below --fail-below", ErrRegre
 // would measure the drift. The medians of the rounds' ratios are the
 // result. Ctrl-C ends it with the rounds done.
 func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
-	if c.profile != "" {
-		stop, err := startCPUProfile(c.profile)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	rp, err := openRoundsProfile(c.profile)
+	if err != nil {
+		return err
 	}
+	defer rp.stop()
 	fmt.Fprintf(stdout, "cpu µs: each client's CPU time per lock cycle (user + system); harness: lockbench's less %s's\n\n", c.bare)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "round\t%s\t%s\t%s\tlockbench/%s\tlockbench/%s\t%s/%s\tcpu µs %s\tcpu µs %s\tcpu µs lockbench\tcpu µs harness\tsteal %%\t\n",
@@ -312,6 +316,12 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	// Round 0 warms up all three (connections, the Go heap, the server's
 	// tables) and is shown but not counted.
 	for r := range c.rounds + 1 {
+		if r == 1 {
+			// The profile covers the counted rounds.
+			if err := rp.start(); err != nil {
+				return err
+			}
+		}
 		m, steal, err := c.round(r)
 		if ctx.Err() != nil {
 			break // interrupted: report the rounds done
@@ -373,6 +383,14 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "cpu per cycle (medians): %s %.1f µs, %s %.1f µs, lockbench %.1f µs; the harness %+.1f µs, lockbench / %s %.2f (target ≤ %.2f)\n",
 		c.nativeShort, med[6], c.bare, med[7], med[8], med[9], c.bare, median(cpuRatio), 1/harnessTarget)
+	p, err := rp.stop()
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		bare, ours := splitProfile(p, c.library)
+		c.printProfileSplit(stdout, bare, ours, med[7])
+	}
 	if len(steal) > 0 {
 		fmt.Fprintf(stdout, "steal (the hypervisor's share of this machine's CPU time, /proc/stat): median %.1f%% a round, %.1f%%–%.1f%%; a round with much of it measured the neighbours as well\n",
 			medSteal, slices.Min(steal), slices.Max(steal))

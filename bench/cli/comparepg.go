@@ -165,6 +165,7 @@ func runComparePG(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		rounds:    o.rounds,
 		failBelow: o.failBelow,
 		profile:   o.cpuProfile,
+		library:   []string{"github.com/jackc/"}, // pgx and its pool's puddle
 		settle:    vacuum,
 		measure: [3]func() (cycleRate, error){
 			pgbench,
