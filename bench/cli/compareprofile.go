@@ -168,6 +168,6 @@ func (c comparison) printProfileSplit(w io.Writer, bare, ours profileSplit, bare
 		return
 	}
 	r := ours.ratioTo(bare)
-	fmt.Fprintf(w, "cpu per cycle by profile (within each measurement, %s's calls as the yardstick; steady under steal, blind to the harness slowing those calls): outside %s, %s %.1f%% of %d samples, lockbench %.1f%% of %d; lockbench / %s %.2f, the harness %+.1f µs\n",
+	fmt.Fprintf(w, "cpu per cycle by profile (within each measurement, %s's calls as the yardstick; far steadier than the rates under steal; blind to the harness slowing those calls): outside %s, %s %.1f%% of %d samples, lockbench %.1f%% of %d; lockbench / %s %.2f, the harness %+.1f µs\n",
 		c.bareShort, c.bareShort, c.bare, 100*bare.restShare(), bare.library+bare.rest, 100*ours.restShare(), ours.library+ours.rest, c.bare, r, (r-1)*bareUs)
 }

@@ -86,7 +86,7 @@ func TestPrintProfileSplit(t *testing.T) {
 	c := comparison{bare: "go-redis alone", bareShort: "go-redis"}
 	var out bytes.Buffer
 	c.printProfileSplit(&out, profileSplit{library: 900, rest: 100}, profileSplit{library: 900, rest: 250}, 40)
-	want := "cpu per cycle by profile (within each measurement, go-redis's calls as the yardstick; steady under steal, blind to the harness slowing those calls): outside go-redis, go-redis alone 10.0% of 1000 samples, lockbench 21.7% of 1150; lockbench / go-redis alone 1.15, the harness +6.0 µs\n"
+	want := "cpu per cycle by profile (within each measurement, go-redis's calls as the yardstick; far steadier than the rates under steal; blind to the harness slowing those calls): outside go-redis, go-redis alone 10.0% of 1000 samples, lockbench 21.7% of 1150; lockbench / go-redis alone 1.15, the harness +6.0 µs\n"
 	if out.String() != want {
 		t.Errorf("got\n%q\nwant\n%q", out.String(), want)
 	}
