@@ -46,6 +46,10 @@ func makeCases() []testCase {
 		// Acquire returns promptly with an error once its context is
 		// cancelled or past its deadline, also while it waits for a held lock.
 		{name: "cancel", run: testCancel},
+		// A strategy that declares Info.KeepsNoContext leaves nothing
+		// registered with a call's context (a derived statement timeout)
+		// once Acquire or Release returns.
+		{name: "keeps-no-context", notRun: keepsContext, run: testKeepsNoContext},
 		// Successive holders of one key get strictly increasing tokens.
 		{name: "fencing-order", notRun: notFencing, run: testFencingOrder},
 		// Leases that implement strategies.Extender: A extends a ShortTTL
