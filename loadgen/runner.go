@@ -78,8 +78,9 @@ type Options struct {
 	// LoadSpan, if set, is called just before the first payment is
 	// dispatched, and the function it returns once the instances have
 	// drained and the last interval is collected: the span of the load
-	// itself, without the set-up before it or the judging after
-	// (BenchmarkHarnessCeiling measures its CPU).
+	// itself, without the set-up before it or the teardown (closing the
+	// strategies) and judging after (BenchmarkHarnessCeiling measures its
+	// CPU).
 	LoadSpan func() (end func())
 }
 
@@ -114,6 +115,10 @@ type instance interface {
 	Counts() Snapshot
 	Stop() error
 }
+
+// loadDrainer is an instance that can finish its load apart from closing
+// its strategy (Instance.Drain).
+type loadDrainer interface{ Drain() }
 
 // Pid is 0: an in-process instance cannot be paused on its own.
 func (in *Instance) Pid() int { return 0 }
@@ -283,10 +288,17 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	offerer, _ := o.Store.(store.Offerer)
 	behind, dispatchErr := dispatch(runCtx, sc, wl, offerer, insts, env, start)
 	env.loaded.Store(true) // a random fault schedule strikes no more
-	// Drain: stop the instances (each finishes what it holds).
-	var stopErrs []error
-	for _, in := range insts {
-		stopErrs = append(stopErrs, in.Stop())
+	// Drain: the instances finish what they hold. The load ends there;
+	// closing an in-process instance's strategy is teardown, left out of
+	// the measured span and its CPU (an instance process's drain ends
+	// with its exit, inside them).
+	stopErrs := make([]error, len(insts))
+	for i, in := range insts {
+		if d, ok := in.(loadDrainer); ok {
+			d.Drain()
+		} else {
+			stopErrs[i] = in.Stop()
+		}
 	}
 	end := time.Now()
 	cancelFault()
@@ -295,6 +307,11 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	tickWG.Wait()
 	collect(end)
 	endSpan()
+	for i, in := range insts {
+		if _, ok := in.(loadDrainer); ok {
+			stopErrs[i] = in.Stop()
+		}
+	}
 	if o.Progress != nil {
 		o.Progress(progress(o, env, insts, total, &colMu, start))
 	}

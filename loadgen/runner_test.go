@@ -8,8 +8,9 @@ import (
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
 	_ "github.com/lockbench/lockbench/strategies/mutex"
-	_ "github.com/lockbench/lockbench/strategies/nolock"
+	"github.com/lockbench/lockbench/strategies/nolock"
 )
 
 func TestMain(m *testing.M) {
@@ -190,5 +191,54 @@ func TestRunStreamsIntervals(t *testing.T) {
 	}
 	if want := r.Total[results.Total].TotalCount(); cycles != want || want == 0 {
 		t.Errorf("the intervals hold %d cycles; want the run's %d (> 0)", cycles, want)
+	}
+}
+
+// slowClose is nolock whose Close takes slowCloseFor: a client that
+// takes its time to hang up (a pool closing its connections).
+type slowClose struct{ nolock.NoLock }
+
+const slowCloseFor = 2 * time.Second
+
+func (slowClose) Close() error { time.Sleep(slowCloseFor); return nil }
+
+func init() {
+	strategies.Register(strategies.Info{
+		Name:           "test-slowclose",
+		Description:    "test: nolock whose Close takes 2s",
+		Control:        true,
+		KeepsNoContext: true,
+		New: func(context.Context, strategies.Config) (strategies.Strategy, error) {
+			return slowClose{}, nil
+		},
+	})
+}
+
+// The measured span (and the load's CPU span) ends when the instances
+// have drained, before their strategies are closed: closing is teardown,
+// and in a short run a pool's Close would otherwise lower the rate.
+func TestRunSpanLeavesOutClose(t *testing.T) {
+	o, _ := quick("test-slowclose", func(s *Scenario) { s.Hold, _ = ParseHold("0s"); s.Deliveries, s.Instances = 1, 1 })
+	var spanEnd time.Time
+	o.LoadSpan = func() func() { return func() { spanEnd = time.Now() } }
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	r, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	if got := time.Duration(r.Summary.DurationNs); got >= slowCloseFor {
+		t.Errorf("measured span %v holds the strategy's %v Close", got, slowCloseFor)
+	}
+	if got := time.Since(spanEnd); got < slowCloseFor {
+		t.Errorf("the load's span ended %v before Run returned; want the %v Close after it", got, slowCloseFor)
+	}
+	if elapsed < slowCloseFor {
+		t.Errorf("Run returned after %v, before the strategy's Close (%v) ended", elapsed, slowCloseFor)
+	}
+	if r.Summary.Processed != 600 {
+		t.Errorf("processed %d of 600", r.Summary.Processed)
 	}
 }
