@@ -53,9 +53,9 @@ type Instance struct {
 	// room is how the workers wake a dispatcher waiting for room in the
 	// shared queue: once it has drained to half (waiting is set while the
 	// dispatcher waits).
-	room     chan struct{}
-	waiting  atomic.Bool
-	workers  []*worker
+	room      chan struct{}
+	waiting   atomic.Bool
+	workers   []*worker
 	wg        sync.WaitGroup
 	drainOnce sync.Once
 	stopOnce  sync.Once
