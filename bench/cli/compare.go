@@ -1,9 +1,6 @@
 package cli
 
 import (
-	"github.com/redis/go-redis/v9"
-	"runtime/pprof"
-
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +21,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
@@ -373,9 +373,9 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	line := func(i int, format string, args ...any) {
 		fmt.Fprintf(stdout, "%-*s %s\n", width, labels[i], fmt.Sprintf(format, args...))
 	}
-	line(0, "%.2f (median of %d rounds, range %.2f–%.2f)", median(ours), len(ms), slices.Min(ours), slices.Max(ours))
-	line(1, "%.2f (median of %d rounds, range %.2f–%.2f; the harness's own cost; target ≥ %.2f)",
-		median(vsBare), len(ms), slices.Min(vsBare), slices.Max(vsBare), harnessTarget)
+	line(0, "%.2f (median of %d rounds, %s)", median(ours), len(ms), spread(ours))
+	line(1, "%.2f (median of %d rounds, %s; the harness's own cost; target ≥ %.2f)",
+		median(vsBare), len(ms), spread(vsBare), harnessTarget)
 	line(2, "%.2f (%s)", median(bareVsNative), c.bareWhy)
 	var cpuRatio []float64
 	for _, m := range ms {
@@ -517,6 +517,21 @@ func childCPU(ps *os.ProcessState) time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// spread describes how far the rounds' ratios xs leave their median in
+// doubt: their range, and before it the median's 95% confidence interval
+// (results.EstimateOf, from order statistics) when there are rounds
+// enough for it to be narrower than the range (from 8: with 7 or fewer
+// the interval is the range). On a shared 2-core machine one round's
+// ratio can land 10% either side of the median; forty rounds put the
+// median within about 0.01.
+func spread(xs []float64) string {
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	if e := results.EstimateOf(xs); e.CI && (e.Lo > lo || e.Hi < hi) {
+		return fmt.Sprintf("95%% CI %.2f–%.2f, range %.2f–%.2f", e.Lo, e.Hi, lo, hi)
+	}
+	return fmt.Sprintf("range %.2f–%.2f", lo, hi)
 }
 
 // median returns the median of xs (the mean of the middle two for an even

@@ -243,3 +243,28 @@ func TestQuietRatios(t *testing.T) {
 		t.Errorf("quietRatios = %v; want %v", got, want)
 	}
 }
+
+// With rounds enough (8 and up), a ratio's closing line gives the
+// median's 95% interval before the range; with fewer, the interval would
+// be the range, and only the range is given.
+func TestCompareSpread(t *testing.T) {
+	var forty []float64
+	for i := range 40 {
+		forty = append(forty, 0.80+0.01*float64(i)) // 0.80 … 1.19
+	}
+	for _, tc := range []struct {
+		xs   []float64
+		want string
+	}{
+		{[]float64{0.90, 1.00, 0.95}, "range 0.90–1.00"},
+		{[]float64{0.9, 0.91, 0.92, 0.93, 0.94, 0.95, 0.96}, "range 0.90–0.96"},
+		// 8: order statistics 1 and 7 (96.1%), the narrower of the two.
+		{[]float64{0.9, 0.91, 0.92, 0.93, 0.94, 0.95, 0.96, 0.99}, "95% CI 0.90–0.96, range 0.90–0.99"},
+		// Order statistics 14 and 27 of 40 (96.2%).
+		{forty, "95% CI 0.93–1.06, range 0.80–1.19"},
+	} {
+		if got := spread(tc.xs); got != tc.want {
+			t.Errorf("spread(%v) = %q; want %q", tc.xs, got, tc.want)
+		}
+	}
+}
