@@ -42,7 +42,11 @@ import (
 // fresh memory: 0.2 µs a cycle in BenchmarkCallContext, more under a real
 // client's cache pressure.
 type deadlines struct {
-	parent  context.Context
+	parent context.Context
+	// values is where the calls' Value looks up keys: parent, or the
+	// context parent is context.WithoutCancel of (the same values; its
+	// Value allocates on every lookup).
+	values  context.Context
 	timeout time.Duration
 	// keepDone: a call's end leaves Done's channel open for the next call
 	// (see above).
@@ -84,7 +88,7 @@ type deadlines struct {
 // of parent, their start times counted from epoch (a worker's clock
 // anchor). Call close when done with it.
 func newDeadlines(parent context.Context, timeout time.Duration, epoch time.Time) *deadlines {
-	d := &deadlines{parent: parent, timeout: timeout, epoch: epoch, parentDone: parent.Done(), parentDeadline: math.MaxInt64}
+	d := &deadlines{parent: parent, values: parent, timeout: timeout, epoch: epoch, parentDone: parent.Done(), parentDeadline: math.MaxInt64}
 	if dl, ok := parent.Deadline(); ok {
 		d.parentDeadline = int64(dl.Sub(d.epoch))
 	}
@@ -390,8 +394,48 @@ func (c *callCtx) Err() error {
 	return nil
 }
 
-// Value returns the parent's value for key.
-func (c *callCtx) Value(key any) any { return c.d.parent.Value(key) }
+// Value returns the parent's value for key, but for the context package's
+// own key (cancelCtxKey) while the call is live: nil, the answer that
+// asking the parent would come to anyway (its cancelCtx is not this
+// context's, whose Done differs), without walking the parent's chain,
+// which every context derived from the call asks for (a statement's
+// timeout, twice a cycle) and which through a context.WithoutCancel
+// allocates each time. Once the call is done the parent answers, so that
+// context.Cause finds the parent's cause when the parent ended the call.
+func (c *callCtx) Value(key any) any {
+	if key == cancelCtxKey && c.state.Load()&callStateMask == callLive {
+		return nil
+	}
+	if key != cancelCtxKey {
+		return c.d.values.Value(key)
+	}
+	return c.d.parent.Value(key)
+}
+
+// cancelCtxKey is the key the context package's own contexts answer with
+// their cancelCtx (context.Cause asks a done context for it; that is how
+// it is found here, once); nil if that ever changes, which leaves Value
+// asking the parent for every key.
+var cancelCtxKey = func() any {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	p := &keyProbe{Context: done}
+	_ = context.Cause(p)
+	return p.key
+}()
+
+// keyProbe records the first key it is asked for.
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any {
+	if p.key == nil {
+		p.key = key
+	}
+	return nil
+}
 
 // AfterFunc arranges to call f in its own goroutine once c is done, and
 // returns a function that stops that, reporting whether it did. The context

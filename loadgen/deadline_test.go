@@ -139,6 +139,51 @@ func TestCallContextParent(t *testing.T) {
 	d3.end(c)
 }
 
+// A call's context answers Value with the run's values (the release's
+// too, though its parent is the run's WithoutCancel), without allocating,
+// and context.Cause with the parent's cause when the parent ended it, the
+// call's own error when its deadline did.
+func TestCallContextValuesAndCause(t *testing.T) {
+	if cancelCtxKey == nil {
+		t.Fatal("the context package's cancelCtx key was not found: every derived context walks the parent's chain")
+	}
+	type key struct{}
+	run, cancel := context.WithCancelCause(context.WithValue(context.Background(), key{}, "run's"))
+	cx := newCycleCtx(run, 20*time.Millisecond, true)
+	defer cx.acquire.close()
+	defer cx.release.close()
+	var calls [2]callCtx
+	a := cx.acquire.begin(&calls[0], cx.clock.now())
+	r := cx.release.begin(&calls[1], cx.clock.now())
+	for _, c := range []*callCtx{a, r} {
+		if v := c.Value(key{}); v != "run's" {
+			t.Errorf("Value = %v; want the run's", v)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = c.Value(key{}) }); n != 0 {
+			t.Errorf("Value allocates %v times a lookup; want none", n)
+		}
+		// What a statement's timeout does under the call: the context
+		// package asks the call for its cancelCtx key.
+		sctx, scancel := context.WithTimeout(c, time.Hour)
+		scancel()
+		if !errors.Is(sctx.Err(), context.Canceled) {
+			t.Errorf("derived context after its cancel: Err() = %v", sctx.Err())
+		}
+	}
+	stop := errors.New("the run was stopped")
+	cancel(stop)
+	waitDone(t, a, 5*time.Second)
+	if err := context.Cause(a); err != stop {
+		t.Errorf("Cause of the acquire after the run's cancel = %v; want the run's cause", err)
+	}
+	waitDone(t, r, 5*time.Second) // its own 20ms deadline: the parent never ends it
+	if err := context.Cause(r); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Cause of the release at its deadline = %v; want context.DeadlineExceeded", err)
+	}
+	cx.acquire.end(a)
+	cx.release.end(r)
+}
+
 // Contexts derived from a call's (a strategy's statement timeout, pgx's
 // watch) end with it, with its error, and register without a goroutine
 // each.
@@ -310,6 +355,16 @@ func BenchmarkCallContext(b *testing.B) {
 			name string
 			ctx  context.Context
 		}{{"", context.Background()}, {"cancellable-parent/", cancellable}} {
+			// The client's calls under the parent itself, as the bare loops
+			// make them: what the harness's call contexts add to is this.
+			b.Run("direct/"+parent.name+client.name, func(b *testing.B) {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						client.call(parent.ctx)
+						client.call(parent.ctx)
+					}
+				})
+			})
 			b.Run("WithTimeout/"+parent.name+client.name, func(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
@@ -329,7 +384,7 @@ func BenchmarkCallContext(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
-					cx := newCycleCtx(context.Background(), context.Background(), 5*time.Second, keep)
+					cx := newCycleCtx(context.Background(), 5*time.Second, keep)
 					defer cx.acquire.close()
 					defer cx.release.close()
 					w := &worker{}

@@ -162,12 +162,10 @@ func (in *Instance) Start(ctx context.Context) {
 			defer in.wg.Done()
 			// The worker's own child of ctx, so that what registers with it
 			// (the deadlines below) does not share ctx's mutex with the
-			// other workers; and its uncancelled twin for the calls that
-			// must finish even when ctx is done.
+			// other workers.
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			detached := context.WithoutCancel(wctx)
-			cx := newCycleCtx(wctx, detached, in.cfg.Scenario.AcquireTimeout, in.keepsNoContext)
+			cx := newCycleCtx(wctx, in.cfg.Scenario.AcquireTimeout, in.keepsNoContext)
 			defer cx.acquire.close()
 			defer cx.release.close()
 			for d := range queue {

@@ -194,8 +194,7 @@ func (in *Instance) drain(ctx context.Context) {
 	// and one acquire timeout more.
 	ctx, cancel := context.WithTimeout(ctx, max(timeout, in.cfg.Scenario.TTL)+timeout)
 	defer cancel()
-	detached := context.WithoutCancel(ctx)
-	cx := newCycleCtx(ctx, detached, timeout, false)
+	cx := newCycleCtx(ctx, timeout, false)
 	defer cx.acquire.close()
 	defer cx.release.close()
 	for range maxLeftovers {

@@ -133,14 +133,17 @@ type cycleCtx struct {
 	clock            clock
 }
 
-// newCycleCtx makes a worker's cycleCtx under run and detached, its calls
+// newCycleCtx makes a worker's cycleCtx under run (and its uncancelled
+// twin, context.WithoutCancel(run), for detached), its calls
 // bounded by timeout; keepDone when the strategy keeps no call's context
 // past the call (strategies.Info.KeepsNoContext, see deadlines). Close its
 // deadlines when done.
-func newCycleCtx(run, detached context.Context, timeout time.Duration, keepDone bool) cycleCtx {
+func newCycleCtx(run context.Context, timeout time.Duration, keepDone bool) cycleCtx {
 	c := newClock()
+	detached := context.WithoutCancel(run)
 	cx := cycleCtx{run: run, detached: detached, clock: c,
 		acquire: newDeadlines(run, timeout, c.anchor), release: newDeadlines(detached, timeout, c.anchor)}
+	cx.release.values = run // the same values, without WithoutCancel's allocation
 	cx.acquire.keepDone, cx.release.keepDone = keepDone, keepDone
 	return cx
 }
