@@ -63,6 +63,9 @@ type Instance struct {
 	// outcomes is the acquire latency by outcome over the whole run, which
 	// Swap (the collector alone) drains into.
 	outcomes results.OutcomeSet
+	// batch holds the values Swap takes from the workers' recorders (the
+	// collector's alone).
+	batch results.Batch
 	// accountKeys[a] is account a's lock key, made once when the lock key
 	// is the account and there are at most maxAccountKeys accounts: a
 	// cycle then formats no key; nil otherwise.
@@ -294,9 +297,20 @@ func (in *Instance) Stop() error {
 // Swap collects what the workers recorded since the last Swap, merged.
 func (in *Instance) Swap(into results.PhaseSet) {
 	for _, w := range in.workers {
-		w.rec.Drain(into, in.outcomes)
+		in.batch.Take(w.rec)
+		if in.batch.Len() >= maxBatch {
+			in.batch.Record(into, in.outcomes)
+		}
 	}
+	in.batch.Record(into, in.outcomes)
 }
+
+// maxBatch is the most values Swap orders and records at once: 8,192 (64
+// KB, and as much again to order them in), so that a batch stays in the
+// core's second-level cache when the workers record faster than a local
+// server lets them (BenchmarkHarnessCeiling: a million and more cycles a
+// second, a hundred thousand values a drain).
+const maxBatch = 8192
 
 // Outcomes returns the acquire latency by outcome drained so far (call it
 // after the last Swap, from the collector's side).

@@ -1,6 +1,8 @@
 package results
 
 import (
+	"math/bits"
+	"slices"
 	"sync"
 	"time"
 
@@ -151,6 +153,15 @@ func clamp(d time.Duration) int64 {
 // acquire latencies by outcome into outcomes (which may be all nil: dropped).
 // Only one goroutine (the collector) may call Drain.
 func (r *Recorder) Drain(into PhaseSet, outcomes OutcomeSet) {
+	var b Batch
+	b.Take(r)
+	b.Record(into, outcomes)
+}
+
+// Take moves everything r recorded since the last Take (or Drain) into b,
+// to be recorded with b.Record. Only one goroutine (the collector) may take
+// from r.
+func (b *Batch) Take(r *Recorder) {
 	r.mu.Lock()
 	full := r.full
 	if len(r.cur) > 0 {
@@ -160,22 +171,81 @@ func (r *Recorder) Drain(into PhaseSet, outcomes OutcomeSet) {
 	r.full = r.spare[:0]
 	r.mu.Unlock()
 	for _, c := range full {
-		for _, v := range c {
-			slot, ns := int(v>>slotShift), int64(v&valueMask)
-			if slot < int(NumPhases) {
-				_ = into[slot].RecordValue(ns)
-			} else if h := outcomes[slot-int(NumPhases)]; h != nil {
-				_ = h.RecordValue(ns)
-			}
-		}
-	}
-	for _, c := range full {
+		b.vals = append(b.vals, c...)
 		chunks.Put((*[recorderChunk]uint64)(c[:recorderChunk]))
 	}
 	clear(full)
 	r.mu.Lock()
 	r.spare = full[:0]
 	r.mu.Unlock()
+}
+
+// Batch holds values taken from recorders until they are recorded, and the
+// room Record orders them in; keep one to take and record batch after
+// batch without allocating.
+type Batch struct {
+	vals, tmp []uint64
+	groups    [numGroups + 1]int32
+}
+
+// Len is the number of values b holds.
+func (b *Batch) Len() int { return len(b.vals) }
+
+// Values are grouped by slot and octave (bits.Len64 of the latency, 0 to
+// 40 under MaxLatencyNs) before they are recorded.
+const (
+	octaveBits = 6
+	numGroups  = 1 << (8 + octaveBits) // a byte of slot, and the octave
+)
+
+func group(v uint64) int {
+	return int(v>>slotShift)<<octaveBits | bits.Len64(v&valueMask)
+}
+
+// Record records b's values into into, and the acquire latencies by outcome
+// into outcomes (which may be all nil: dropped), and empties b.
+//
+// Why group them first: at 3 significant figures a histogram has 22,528
+// counts (176 KB), and the values of a few milliseconds of lock cycles
+// rarely land twice in one count's cache line; between two drains the
+// server and the client evict those lines, so recorded in the order they
+// came nearly every value was a miss. In a CPU profile of compare-redis on
+// the development VM (900,000 cycles), the collector's recording took 0.62
+// s of the harness's 2.7 s, 0.39 s of it in the histogram's one increment;
+// grouped, 0.09 s. Ordered by phase and octave (a counting sort: one pass,
+// no comparisons), one octave's values are recorded together, walking its
+// 1,024 counts (8 KB) upwards, which the hardware prefetches.
+// BenchmarkRecordCold models it: a fifth less time with the caches flushed
+// between drains, half as much again more with them warm
+// (BenchmarkHarnessCeiling, whose no-op lock leaves them warm, pays that).
+func (b *Batch) Record(into PhaseSet, outcomes OutcomeSet) {
+	vals := b.vals
+	if len(vals) == 0 {
+		return
+	}
+	g := &b.groups
+	clear(g[:])
+	for _, v := range vals {
+		g[group(v)+1]++
+	}
+	for i := 1; i < len(g); i++ {
+		g[i] += g[i-1]
+	}
+	tmp := slices.Grow(b.tmp[:0], len(vals))[:len(vals)]
+	for _, v := range vals {
+		k := group(v)
+		tmp[g[k]] = v
+		g[k]++
+	}
+	for _, v := range tmp {
+		slot, ns := int(v>>slotShift), int64(v&valueMask)
+		if slot < int(NumPhases) {
+			_ = into[slot].RecordValue(ns)
+		} else if h := outcomes[slot-int(NumPhases)]; h != nil {
+			_ = h.RecordValue(ns)
+		}
+	}
+	b.vals, b.tmp = vals[:0], tmp[:0]
 }
 
 // Reset empties every phase.
