@@ -210,14 +210,17 @@ func group(v uint64) int {
 // rarely land twice in one count's cache line; between two drains the
 // server and the client evict those lines, so recorded in the order they
 // came nearly every value was a miss. In a CPU profile of compare-redis on
-// the development VM (900,000 cycles), the collector's recording took 0.62
-// s of the harness's 2.7 s, 0.39 s of it in the histogram's one increment;
-// grouped, 0.09 s. Ordered by phase and octave (a counting sort: one pass,
+// the development VM in a busy hour (900,000 cycles), the collector's
+// recording took 0.62 s of the harness's 2.7 s, 0.39 s of it in the
+// histogram's one increment; grouped, 0.09 s in a like hour. (In a quiet
+// hour, alternating the two in one run: 0.09 s in arrival order, under
+// 0.01 s grouped.) Ordered by phase and octave (a counting sort: one pass,
 // no comparisons), one octave's values are recorded together, walking its
 // 1,024 counts (8 KB) upwards, which the hardware prefetches.
-// BenchmarkRecordCold models it: a fifth less time with the caches flushed
-// between drains, half as much again more with them warm
-// (BenchmarkHarnessCeiling, whose no-op lock leaves them warm, pays that).
+// BenchmarkRecordCold models it: a fifth less time with every cache
+// flushed between drains. With the caches warm the grouping costs more
+// than it saves: BenchmarkHarnessCeiling, whose no-op lock leaves them
+// warm, pays about 100 ns a cycle for it.
 func (b *Batch) Record(into PhaseSet, outcomes OutcomeSet) {
 	vals := b.vals
 	if len(vals) == 0 {
