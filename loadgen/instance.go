@@ -66,6 +66,9 @@ type Instance struct {
 	// batch holds the values Swap takes from the workers' recorders (the
 	// collector's alone).
 	batch results.Batch
+	// feed, when set before Start, is where the workers take their
+	// deliveries instead of the queue (see feed).
+	feed *feed
 	// accountKeys[a] is account a's lock key, made once when the lock key
 	// is the account and there are at most maxAccountKeys accounts: a
 	// cycle then formats no key; nil otherwise.
@@ -171,6 +174,20 @@ func (in *Instance) Start(ctx context.Context) {
 			cx := newCycleCtx(wctx, in.cfg.Scenario.AcquireTimeout, in.keepsNoContext)
 			defer cx.acquire.close()
 			defer cx.release.close()
+			if f := in.feed; f != nil {
+				select {
+				case <-f.ready:
+				case <-ctx.Done():
+					return
+				}
+				for {
+					d, ok := f.take()
+					if !ok {
+						return
+					}
+					w.process(cx, d)
+				}
+			}
 			for d := range queue {
 				in.roomMade(queue)
 				w.process(cx, d)

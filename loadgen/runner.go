@@ -188,6 +188,10 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	sq.watchFailure(runCtx.Done(), cancelRun)
+	pulled, fd := pullFeed(sc, insts, o.Store, sq != nil)
+	if pulled != nil {
+		pulled.feed = fd
+	}
 	for _, in := range insts {
 		if l, ok := in.(*Instance); ok {
 			l.Start(runCtx)
@@ -286,7 +290,13 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		endSpan = o.LoadSpan()
 	}
 	offerer, _ := o.Store.(store.Offerer)
-	behind, dispatchErr := dispatch(runCtx, sc, wl, offerer, insts, env, start)
+	var behind time.Duration
+	var dispatchErr error
+	if fd != nil {
+		dispatchErr = fd.open(runCtx, sc, wl, offerer, env, start)
+	} else {
+		behind, dispatchErr = dispatch(runCtx, sc, wl, offerer, insts, env, start)
+	}
 	env.loaded.Store(true) // a random fault schedule strikes no more
 	// Drain: the instances finish what they hold. The load ends there;
 	// closing an in-process instance's strategy is teardown, left out of

@@ -1,0 +1,134 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/loadgen/store"
+)
+
+// feed hands a closed loop's payments to the workers of a run's only
+// instance, which take them themselves, one at a time, instead of from a
+// dispatcher through the instance's queue (dispatch).
+//
+// Why: in a closed loop a payment has no intended time, and with one
+// instance and one delivery per payment every worker may take any payment,
+// so the dispatcher adds nothing but its cost: a channel send and receive
+// a payment, and a goroutine parked and woken as the queue fills and
+// drains, on a 2-core machine the cores the lock server needs. A worker's
+// take here is a mutex held for a few field updates; the payments are made
+// and offered to the store a batch at a time (OfferBatch) by the worker
+// that finds the batch used up, as the dispatcher does. Only with the
+// memory store, whose Offer is an atomic add: the Postgres store's is a
+// COPY, which the dispatcher makes while the workers work through the
+// queue, and a worker making it would hold up every other.
+//
+// What the workers record is what they record behind a dispatcher:
+// latency from when a worker takes a payment, the warmup's payments not
+// recorded, the payments offered and measured counted as they are taken.
+type feed struct {
+	mu sync.Mutex
+	// Set by open, before ready is closed.
+	ctx     context.Context
+	wl      *Workload
+	st      store.Offerer
+	env     *FaultEnv
+	loop    *loopTimes
+	bound   int
+	bounded bool
+	// taken counts the payments taken; b is the batch they come from.
+	taken int
+	b     batch
+	// over is set, and done closed, by the first take that finds the
+	// load over (the bound, the duration, the run's end, a store error:
+	// err).
+	over bool
+	err  error
+	// ready is closed by open: the workers take nothing before.
+	ready chan struct{}
+	done  chan struct{}
+}
+
+// pullFeed returns the feed for a run whose only instance's workers can
+// take its payments themselves (see feed), else nil.
+func pullFeed(sc Scenario, insts []instance, st store.Store, sequenced bool) (*Instance, *feed) {
+	if len(insts) != 1 || sc.Rate != 0 || sc.Deliveries != 1 || sequenced {
+		return nil, nil
+	}
+	in, ok := insts[0].(*Instance)
+	if !ok || in.queue == nil || in.broker != nil || in.tx != nil {
+		return nil, nil
+	}
+	if _, ok := st.(*store.Memory); !ok {
+		return nil, nil
+	}
+	return in, &feed{ready: make(chan struct{}), done: make(chan struct{})}
+}
+
+// open starts the feed for a run that started at start, and returns when
+// the load is over (the workers may still be finishing their last
+// payments: Instance.Drain waits for them), with the error that ended it
+// if one did.
+func (f *feed) open(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, env *FaultEnv, start time.Time) error {
+	f.ctx, f.wl, f.st, f.env = ctx, wl, st, env
+	f.bound, f.bounded = sc.PaymentBound()
+	f.loop = startLoopTimes(start, sc.Warmup, sc.Duration)
+	defer f.loop.stop()
+	close(f.ready)
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// take returns the next payment's delivery, or false once the load is over.
+func (f *feed) take() (Delivery, bool) {
+	f.mu.Lock()
+	if f.over || f.bounded && f.taken >= f.bound || f.loop.over.Load() || f.ctx.Err() != nil {
+		f.end(nil)
+		f.mu.Unlock()
+		return Delivery{}, false
+	}
+	if f.b.next == len(f.b.payments) {
+		n := OfferBatch
+		if f.bounded {
+			n = min(n, f.bound-f.taken)
+		}
+		if err := f.b.fill(f.ctx, f.wl, 1, n, f.st); err != nil {
+			if f.ctx.Err() != nil {
+				err = nil // interrupted
+			}
+			f.end(err)
+			f.mu.Unlock()
+			return Delivery{}, false
+		}
+	}
+	p := f.b.payments[f.b.next]
+	f.b.next++
+	f.taken++
+	d := Delivery{Payment: p.ID, Account: p.Account, Amount: p.Amount, Record: f.loop.warm.Load(), Worker: -1}
+	f.mu.Unlock()
+	f.env.offered.Add(1)
+	if d.Record {
+		f.env.measured.Add(1)
+	}
+	return d, true
+}
+
+// end marks the load over, with err (store offer failed) if not nil;
+// f.mu is held.
+func (f *feed) end(err error) {
+	if f.over {
+		return
+	}
+	f.over = true
+	if err != nil {
+		f.err = fmt.Errorf("store offer: %w", err)
+	}
+	close(f.done)
+}
