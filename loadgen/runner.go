@@ -417,7 +417,9 @@ func (b *batch) fill(ctx context.Context, wl *Workload, k, n int, st store.Offer
 // In a closed loop a payment has no intended time: it starts when a worker
 // takes it (Delivery.IntendedNs 0), so the time a delivery waits in the
 // harness's queues is in no latency, and the dispatcher reads no clock per
-// payment (the warmup and the duration end by timers).
+// payment (the warmup and the duration end by timers). A closed loop on a
+// single in-process instance with the memory store has no dispatcher: its
+// workers take the payments themselves (feed).
 func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, insts []instance, env *FaultEnv, start time.Time) (time.Duration, error) {
 	pacer := NewPacer(sc.Rate)
 	var behind time.Duration
