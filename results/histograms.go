@@ -215,8 +215,8 @@ func group(v uint64) int {
 // histogram's one increment; grouped, 0.09 s in a like hour. (In a quiet
 // hour, alternating the two in one run: 0.09 s in arrival order, under
 // 0.01 s grouped.) Ordered by phase and octave (a counting sort: one pass,
-// no comparisons), one octave's values are recorded together, walking its
-// 1,024 counts (8 KB) upwards, which the hardware prefetches.
+// no comparisons), one octave's values are recorded together, into its
+// 1,024 counts (8 KB), which stay in the first-level cache while they are.
 // BenchmarkRecordCold models it: a fifth less time with every cache
 // flushed between drains. With the caches warm the grouping costs more
 // than it saves: BenchmarkHarnessCeiling, whose no-op lock leaves them
