@@ -403,11 +403,11 @@ func (c *callCtx) Err() error {
 // allocates each time. Once the call is done the parent answers, so that
 // context.Cause finds the parent's cause when the parent ended the call.
 func (c *callCtx) Value(key any) any {
-	if key == cancelCtxKey && c.state.Load()&callStateMask == callLive {
-		return nil
-	}
-	if key != cancelCtxKey {
+	switch {
+	case key != cancelCtxKey:
 		return c.d.values.Value(key)
+	case c.state.Load()&callStateMask == callLive:
+		return nil
 	}
 	return c.d.parent.Value(key)
 }
