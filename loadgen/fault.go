@@ -46,9 +46,11 @@ type FaultEnv struct {
 	start time.Time
 	// total is the run's payments when it has a bound (Scenario.PaymentBound),
 	// 0 when it offers until its duration is over.
-	total    int
-	offered  atomic.Int64
-	measured atomic.Int64 // payments offered after the warmup
+	total int
+	// offers counts the payments offered; own serves unless a feed
+	// keeps the counts on its own hot cache line (feed.offers).
+	offers   *offerCounts
+	own      offerCounts
 	mu       sync.Mutex
 	hooks    []func(store.EnterReq)
 	events   []results.Event
@@ -66,6 +68,20 @@ type FaultEnv struct {
 	sync  func(on bool) // nil without a sequenced store
 	// holdsEnters: see HoldsEnters.
 	holdsEnters bool
+}
+
+// offerCounts are the payments offered, and those of them offered after
+// the warmup (measured).
+type offerCounts struct {
+	offered, measured atomic.Int64
+}
+
+// offerCounts returns where e's offers are counted.
+func (e *FaultEnv) offerCounts() *offerCounts {
+	if e.offers != nil {
+		return e.offers
+	}
+	return &e.own
 }
 
 // HoldsEnters says, in Setup, that the fault's hooks hold holders inside
@@ -204,7 +220,7 @@ func (e *FaultEnv) WaitOffered(ctx context.Context, share float64) error {
 	at := e.start.Add(-e.Scenario.Warmup).Add(time.Duration(share * float64(e.Scenario.Warmup+e.Scenario.Duration)))
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
-	for e.total > 0 && e.offered.Load() < want || e.total == 0 && time.Now().Before(at) {
+	for e.total > 0 && e.offerCounts().offered.Load() < want || e.total == 0 && time.Now().Before(at) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/lockbench/lockbench/loadgen/store"
 )
@@ -29,23 +30,40 @@ import (
 // latency from when a worker takes a payment, the warmup's payments not
 // recorded, the payments offered and measured counted as they are taken.
 type feed struct {
-	mu sync.Mutex
-	// Set by open, before ready is closed.
+	feedState
+	// Up to a whole number of cache lines: a feed's size class is then a
+	// multiple of 64 bytes, and the allocator puts no header before an
+	// object under 512 bytes, so that the line below starts one.
+	_ [(64 - unsafe.Sizeof(feedState{})%64) % 64]byte
+}
+
+type feedState struct {
+	// What every take writes, on the feed's first cache line
+	// (TestFeedHotLine): the lock, the count and cursor, the counts of
+	// the payments offered and measured (FaultEnv.offerCounts). On a
+	// 2-core machine the workers on the two cores take turns, and the
+	// line a take writes moves between the cores each time: three of
+	// them, and FaultEnv's, before.
+	mu     sync.Mutex
+	taken  int
+	next   int       // the next payment of cur
+	cur    []Payment // the batch's payments (b.payments)
+	offers offerCounts
+
+	// Set by open, before ready is closed, and read by every take.
 	ctx     context.Context
 	wl      *Workload
 	st      store.Offerer
-	env     *FaultEnv
 	loop    *loopTimes
 	bound   int
 	bounded bool
-	// taken counts the payments taken; b is the batch they come from.
-	taken int
-	b     batch
 	// over is set, and done closed, by the first take that finds the
 	// load over (the bound, the duration, the run's end, a store error:
 	// err).
 	over bool
 	err  error
+	// b is the batch the payments come from.
+	b batch
 	// ready is closed by open: the workers take nothing before.
 	ready chan struct{}
 	done  chan struct{}
@@ -64,15 +82,22 @@ func pullFeed(sc Scenario, insts []instance, st store.Store, sequenced bool) (*I
 	if _, ok := st.(*store.Memory); !ok {
 		return nil, nil
 	}
-	return in, &feed{ready: make(chan struct{}), done: make(chan struct{})}
+	return in, newFeed()
+}
+
+// newFeed returns a feed for open to start.
+func newFeed() *feed {
+	f := &feed{}
+	f.ready, f.done = make(chan struct{}), make(chan struct{})
+	return f
 }
 
 // open starts the feed for a run that started at start, and returns when
 // the load is over (the workers may still be finishing their last
 // payments: Instance.Drain waits for them), with the error that ended it
 // if one did.
-func (f *feed) open(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, env *FaultEnv, start time.Time) error {
-	f.ctx, f.wl, f.st, f.env = ctx, wl, st, env
+func (f *feed) open(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, start time.Time) error {
+	f.ctx, f.wl, f.st = ctx, wl, st
 	f.bound, f.bounded = sc.PaymentBound()
 	f.loop = startLoopTimes(start, sc.Warmup, sc.Duration)
 	defer f.loop.stop()
@@ -94,7 +119,7 @@ func (f *feed) take() (Delivery, bool) {
 		f.mu.Unlock()
 		return Delivery{}, false
 	}
-	if f.b.next == len(f.b.payments) {
+	if f.next == len(f.cur) {
 		n := OfferBatch
 		if f.bounded {
 			n = min(n, f.bound-f.taken)
@@ -107,16 +132,17 @@ func (f *feed) take() (Delivery, bool) {
 			f.mu.Unlock()
 			return Delivery{}, false
 		}
+		f.cur, f.next = f.b.payments, 0
 	}
-	p := f.b.payments[f.b.next]
-	f.b.next++
+	p := f.cur[f.next]
+	f.next++
 	f.taken++
 	d := Delivery{Payment: p.ID, Account: p.Account, Amount: p.Amount, Record: f.loop.warm.Load(), Worker: -1}
-	f.mu.Unlock()
-	f.env.offered.Add(1)
+	f.offers.offered.Add(1)
 	if d.Record {
-		f.env.measured.Add(1)
+		f.offers.measured.Add(1)
 	}
+	f.mu.Unlock()
 	return d, true
 }
 

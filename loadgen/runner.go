@@ -191,6 +191,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	pulled, fd := pullFeed(sc, insts, o.Store, sq != nil)
 	if pulled != nil {
 		pulled.feed = fd
+		env.offers = &fd.offers // before anything reads them
 	}
 	for _, in := range insts {
 		if l, ok := in.(*Instance); ok {
@@ -293,7 +294,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	var behind time.Duration
 	var dispatchErr error
 	if fd != nil {
-		dispatchErr = fd.open(runCtx, sc, wl, offerer, env, start)
+		dispatchErr = fd.open(runCtx, sc, wl, offerer, start)
 	} else {
 		behind, dispatchErr = dispatch(runCtx, sc, wl, offerer, insts, env, start)
 	}
@@ -435,6 +436,7 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, 
 	measureStart := int64(sc.Warmup)
 	var timer *time.Timer
 	var b batch
+	offers := env.offerCounts()
 	for i := 0; !bounded || i < bound; i++ {
 		at, paced := pacer.Intended(i)
 		var now int64
@@ -492,9 +494,9 @@ func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, 
 		// process it (a Ctrl-C between a payment's two deliveries had
 		// left it processed but not offered, processed > payments).
 		if sent > 0 {
-			env.offered.Add(1)
+			offers.offered.Add(1)
 			if d.Record {
-				env.measured.Add(1)
+				offers.measured.Add(1)
 			}
 		}
 		if sent < len(targets) {
@@ -618,7 +620,7 @@ func progress(o Options, env *FaultEnv, insts []instance, total results.PhaseSet
 	for _, in := range insts {
 		snap.Add(in.Counts())
 	}
-	p := Progress{Strategy: o.Strategy, Elapsed: time.Since(start), Offered: env.offered.Load(), Total: env.total, Done: snap.Deliveries, Cycles: snap}
+	p := Progress{Strategy: o.Strategy, Elapsed: time.Since(start), Offered: env.offerCounts().offered.Load(), Total: env.total, Done: snap.Deliveries, Cycles: snap}
 	if s := p.Elapsed.Seconds(); s > 0 {
 		p.RatePerS = float64(p.Offered) / s
 	}
@@ -637,7 +639,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 	if o.Fault != nil {
 		faultName = o.Fault.Name()
 	}
-	payments := env.offered.Load()
+	payments := env.offerCounts().offered.Load()
 	s := results.Summary{
 		Strategy:      o.Strategy,
 		Scenario:      sc.Name,
@@ -674,7 +676,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 	}
 	if secs := measured.Seconds(); secs > 0 {
 		s.OpsPerSec = float64(snap.Measured) / secs
-		s.PaymentsPerSec = float64(env.measured.Load()) / secs
+		s.PaymentsPerSec = float64(env.offerCounts().measured.Load()) / secs
 	}
 	env.mu.Lock()
 	s.FaultWindow = env.window

@@ -49,8 +49,7 @@ const memShards = 64
 // Counts take all of them. (A store-wide RWMutex read-locked by every call
 // moved one cache line between the cores twice a call.)
 type Memory struct {
-	// shards first: Memory is allocated in a size class that is a
-	// multiple of 128 bytes, so each shard starts a cache line.
+	// shards first, so that each starts a cache line (see shard).
 	shards [memShards]shard
 	// setup and every slice below are replaced by Reset, with every
 	// shard locked: any one shard's lock is enough to read them.
@@ -100,13 +99,16 @@ type paymentState struct {
 // shard is one shard's state and its lock. A Finish writes its mutex, its
 // payment table's count, its applications and, once the payment is
 // judged, its processed and duplicates: all five in the first 64 bytes,
-// and each shard starts a cache line (a whole number of lines each, the
-// first field of Memory), so that a lock cycle moves one line of the
-// shard between the cores, not the two or three it did when a shard was
-// 240 bytes wherever that put it (TestShardHotLine).
+// and each shard starts a cache line, so that a lock cycle moves one line
+// of the shard between the cores, not the two or three it did when a
+// shard was 240 bytes wherever that put it (TestShardHotLine). A shard is
+// 512 bytes: 64 of them make Memory, whose first field they are, larger
+// than 32 KB, and the allocator starts an object that large on a page of
+// its own; a smaller one with pointers it places 8 bytes into its slot,
+// after a header.
 type shard struct {
 	shardState
-	_ [(64 - unsafe.Sizeof(shardState{})%64) % 64]byte
+	_ [512 - unsafe.Sizeof(shardState{})]byte
 }
 
 type shardState struct {
