@@ -39,13 +39,12 @@ type feed struct {
 
 type feedState struct {
 	// What every take writes, on the feed's first cache line
-	// (TestFeedHotLine): the lock, the count and cursor, the counts of
-	// the payments offered and measured (FaultEnv.offerCounts). On a
+	// (TestFeedHotLine): the lock, the cursor, the counts of the
+	// payments offered (taken) and measured (FaultEnv.offerCounts). On a
 	// 2-core machine the workers on the two cores take turns, and the
 	// line a take writes moves between the cores each time: three of
 	// them, and FaultEnv's, before.
 	mu     sync.Mutex
-	taken  int
 	next   int       // the next payment of cur
 	cur    []Payment // the batch's payments (b.payments)
 	offers offerCounts
@@ -114,7 +113,8 @@ func (f *feed) open(ctx context.Context, sc Scenario, wl *Workload, st store.Off
 // take returns the next payment's delivery, or false once the load is over.
 func (f *feed) take() (Delivery, bool) {
 	f.mu.Lock()
-	if f.over || f.bounded && f.taken >= f.bound || f.loop.over.Load() || f.ctx.Err() != nil {
+	taken := int(f.offers.offered.Load()) // written under f.mu only
+	if f.over || f.bounded && taken >= f.bound || f.loop.over.Load() || f.ctx.Err() != nil {
 		f.end(nil)
 		f.mu.Unlock()
 		return Delivery{}, false
@@ -122,7 +122,7 @@ func (f *feed) take() (Delivery, bool) {
 	if f.next == len(f.cur) {
 		n := OfferBatch
 		if f.bounded {
-			n = min(n, f.bound-f.taken)
+			n = min(n, f.bound-taken)
 		}
 		if err := f.b.fill(f.ctx, f.wl, 1, n, f.st); err != nil {
 			if f.ctx.Err() != nil {
@@ -136,7 +136,6 @@ func (f *feed) take() (Delivery, bool) {
 	}
 	p := f.cur[f.next]
 	f.next++
-	f.taken++
 	d := Delivery{Payment: p.ID, Account: p.Account, Amount: p.Amount, Record: f.loop.warm.Load(), Worker: -1}
 	f.offers.offered.Add(1)
 	if d.Record {
