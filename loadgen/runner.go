@@ -116,6 +116,12 @@ type instance interface {
 	Stop() error
 }
 
+// gatherer is an instance whose latencies the collector can gather
+// between intervals, recording them in batches (Instance.Gather).
+type gatherer interface {
+	Gather(into results.PhaseSet)
+}
+
 // loadDrainer is an instance that can finish its load apart from closing
 // its strategy (Instance.Drain).
 type loadDrainer interface{ Drain() }
@@ -229,11 +235,17 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	cur := results.NewPhaseSet()
 	drain := func() {
 		for _, in := range insts {
-			in.Swap(cur)
+			if g, ok := in.(gatherer); ok {
+				g.Gather(cur)
+			} else {
+				in.Swap(cur)
+			}
 		}
 	}
 	collect := func(now time.Time) {
-		drain()
+		for _, in := range insts {
+			in.Swap(cur)
+		}
 		iv := cur
 		if next := reuse; next[0] != nil {
 			next.Reset()
