@@ -442,6 +442,7 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	}
 	promoted, how, err := awaitPromotion(ctx, f.target, f.primary.Addr, f.cfg.promote)
 	if err != nil {
+		env.Event(err.Error())
 		return errors.Join(fmt.Errorf("failover: %w", err), f.restartOld(ctx), f.resumeHolder(), f.heal())
 	}
 	env.Event(fmt.Sprintf("%s promoted to primary %s, %s after the kill", promoted, how, ms(time.Since(at))))
@@ -522,8 +523,9 @@ func (f *failover) holdBack(ctx context.Context) error {
 // than old, forcing a failover after promote.
 func awaitPromotion(ctx context.Context, target servers.Target, old string, promote time.Duration) (addr, how string, err error) {
 	cfg := target.Config
-	deadline := time.Now().Add(promote)
-	forced := false
+	began := time.Now()
+	deadline := began.Add(promote)
+	forced, forceErr := false, "not yet tried"
 	for {
 		actx, cancel := context.WithTimeout(ctx, time.Second)
 		addr, err := servers.PrimaryAddr(actx, cfg.RedisSentinels, cfg.RedisMaster)
@@ -534,11 +536,21 @@ func awaitPromotion(ctx context.Context, target servers.Target, old string, prom
 			}
 			return addr, "by the Sentinels", nil
 		}
+		if err == nil {
+			err = fmt.Errorf("the Sentinels still name %s", addr)
+		}
 		switch {
 		case ctx.Err() != nil:
-			return "", "", ctx.Err()
+			// The fault was stopped first (the load ended): say how far
+			// the failover got.
+			return "", "", fmt.Errorf("%s: %w", servers.Redact(fmt.Sprintf("no replica promoted %s after the kill, when the fault was stopped (forced failover: %s; last answer: %v)",
+				ms(time.Since(began)), forceErr, err)), ctx.Err())
 		case time.Now().After(deadline) && !forced:
-			forced = servers.ForceFailover(ctx, cfg.RedisSentinels, cfg.RedisMaster) == nil
+			ferr := servers.ForceFailover(ctx, cfg.RedisSentinels, cfg.RedisMaster)
+			forced, forceErr = ferr == nil, "started"
+			if ferr != nil {
+				forceErr = ferr.Error()
+			}
 			deadline = time.Now().Add(promote)
 		case time.Now().After(deadline):
 			return "", "", fmt.Errorf("no replica promoted %s after a forced failover (last answer: %v)", ms(promote), err)
