@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // deadlines gives one worker's calls of one kind (acquire, or release) the
@@ -41,54 +42,75 @@ import (
 // connection), so without this each call made a channel and a context on
 // fresh memory: 0.2 µs a cycle in BenchmarkCallContext, more under a real
 // client's cache pressure.
+//
+// A call's begin and end, and the lock client's look at its deadline, read
+// and write only the first cache line of its deadlines (TestDeadlinesHotLine):
+// between two calls of a worker the other workers and the lock client
+// evict it, and each line a call touches is a cache miss.
 type deadlines struct {
-	parent context.Context
-	// values is where the calls' Value looks up keys: parent, or the
-	// context parent is context.WithoutCancel of (the same values; its
-	// Value allocates on every lookup).
-	values  context.Context
+	deadlinesState
+	// Up to a whole number of cache lines: the allocator then starts a
+	// deadlines on a line of its own (no header before an object under
+	// 512 bytes), and no other worker's writes share its first.
+	_ [(64 - unsafe.Sizeof(deadlinesState{})%64) % 64]byte
+}
+
+type deadlinesState struct {
+	// What every call reads or writes, on the first cache line.
 	timeout time.Duration
+	// parentDeadline is the parent's deadline in nanoseconds since epoch,
+	// math.MaxInt64 when it has none; parentDone is parent.Done(), nil
+	// when the parent is never done.
+	parentDeadline int64
+	parentDone     <-chan struct{}
+	// cur is the call under way, nil between calls.
+	cur atomic.Pointer[callCtx]
 	// keepDone: a call's end leaves Done's channel open for the next call
 	// (see above).
 	keepDone bool
+	// flags holds three flags (one word, so that the line above keeps
+	// room for epoch). flagArmed is set while the timer will fire (or
+	// its function is about to run): at a time no later than cur's
+	// deadline, since deadlines grow. flagCancelled is set once the
+	// parent is done, parentErr then its error. flagAsksDone is set once
+	// a call's Done was asked for: the caller asks every call (go-redis
+	// does, per command, and the context package when it derives a
+	// context), so from then on begin makes the channel up front, where
+	// Done reads it without synchronising.
+	flags atomic.Uint32
 	// epoch is the origin of the calls' deadlines, kept as nanoseconds
 	// since it: an int64 is cheaper to compute and compare than a
 	// time.Time, and keeps a call's context small.
 	epoch time.Time
-	// parentDone is parent.Done(), nil when the parent is never done;
-	// parentDeadline is its deadline in nanoseconds since epoch,
-	// math.MaxInt64 when it has none.
-	parentDone     <-chan struct{}
-	parentDeadline int64
-	stopParent     func() bool
 
-	// cur is the call under way, nil between calls.
-	cur atomic.Pointer[callCtx]
-	// armed is set while the timer will fire (or its function is about
-	// to run): at a time no later than cur's deadline, since deadlines
-	// grow.
-	armed atomic.Bool
-	// cancelled is set once the parent is done, parentErr then its error.
-	cancelled atomic.Bool
-	// asksDone is set once a call's Done was asked for: the caller asks
-	// every call (go-redis does, per command, and the context package
-	// when it derives a context), so from then on begin makes the channel
-	// up front, where Done reads it without synchronising.
-	asksDone atomic.Bool
-	// A worker's deadlines are made next to other workers': keep the
-	// fields each call writes off their cache lines.
-	_ [64]byte
+	parent context.Context
+	// values is where the calls' Value looks up keys: parent, or the
+	// context parent is context.WithoutCancel of (the same values; its
+	// Value allocates on every lookup).
+	values     context.Context
+	stopParent func() bool
 
 	mu        sync.Mutex // guards the timer, parentErr, and the calls' Done channels and funcs
 	timer     *time.Timer
 	parentErr error
 }
 
+// The flags of deadlines.flags.
+const (
+	flagArmed uint32 = 1 << iota
+	flagCancelled
+	flagAsksDone
+)
+
+// has reports whether flag f is set.
+func (d *deadlines) has(f uint32) bool { return d.flags.Load()&f != 0 }
+
 // newDeadlines returns the contexts of calls bounded by timeout, children
 // of parent, their start times counted from epoch (a worker's clock
 // anchor). Call close when done with it.
 func newDeadlines(parent context.Context, timeout time.Duration, epoch time.Time) *deadlines {
-	d := &deadlines{parent: parent, values: parent, timeout: timeout, epoch: epoch, parentDone: parent.Done(), parentDeadline: math.MaxInt64}
+	d := &deadlines{}
+	d.deadlinesState = deadlinesState{parent: parent, values: parent, timeout: timeout, epoch: epoch, parentDone: parent.Done(), parentDeadline: math.MaxInt64}
 	if dl, ok := parent.Deadline(); ok {
 		d.parentDeadline = int64(dl.Sub(d.epoch))
 	}
@@ -119,7 +141,7 @@ func (d *deadlines) begin(c *callCtx, now int64) *callCtx {
 	c.deadline.Store(min(now+int64(d.timeout), d.parentDeadline))
 	if !d.keepDone || c.done == nil {
 		c.done = nil
-		if d.asksDone.Load() {
+		if d.has(flagAsksDone) {
 			c.done = make(chan struct{})
 		}
 	}
@@ -137,16 +159,16 @@ func (d *deadlines) begin(c *callCtx, now int64) *callCtx {
 		d.parentCancelled()
 	default:
 	}
-	if d.cancelled.Load() {
+	if d.has(flagCancelled) {
 		d.mu.Lock()
 		err := d.parentErr
 		d.mu.Unlock()
 		c.cancel(err)
 		return c
 	}
-	if !d.armed.Load() {
+	if !d.has(flagArmed) {
 		d.mu.Lock()
-		if !d.armed.Load() {
+		if !d.has(flagArmed) {
 			d.arm(c.until())
 		}
 		d.mu.Unlock()
@@ -161,7 +183,7 @@ func (d *deadlines) arm(wait time.Duration) {
 	} else {
 		d.timer.Reset(wait)
 	}
-	d.armed.Store(true)
+	d.flags.Or(flagArmed)
 }
 
 // end ends the call of c: its context is done from now on (with keepDone,
@@ -198,7 +220,7 @@ func (c *callCtx) quietExtras() bool {
 // fire runs when the timer does.
 func (d *deadlines) fire() {
 	d.mu.Lock()
-	d.armed.Store(false)
+	d.flags.And(^flagArmed)
 	c := d.cur.Load()
 	if c == nil {
 		d.mu.Unlock()
@@ -225,7 +247,7 @@ func (d *deadlines) parentCancelled() {
 	}
 	err := d.parentErr
 	d.mu.Unlock()
-	d.cancelled.Store(true)
+	d.flags.Or(flagCancelled)
 	if c := d.cur.Load(); c != nil {
 		c.cancel(err)
 	}
@@ -240,7 +262,7 @@ func (d *deadlines) close() {
 	if d.timer != nil {
 		d.timer.Stop()
 	}
-	d.armed.Store(false)
+	d.flags.And(^flagArmed)
 	d.mu.Unlock()
 }
 
@@ -254,7 +276,7 @@ type callCtx struct {
 	// each begin) plus why it is done (one of the call states, in
 	// callStateMask), set once per generation.
 	state atomic.Uint32
-	// done, when not nil, is Done's channel, made by begin (asksDone) and
+	// done, when not nil, is Done's channel, made by begin (flagAsksDone) and
 	// not changed until the next begin; else Done makes one in extras.
 	done chan struct{}
 	// ended is set by end when it made the call done itself: no
@@ -273,6 +295,10 @@ type callCtx struct {
 	// AfterFunc's functions, made on the first call of either (nolock's
 	// Acquire calls neither); set under d.mu.
 	extras atomic.Pointer[callExtras]
+	// To 64 bytes (TestDeadlinesHotLine): a worker's two call contexts,
+	// allocated together (cycleCalls), are then a cache line each, where
+	// at 56 bytes they took two or three.
+	_ [8]byte
 }
 
 // callExtras is what only some calls' contexts need: Done's channel, made
@@ -340,7 +366,9 @@ func (c *callCtx) Done() <-chan struct{} {
 	if c.done != nil {
 		return c.done
 	}
-	c.d.asksDone.Store(true)
+	if !c.d.has(flagAsksDone) {
+		c.d.flags.Or(flagAsksDone)
+	}
 	if x := c.extras.Load(); x != nil {
 		if ch, ok := x.done.Load().(chan struct{}); ok {
 			return ch

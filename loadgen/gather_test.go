@@ -13,7 +13,7 @@ import (
 func TestGatherRecordsInBatches(t *testing.T) {
 	in := &Instance{outcomes: results.NewOutcomeSet()}
 	for range 3 {
-		in.workers = append(in.workers, &worker{rec: results.NewRecorder()})
+		in.workers = append(in.workers, newWorker(in, nil))
 	}
 	cycle := func(w *worker) {
 		w.rec.RecordCycleOutcome(results.FirstTry, 20*time.Microsecond, time.Microsecond, 15*time.Microsecond, 36*time.Microsecond)

@@ -151,7 +151,7 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 	}
 	for i := range cfg.Scenario.Workers {
 		seed := uint64(cfg.Scenario.Seed)*1_000_003 + uint64(cfg.ID)*4099 + uint64(i)
-		in.workers = append(in.workers, &worker{inst: in, rec: results.NewRecorder(), rng: rand.New(rand.NewPCG(seed, 7))})
+		in.workers = append(in.workers, newWorker(in, rand.New(rand.NewPCG(seed, 7))))
 	}
 	return in, nil
 }
@@ -338,7 +338,7 @@ func (in *Instance) Swap(into results.PhaseSet) {
 // are walked in order, took more than it saved.)
 func (in *Instance) Gather(into results.PhaseSet) {
 	for _, w := range in.workers {
-		in.batch.Take(w.rec)
+		in.batch.Take(&w.rec)
 		if in.batch.Len() >= maxBatch {
 			in.batch.Record(into, in.outcomes)
 		}

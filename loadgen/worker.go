@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
@@ -34,11 +35,12 @@ type Delivery struct {
 // Counters are one worker's (or one instance's) counts. Workers update
 // their own with atomics so progress can read them without stopping anyone.
 type Counters struct {
-	Deliveries  atomic.Int64 // deliveries handled (acquired or not)
-	Acquired    atomic.Int64
-	NotAcquired atomic.Int64
+	// The three a lock cycle adds to first, together (see worker).
+	Deliveries atomic.Int64 // deliveries handled (acquired or not)
+	Acquired   atomic.Int64
 	// Measured counts lock cycles completed outside the warmup.
-	Measured atomic.Int64
+	Measured    atomic.Int64
+	NotAcquired atomic.Int64
 	// Redeliveries counts messages a broker strategy (queue) delivered
 	// again after another consumer's ack deadline passed.
 	Redeliveries atomic.Int64
@@ -86,17 +88,31 @@ func (s Snapshot) ErrorMap() map[string]int64 {
 
 // worker processes deliveries one at a time: acquire the lock, read,
 // work, write, release.
+//
+// What a lock cycle touches of its worker is two cache lines
+// (TestWorkerHotLines): the first holds the instance, the call contexts,
+// the random source and the head of the recorder (its mutex and chunk),
+// the second the three counters a cycle adds to. Between two cycles of a
+// worker the other workers' cycles and the lock client's evict them, so
+// that each line a cycle touches is a cache miss; the recorder was a
+// third, in an allocation of its own.
 type worker struct {
+	workerState
+	// Up to a whole number of cache lines: the workers of an instance are
+	// allocated one after another, and the allocator then starts each on
+	// a line of its own (no header before an object under 512 bytes),
+	// so that no count one worker makes takes a line from the core of
+	// its neighbour.
+	_ [(64 - unsafe.Sizeof(workerState{})%64) % 64]byte
+}
+
+type workerState struct {
 	inst *Instance
-	rec  *results.Recorder
-	rng  *rand.Rand
-	c    Counters
 	// calls are the call contexts of the worker's last cycle (cycleCalls).
 	calls *[2]callCtx
-	// The workers of an instance are allocated one after another; without
-	// this their counters would share cache lines, and every count one
-	// worker makes would take the line from the core of its neighbour.
-	_ [64]byte
+	rng   *rand.Rand
+	rec   results.Recorder
+	c     Counters
 }
 
 // lockKey names the lock guarding d: from the instance's table of account
@@ -379,4 +395,11 @@ func (w *worker) critical(cx cycleCtx, d Delivery, key string, lease strategies.
 	if _, err := in.store.Finish(cx.detached, fin); err != nil {
 		w.c.Errors[ecStore].Add(1)
 	}
+}
+
+// newWorker returns a worker of in drawing from rng.
+func newWorker(in *Instance, rng *rand.Rand) *worker {
+	w := &worker{}
+	w.inst, w.rng = in, rng
+	return w
 }

@@ -62,17 +62,23 @@ func (s PhaseSet) Merge(o PhaseSet) {
 // or outcome: filling it never copies what is already in it (a growing
 // slice per phase did, about five times over for a slice that grows by a
 // quarter at a time), and a cycle's values go in with one bounds check.
+//
+// A cycle's recording touches the recorder's first 32 bytes, its mutex and
+// the chunk being filled (TestRecorderHead): a worker that holds its
+// recorder in its own struct puts them on the cache line of its own that
+// a cycle touches anyway (package loadgen's worker), and keeps other
+// workers' writes off that line.
 type Recorder struct {
 	mu   sync.Mutex
 	cur  []uint64   // the chunk being filled
 	full [][]uint64 // chunks filled since the last Drain
 	// spare is the drained list of full, for reuse.
 	spare [][]uint64
-	// Recorders are made one per worker, one after another: keep one's
-	// mutex and chunk off the cache lines of the next, written by another
-	// core.
-	_ [64]byte
 }
+
+// RecorderHead is how many of a Recorder's first bytes a cycle's recording
+// touches: its mutex and the chunk being filled.
+const RecorderHead = 32
 
 // recorderChunk is the number of values in one chunk of a Recorder's
 // buffer: 1024 (8 KB).

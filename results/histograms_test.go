@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -180,4 +181,19 @@ func BenchmarkRecordCold(b *testing.B) {
 			bt.Record(phases, outcomes)
 		})
 	})
+}
+
+// A cycle's recording touches the mutex and the chunk being filled, the
+// first RecorderHead bytes: a worker keeps them on one line with what else
+// its cycle touches.
+func TestRecorderHead(t *testing.T) {
+	var r Recorder
+	for name, end := range map[string]uintptr{
+		"mu":  unsafe.Offsetof(r.mu) + unsafe.Sizeof(r.mu),
+		"cur": unsafe.Offsetof(r.cur) + unsafe.Sizeof(r.cur),
+	} {
+		if end > RecorderHead {
+			t.Errorf("Recorder.%s ends at byte %d; want within RecorderHead (%d)", name, end, RecorderHead)
+		}
+	}
 }
