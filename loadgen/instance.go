@@ -180,8 +180,9 @@ func (in *Instance) Start(ctx context.Context) {
 				case <-ctx.Done():
 					return
 				}
+				var h hand
 				for {
-					d, ok := f.take()
+					d, ok := f.take(&h)
 					if !ok {
 						return
 					}
