@@ -1,8 +1,11 @@
 package store
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
+
+	"github.com/lockbench/lockbench/internal/cacheline"
 )
 
 // An account and its lock state are one cache line: a lock cycle touches
@@ -28,27 +31,19 @@ func TestPaymentStateIsOneCacheLine(t *testing.T) {
 // between the cores at one line a cycle.
 func TestShardHotLine(t *testing.T) {
 	var sh shard
-	if got := unsafe.Sizeof(sh); got%64 != 0 {
-		t.Errorf("unsafe.Sizeof(shard{}) = %d; want a multiple of 64", got)
-	}
-	for name, end := range map[string]uintptr{
-		"mu":           unsafe.Offsetof(sh.mu) + unsafe.Sizeof(sh.mu),
-		"payments":     unsafe.Offsetof(sh.payments) + unsafe.Sizeof(sh.payments),
-		"applications": unsafe.Offsetof(sh.applications) + unsafe.Sizeof(sh.applications),
-		"c.Processed":  unsafe.Offsetof(sh.c) + unsafe.Offsetof(sh.c.Processed) + unsafe.Sizeof(sh.c.Processed),
-		"c.Duplicates": unsafe.Offsetof(sh.c) + unsafe.Offsetof(sh.c.Duplicates) + unsafe.Sizeof(sh.c.Duplicates),
-	} {
-		if end > 64 {
-			t.Errorf("shard.%s ends at byte %d; want within the first 64", name, end)
-		}
-	}
+	cacheline.Lines(t, "shard", unsafe.Sizeof(sh))
+	c := unsafe.Offsetof(sh.c)
+	cacheline.Within(t, "shard", 0, 64, map[string]cacheline.Field{
+		"mu":           {Off: unsafe.Offsetof(sh.mu), Size: unsafe.Sizeof(sh.mu)},
+		"payments":     {Off: unsafe.Offsetof(sh.payments), Size: unsafe.Sizeof(sh.payments)},
+		"applications": {Off: unsafe.Offsetof(sh.applications), Size: unsafe.Sizeof(sh.applications)},
+		"c.Processed":  {Off: c + unsafe.Offsetof(sh.c.Processed), Size: unsafe.Sizeof(sh.c.Processed)},
+		"c.Duplicates": {Off: c + unsafe.Offsetof(sh.c.Duplicates), Size: unsafe.Sizeof(sh.c.Duplicates)},
+	})
 	for range 3 {
 		memorySink = NewMemory() // on the heap, as a run's
-		m := memorySink
-		for i := range m.shards {
-			if a := uintptr(unsafe.Pointer(&m.shards[i])); a%64 != 0 {
-				t.Fatalf("shard %d of a new Memory at %#x; want a multiple of 64", i, a)
-			}
+		for i := range memorySink.shards {
+			cacheline.Aligned(t, fmt.Sprintf("shard %d of a new Memory", i), unsafe.Pointer(&memorySink.shards[i]))
 		}
 	}
 }
