@@ -12,8 +12,10 @@ type failures struct {
 	got []string
 }
 
-func (f *failures) Helper()                           {}
-func (f *failures) Errorf(format string, args ...any) { f.got = append(f.got, fmt.Sprintf(format, args...)) }
+func (f *failures) Helper() {}
+func (f *failures) Errorf(format string, args ...any) {
+	f.got = append(f.got, fmt.Sprintf(format, args...))
+}
 func (f *failures) Fatalf(format string, args ...any) { f.Errorf(format, args...) }
 
 func TestChecksReport(t *testing.T) {
