@@ -197,10 +197,8 @@ func (f *feed) giveBack(h *hand) {
 		return
 	}
 	measured := 0
-	for _, d := range left {
-		if d.Record {
-			measured++
-		}
+	if left[0].Record { // one refill's, all alike
+		measured = len(left)
 	}
 	f.mu.Lock()
 	f.offers.offered.Add(-int64(len(left)))

@@ -346,7 +346,7 @@ func (in *Instance) Gather(into results.PhaseSet) {
 	}
 }
 
-// maxBatch is the most values Swap orders and records at once: 8,192 (64
+// maxBatch is the most values Gather and Swap order and record at once: 8,192 (64
 // KB, and as much again to order them in), so that a batch stays in the
 // core's second-level cache when the workers record faster than a local
 // server lets them (BenchmarkHarnessCeiling: a million and more cycles a
