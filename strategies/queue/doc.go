@@ -61,7 +61,12 @@
 // nobody listens to any more is in flight with nobody to process it until
 // its ack deadline. So Next never abandons one: it sends short ones
 // (FetchSlice) and waits each out, and a cancelled Next returns up to
-// FetchSlice late.
+// FetchSlice late. A pull request nobody listened to (the server answers
+// "no responders") handed nothing out: Next creates the shard's consumer
+// again, or binds to it, and asks again a few times before it reports the
+// server unavailable. That happens when the consumer was deleted, and, on
+// nats-server 2.15, when two instances create it at once: the server
+// answers the second create before the new consumer listens.
 //
 // Every run must start with an empty stream (its payment ids repeat the
 // previous run's): the load generator's first instance calls Reset. Each

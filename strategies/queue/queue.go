@@ -75,6 +75,11 @@ type Queue struct {
 	mu        sync.Mutex
 	consumers map[int]shardConsumer // by shard; dropped on error
 	streamOK  bool
+
+	// creating serialises the creation of a shard's consumer within this
+	// object (one per shard): its contenders ask the server once, not
+	// each.
+	creating []sync.Mutex
 }
 
 var (
@@ -171,6 +176,7 @@ func New(ctx context.Context, cfg strategies.Config) (*Queue, error) {
 		stream:    fmt.Sprintf("%s_%dMS", s.stream, ms),
 		prefix:    fmt.Sprintf("%s.%dms.", strings.ToLower(s.stream), ms),
 		consumers: map[int]shardConsumer{},
+		creating:  make([]sync.Mutex, s.partitions),
 	}
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
@@ -258,9 +264,12 @@ var tokenEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 // consumer returns the shard's durable pull consumer, creating it (or
 // binding to it: every instance asks for the same one) on first use.
 func (q *Queue) consumer(ctx context.Context, shard int) (shardConsumer, error) {
-	q.mu.Lock()
-	c, ok := q.consumers[shard]
-	q.mu.Unlock()
+	if c, ok := q.cached(shard); ok {
+		return c, nil
+	}
+	q.creating[shard].Lock()
+	defer q.creating[shard].Unlock()
+	c, ok := q.cached(shard)
 	if ok {
 		return c, nil
 	}
@@ -288,6 +297,14 @@ func (q *Queue) consumer(ctx context.Context, shard int) (shardConsumer, error) 
 	q.consumers[shard] = c
 	q.mu.Unlock()
 	return c, nil
+}
+
+// cached returns the shard's consumer if this object has it.
+func (q *Queue) cached(shard int) (shardConsumer, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c, ok := q.consumers[shard]
+	return c, ok
 }
 
 // forget drops what this object knows of the stream and its consumers
@@ -381,6 +398,7 @@ func (q *Queue) Next(ctx context.Context, key string) (strategies.Lease, error) 
 }
 
 func (q *Queue) next(ctx context.Context, key string, shard int) (strategies.Lease, error) {
+	unheard := 0 // pull requests in a row nobody listened to
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -405,10 +423,51 @@ func (q *Queue) next(ctx context.Context, key string, shard int) (strategies.Lea
 		case errors.Is(err, nats.ErrTimeout), errors.Is(err, jetstream.ErrNoMessages):
 			// The request expired with no message: ask again, unless ctx
 			// is done (the loop's first line).
+		case errors.Is(err, nats.ErrNoResponders) && unheard < noResponderRetries:
+			// Nobody listened: no message was handed out for it. Either
+			// the consumer is gone (deleted, or a server restarted
+			// without its store), or another request's create of it was
+			// answered before it subscribed (nats-server registers a
+			// new consumer, then subscribes; an update in between is
+			// answered at once). Create it again, or bind to it, and ask
+			// again after a pause.
+			unheard++
+			q.forgetShard(shard)
+			if !sleep(ctx, time.Duration(unheard)*noResponderPause) {
+				return nil, ctx.Err()
+			}
 		default:
 			return nil, q.unavailable(ctx, "fetch", err)
 		}
 	}
+}
+
+// A pull request nobody listened to is asked again noResponderRetries
+// times, the nth after n*noResponderPause (300ms in all), before Next
+// reports the server unavailable.
+const (
+	noResponderRetries = 5
+	noResponderPause   = 20 * time.Millisecond
+)
+
+// sleep waits d or until ctx is done, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// forgetShard drops the shard's consumer: the next call creates it again,
+// or binds to it.
+func (q *Queue) forgetShard(shard int) {
+	q.mu.Lock()
+	delete(q.consumers, shard)
+	q.mu.Unlock()
 }
 
 // lease wraps a delivered message. Its deadline counts the ack wait from
