@@ -50,8 +50,19 @@ type feedState struct {
 	next   int       // the next payment of cur
 	cur    []Payment // the batch's payments (b.payments)
 	offers offerCounts
+	_      [8]byte // to the line's end
 
-	// Set by open, before ready is closed, and read by every take.
+	// halt is what a take looks at, on the feed's second line, which
+	// refills do not write: set once the workers are to start nothing
+	// more, not even what their hands hold: the load's duration is up,
+	// ctx is done (open sets it when it sees that), or a store offer
+	// failed (err). A load that ended at its bound leaves the hands
+	// theirs, all within it. One flag on a line a take reads anyway: the
+	// three it stands for were three lines more, each a cache miss once
+	// the lock client has run.
+	halt atomic.Bool
+
+	// Set by open, before ready is closed, and read by refills.
 	ctx     context.Context
 	wl      *Workload
 	st      store.Offerer
@@ -63,10 +74,6 @@ type feedState struct {
 	// err).
 	over bool
 	err  error
-	// failed is set with err: the workers then start nothing more, not
-	// even what their hands hold (a load that ended at its bound leaves
-	// them theirs, all within it).
-	failed atomic.Bool
 	// b is the batch the payments come from.
 	b batch
 	// ready is closed by open: the workers take nothing before.
@@ -105,11 +112,18 @@ func (f *feed) open(ctx context.Context, sc Scenario, wl *Workload, st store.Off
 	f.ctx, f.wl, f.st = ctx, wl, st
 	f.bound, f.bounded = sc.PaymentBound()
 	f.loop = startLoopTimes(start, sc.Warmup, sc.Duration)
+	if sc.Duration > 0 {
+		f.loop.at(start.Add(sc.Warmup+sc.Duration), &f.halt)
+	}
+	// Also after open returns (a bounded load's last payments, a
+	// drain): the run's end cancels ctx, which unregisters it.
+	context.AfterFunc(ctx, func() { f.halt.Store(true) })
 	defer f.loop.stop()
 	close(f.ready)
 	select {
 	case <-f.done:
 	case <-ctx.Done():
+		f.halt.Store(true)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -137,7 +151,7 @@ func (f *feed) take(h *hand) (Delivery, bool) {
 	if h.next == h.n {
 		return f.refill(h)
 	}
-	if f.failed.Load() || f.loop.over.Load() || f.ctx.Err() != nil {
+	if f.halt.Load() {
 		f.giveBack(h)
 		return Delivery{}, false
 	}
@@ -215,7 +229,7 @@ func (f *feed) end(err error) {
 	f.over = true
 	if err != nil {
 		f.err = fmt.Errorf("store offer: %w", err)
-		f.failed.Store(true)
+		f.halt.Store(true)
 	}
 	close(f.done)
 }

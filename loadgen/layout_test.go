@@ -25,6 +25,10 @@ func TestFeedHotLine(t *testing.T) {
 		"cur":    f(unsafe.Offsetof(fd.cur), unsafe.Sizeof(fd.cur)),
 		"offers": f(unsafe.Offsetof(fd.offers), unsafe.Sizeof(fd.offers)),
 	})
+	// What every take reads, on a line no refill writes.
+	cacheline.Within(t, "feed", 64, 128, map[string]cacheline.Field{
+		"halt": f(unsafe.Offsetof(fd.halt), unsafe.Sizeof(fd.halt)),
+	})
 	for range 3 {
 		feedSink = newFeed() // on the heap, as a run's
 		cacheline.Aligned(t, "a new feed", unsafe.Pointer(feedSink))
