@@ -70,3 +70,19 @@ func AcquireRetry(ctx context.Context, s Strategy, key string, policy Retry) (Le
 		backoff = min(backoff*2, maxBackoff)
 	}
 }
+
+// Sleep waits d, or until ctx is done, and reports whether d passed (for
+// d ≤ 0, whether ctx is not done).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -453,7 +453,7 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	if caught {
 		f.awaitContender(ctx, at)
 		err := f.resumeHolder()
-		sleep(ctx, writeGrace)
+		strategies.Sleep(ctx, writeGrace)
 		f.forget()
 		if err != nil {
 			return errors.Join(err, f.heal())
@@ -494,7 +494,7 @@ func (f *failover) awaitContender(ctx context.Context, at time.Time) {
 	case <-t.C:
 	case <-ctx.Done():
 	case <-contended:
-		sleep(ctx, min(afterContender, f.cfg.hold-time.Since(at)))
+		strategies.Sleep(ctx, min(afterContender, f.cfg.hold-time.Since(at)))
 	}
 }
 
@@ -555,7 +555,7 @@ func awaitPromotion(ctx context.Context, target servers.Target, old string, prom
 		case time.Now().After(deadline):
 			return "", "", fmt.Errorf("no replica promoted %s after a forced failover (last answer: %v)", ms(promote), err)
 		}
-		sleep(ctx, 50*time.Millisecond)
+		strategies.Sleep(ctx, 50*time.Millisecond)
 	}
 }
 
@@ -686,7 +686,7 @@ func awaitLink(ctx context.Context, c *redis.Client, addr string) error {
 				return nil
 			}
 		}
-		if !sleep(ctx, 10*time.Millisecond) {
+		if !strategies.Sleep(ctx, 10*time.Millisecond) {
 			return fmt.Errorf("link not up within %s (%s)", ms(relinkTimeout), last)
 		}
 	}

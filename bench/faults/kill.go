@@ -78,7 +78,7 @@ func (k *kill) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) erro
 		return fmt.Errorf("kill %s: %w", k.node.Name(), err)
 	}
 	env.Begin(k.node.Name() + " killed")
-	sleep(ctx, down)
+	strategies.Sleep(ctx, down)
 	start := time.Now()
 	if err := k.revive(ctx); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // Partition defaults.
@@ -165,7 +166,7 @@ func (f *partition) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws)
 		return errors.Join(err, f.proxy.heal())
 	}
 	env.Begin(what)
-	sleep(ctx, dur)
+	strategies.Sleep(ctx, dur)
 	if err := f.proxy.heal(); err != nil {
 		return err
 	}
@@ -197,7 +198,7 @@ func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur 
 	f.reset.reset(refuse)
 	if refuse {
 		env.Event(fmt.Sprintf("%s: every connection through the proxy reset (TCP RST), the holder's among them; new ones reset too for %s", f.name, ms(dur)))
-		sleep(ctx, dur)
+		strategies.Sleep(ctx, dur)
 		f.reset.accept()
 		env.Event(f.name + " accepting connections again")
 	} else {
@@ -206,7 +207,7 @@ func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur 
 	f.mu.Lock()
 	left := f.hold - time.Since(f.caught)
 	f.mu.Unlock()
-	sleep(ctx, left)
+	strategies.Sleep(ctx, left)
 	if err := f.resumeHolder(); err != nil {
 		return err
 	}

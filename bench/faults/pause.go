@@ -171,7 +171,7 @@ func (p *pause) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) err
 		return nil
 	}
 	start := time.Now()
-	sleep(ctx, dur)
+	strategies.Sleep(ctx, dur)
 	proc, err := p.resume()
 	if err != nil {
 		return fmt.Errorf("resume instance %d (%s): %w", r.Instance, proc.Process(), err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // Schedules: when a fault strikes.
@@ -127,11 +128,11 @@ func inject(ctx context.Context, env *loadgen.FaultEnv, s schedule, f striker) e
 		return f.strike(ctx, env, d)
 	}
 	// The warmup is not measured: strike only in the measured run.
-	if !sleep(ctx, -env.Since()) {
+	if !strategies.Sleep(ctx, -env.Since()) {
 		return nil
 	}
 	for {
-		if !sleep(ctx, d.gap()) || !env.Offering() {
+		if !strategies.Sleep(ctx, d.gap()) || !env.Offering() {
 			return nil
 		}
 		if err := f.strike(ctx, env, d); err != nil {

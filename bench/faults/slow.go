@@ -8,6 +8,7 @@ import (
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 func init() {
@@ -86,7 +87,7 @@ func (s *slow) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) erro
 	start := time.Now()
 	// The section ends by itself; wait for it so the window is right. The
 	// run cannot end before: stopping the instance waits for its workers.
-	if sleep(ctx, s.dur) {
+	if strategies.Sleep(ctx, s.dur) {
 		env.End(fmt.Sprintf("slow critical section over after %s", ms(time.Since(start))))
 	}
 	return nil

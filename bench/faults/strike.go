@@ -224,7 +224,7 @@ func (s *strike) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) er
 	s.acted = true
 	s.mu.Unlock()
 	env.Event(what)
-	sleep(ctx, s.hold-time.Since(caught))
+	strategies.Sleep(ctx, s.hold-time.Since(caught))
 	if err := s.resumeHolder(); err != nil {
 		return err
 	}

@@ -16,21 +16,6 @@ func outlast(info strategies.Info, ttl time.Duration) time.Duration {
 	return info.LeaseTTL(ttl)*3/2 + time.Second
 }
 
-// sleep waits d or until ctx is done, and reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // undoTimeout bounds the undoing of a fault (restarting a node, healing a
 // proxy) when the run is being cancelled: 30 seconds.
 const undoTimeout = 30 * time.Second

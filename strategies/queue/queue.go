@@ -433,7 +433,7 @@ func (q *Queue) next(ctx context.Context, key string, shard int) (strategies.Lea
 			// again after a pause.
 			unheard++
 			q.forgetShard(shard)
-			if !sleep(ctx, time.Duration(unheard)*noResponderPause) {
+			if !strategies.Sleep(ctx, time.Duration(unheard)*noResponderPause) {
 				return nil, ctx.Err()
 			}
 		default:
@@ -449,18 +449,6 @@ const (
 	noResponderRetries = 5
 	noResponderPause   = 20 * time.Millisecond
 )
-
-// sleep waits d or until ctx is done, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
 
 // forgetShard drops the shard's consumer: the next call creates it again,
 // or binds to it.
