@@ -54,9 +54,9 @@ type feedState struct {
 
 	// halt is what a take looks at, on the feed's second line, which
 	// refills do not write: set once the workers are to start nothing
-	// more, not even what their hands hold: the load's duration is up,
-	// ctx is done (open sets it when it sees that), or a store offer
-	// failed (err). A load that ended at its bound leaves the hands
+	// more, not even what their hands hold: the load's duration is up
+	// (a loop timer), ctx is done (an AfterFunc of open's), or a store
+	// offer failed (err). A load that ended at its bound leaves the hands
 	// theirs, all within it. One flag on a line a take reads anyway: the
 	// three it stands for were three lines more, each a cache miss once
 	// the lock client has run.
@@ -123,7 +123,6 @@ func (f *feed) open(ctx context.Context, sc Scenario, wl *Workload, st store.Off
 	select {
 	case <-f.done:
 	case <-ctx.Done():
-		f.halt.Store(true)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
