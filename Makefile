@@ -31,11 +31,15 @@ vet:
 # with a cold one.
 #
 # SKIP: a -skip pattern, for a local run that leaves some tests out.
+# TIMEOUT: each package's bound, well under go test's 10 minutes, so that
+# a hang fails fast and names its test (the slowest package, bench/faults,
+# takes about 4 minutes).
 SKIP ?=
+TIMEOUT ?= 6m
 test: vet build
 	@echo "etcd members run from $(BIN) (LOCKBENCH_ETCD_BIN)"
-	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -race -skip '$(SKIP)' $(RACE_PKGS)
-	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -skip '$(SKIP)' $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /results)
+	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TIMEOUT) -race -skip '$(SKIP)' $(RACE_PKGS)
+	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TIMEOUT) -skip '$(SKIP)' $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /results)
 	$(GO) test -run '^$$' -fuzz FuzzArgs -fuzztime 10s ./bench/cli/
 
 # bench: the published matrix, quick form (under 5 minutes; its verdict

@@ -53,13 +53,11 @@ type feedState struct {
 	_      [8]byte // to the line's end
 
 	// halt is what a take looks at, on the feed's second line, which
-	// refills do not write: set once the workers are to start nothing
-	// more, not even what their hands hold: the load's duration is up
-	// (a loop timer), ctx is done (an AfterFunc of open's), or a store
-	// offer failed (err). A load that ended at its bound leaves the hands
-	// theirs, all within it. One flag on a line a take reads anyway: the
-	// three it stands for were three lines more, each a cache miss once
-	// the lock client has run.
+	// refills do not write: set, by end alone, once the workers are to
+	// start nothing more, not even what their hands hold: the load's
+	// duration is up, ctx is done, or a store offer failed. A load that
+	// ended at its payment bound leaves the hands theirs, all within it.
+	// One flag on a line a take reads anyway.
 	halt atomic.Bool
 
 	// Set by open, before ready is closed, and read by refills.
@@ -69,9 +67,10 @@ type feedState struct {
 	loop    *loopTimes
 	bound   int
 	bounded bool
-	// over is set, and done closed, by the first take that finds the
-	// load over (the bound, the duration, the run's end, a store error:
-	// err).
+	// over is set, and done closed, by end: the one place the load is
+	// decided over (the payment bound taken, the duration up, the run's
+	// end, a store error: err). Whatever stops a worker has called it
+	// first, so that no worker's exit can leave the load running.
 	over bool
 	err  error
 	// b is the batch the payments come from.
@@ -108,17 +107,21 @@ func newFeed() *feed {
 // the load is over (the workers may still be finishing their last
 // payments: Instance.Drain waits for them), with the error that ended it
 // if one did.
+//
+// The duration's end and ctx's end each end the load themselves (end),
+// whatever the workers are doing: a worker that next takes sees halt,
+// gives back its hand and stops.
 func (f *feed) open(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, start time.Time) error {
 	f.ctx, f.wl, f.st = ctx, wl, st
 	f.bound, f.bounded = sc.PaymentBound()
-	f.loop = startLoopTimes(start, sc.Warmup, sc.Duration)
+	f.loop = startLoopTimes(start, sc.Warmup, 0) // the warmup's end
+	defer f.loop.stop()
 	if sc.Duration > 0 {
-		f.loop.at(start.Add(sc.Warmup+sc.Duration), &f.halt)
+		f.loop.after(start.Add(sc.Warmup+sc.Duration), f.stop)
 	}
 	// Also after open returns (a bounded load's last payments, a
 	// drain): the run's end cancels ctx, which unregisters it.
-	context.AfterFunc(ctx, func() { f.halt.Store(true) })
-	defer f.loop.stop()
+	context.AfterFunc(ctx, f.stop)
 	close(f.ready)
 	select {
 	case <-f.done:
@@ -127,6 +130,14 @@ func (f *feed) open(ctx context.Context, sc Scenario, wl *Workload, st store.Off
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
+}
+
+// stop ends the load and halts the workers, hands and all: the duration
+// is up or ctx is done.
+func (f *feed) stop() {
+	f.mu.Lock()
+	f.end(nil, true)
+	f.mu.Unlock()
 }
 
 // feedChunk is how many payments a worker takes from the feed at once:
@@ -163,12 +174,13 @@ func (f *feed) take(h *hand) (Delivery, bool) {
 // the first, or false once the load is over.
 func (f *feed) refill(h *hand) (Delivery, bool) {
 	f.mu.Lock()
-	taken := int(f.offers.offered.Load()) // written under f.mu only
-	if f.over || f.bounded && taken >= f.bound || f.loop.over.Load() || f.ctx.Err() != nil {
-		f.end(nil)
+	if f.over || f.ctx.Err() != nil {
+		// ctx's end ends the load by itself too (stop), a moment later.
+		f.end(nil, f.ctx.Err() != nil)
 		f.mu.Unlock()
 		return Delivery{}, false
 	}
+	taken := int(f.offers.offered.Load()) // written under f.mu only
 	if f.next == len(f.cur) {
 		n := OfferBatch
 		if f.bounded {
@@ -178,7 +190,7 @@ func (f *feed) refill(h *hand) (Delivery, bool) {
 			if f.ctx.Err() != nil {
 				err = nil // interrupted
 			}
-			f.end(err)
+			f.end(err, true)
 			f.mu.Unlock()
 			return Delivery{}, false
 		}
@@ -196,6 +208,9 @@ func (f *feed) refill(h *hand) (Delivery, bool) {
 	f.offers.offered.Add(int64(len(ps)))
 	if record {
 		f.offers.measured.Add(int64(len(ps)))
+	}
+	if f.bounded && taken+len(ps) >= f.bound {
+		f.end(nil, false) // the last payment taken; the hands go on
 	}
 	f.mu.Unlock()
 	return h.ds[0], true
@@ -219,16 +234,18 @@ func (f *feed) giveBack(h *hand) {
 	f.mu.Unlock()
 }
 
-// end marks the load over, with err (store offer failed) if not nil;
-// f.mu is held.
-func (f *feed) end(err error) {
-	if f.over {
-		return
-	}
-	f.over = true
-	if err != nil {
+// end marks the load over, with err (store offer failed) if not nil, and
+// halts the workers, hands and all, if halt or err; f.mu is held. The
+// only place over, halt and done are set.
+func (f *feed) end(err error, halt bool) {
+	if err != nil && f.err == nil {
 		f.err = fmt.Errorf("store offer: %w", err)
+	}
+	if halt || err != nil {
 		f.halt.Store(true)
 	}
-	close(f.done)
+	if !f.over {
+		f.over = true
+		close(f.done)
+	}
 }

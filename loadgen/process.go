@@ -635,7 +635,7 @@ func (r *remoteInstance) Counts() Snapshot {
 }
 
 // Stop closes the process's input, waits for it to drain and report, and
-// reaps it; a process that does not finish within stopTimeout is killed.
+// reaps it; a process that has not exited within stopTimeout is killed.
 func (r *remoteInstance) Stop() error {
 	r.mu.Lock()
 	if r.stopped {
@@ -662,7 +662,17 @@ func (r *remoteInstance) Stop() error {
 		<-r.done
 		return errors.New("instance process did not stop in time; killed")
 	}
-	err := r.proc.Wait()
+	// Its report and output are done, but it may not have exited (a
+	// reader that stopped at a bad message leaves its output unread).
+	waited := make(chan error, 1)
+	go func() { waited <- r.proc.Wait() }()
+	var err error
+	select {
+	case err = <-waited:
+	case <-timeout.C:
+		r.kill()
+		return errors.New("instance process did not exit in time; killed")
+	}
 	if r.isLost() {
 		return nil // counted: its deliveries failed as agent_lost
 	}

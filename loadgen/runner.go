@@ -544,12 +544,17 @@ func startLoopTimes(start time.Time, warmup, duration time.Duration) *loopTimes 
 
 // at sets f at t (now, if t has passed).
 func (l *loopTimes) at(t time.Time, f *atomic.Bool) {
+	l.after(t, func() { f.Store(true) })
+}
+
+// after calls fn at t (now, if t has passed), unless stopped first.
+func (l *loopTimes) after(t time.Time, fn func()) {
 	wait := time.Until(t)
 	if wait <= 0 {
-		f.Store(true)
+		fn()
 		return
 	}
-	l.timers = append(l.timers, time.AfterFunc(wait, func() { f.Store(true) }))
+	l.timers = append(l.timers, time.AfterFunc(wait, fn))
 }
 
 // stop stops the timers.

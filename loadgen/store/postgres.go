@@ -229,10 +229,14 @@ func (p *Postgres) Process(ctx context.Context, r TxReq, inside func(ctx context
 	return out, nil
 }
 
-// call runs one statement that returns one row. It tries again only when
-// opening a connection timed out and ctx has time left: the statement was
-// never sent, so nothing can happen twice.
+// call runs one statement that returns one row, within CallTimeout as a
+// store reached over a connection does (a server that stops answering
+// fails the call, it does not hold a worker past its run). It tries again
+// only when opening a connection timed out and ctx has time left: the
+// statement was never sent, so nothing can happen twice.
 func (p *Postgres) call(ctx context.Context, sql string, args []any, dest ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
 	var err error
 	for range PostgresConnectAttempts {
 		err = p.pool.QueryRow(ctx, sql, args...).Scan(dest...)
@@ -260,9 +264,15 @@ func postgresError(op string, err error) error {
 	return fmt.Errorf("store: postgres %s: %w", op, err)
 }
 
+// postgresCountsTimeout bounds Counts, whose scan of the tables grows with
+// the run: 1 minute.
+const postgresCountsTimeout = time.Minute
+
 // Counts computes the verdict from the tables, as Memory does from its
 // state: lost_updates is Σ debits applied − Σ debits in the records.
 func (p *Postgres) Counts(ctx context.Context) (Counts, error) {
+	ctx, cancel := context.WithTimeout(ctx, postgresCountsTimeout)
+	defer cancel()
 	var c Counts
 	// One statement, so one snapshot of all three tables.
 	err := p.pool.QueryRow(ctx, `
