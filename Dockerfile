@@ -7,7 +7,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /out/lockbench ./bench/cmd/lockbench
+RUN CGO_ENABLED=0 go build -trimpath -o /out/lockbench ./cmd/lockbench
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/lockbench /usr/local/bin/lockbench

@@ -4,7 +4,7 @@
 GO      ?= go
 BIN     := bin/lockbench
 OUT     ?= out/bench
-RACE_PKGS := ./loadgen/... ./strategies/... ./results/...
+RACE_PKGS := ./loadgen/... ./strategies/... ./conformance/... ./results/...
 
 .PHONY: all build deps test test-short vet bench bench-go compare-redis compare-postgres reference soak clean
 
@@ -13,7 +13,7 @@ all: build
 # build: -buildvcs=auto records the commit in the binary (meta.json's
 # build.commit) where the go environment turns it off.
 build:
-	$(GO) build -buildvcs=auto -o $(BIN) ./bench/cmd/lockbench
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/lockbench
 
 # deps installs the servers the tests and benchmarks use (Debian, as root);
 # lockbench also installs a missing one itself when it can.
@@ -39,7 +39,7 @@ TIMEOUT ?= 6m
 test: vet build
 	@echo "etcd members run from $(BIN) (LOCKBENCH_ETCD_BIN)"
 	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TIMEOUT) -race -skip '$(SKIP)' $(RACE_PKGS)
-	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TIMEOUT) -skip '$(SKIP)' $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /results)
+	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TIMEOUT) -skip '$(SKIP)' $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /conformance -e /results)
 	$(GO) test -run '^$$' -fuzz FuzzArgs -fuzztime 10s ./bench/cli/
 
 # bench: the published matrix, quick form (under 5 minutes; its verdict

@@ -1,6 +1,6 @@
 // Package bench holds lockbench's `go test -bench` benchmarks (the command
-// itself is in bench/cli and bench/cmd/lockbench; the servers it starts are
-// in bench/servers). Run them with
+// itself is in cmd/lockbench and bench/cli; the servers it starts are
+// package servers). Run them with
 //
 //	go test -run '^$' -bench . -benchtime 2000x -count 10 ./bench/ > new.txt
 //	benchstat old.txt new.txt

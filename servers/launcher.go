@@ -15,7 +15,7 @@ import (
 const EnvEtcdBin = "LOCKBENCH_ETCD_BIN"
 
 // etcdMainPackage is the package built when no launcher is at hand.
-const etcdMainPackage = "github.com/lockbench/lockbench/bench/cmd/lockbench"
+const etcdMainPackage = "github.com/lockbench/lockbench/cmd/lockbench"
 
 var (
 	etcdLinked atomic.Bool

@@ -53,7 +53,7 @@ func lockbenchBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "lockbench")
-		cmd := exec.Command("go", "build", "-o", binPath, "github.com/lockbench/lockbench/bench/cmd/lockbench")
+		cmd := exec.Command("go", "build", "-o", binPath, "github.com/lockbench/lockbench/cmd/lockbench")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -25,7 +25,7 @@ func lockbenchBinary(t *testing.T) string {
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "lockbench")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/lockbench/lockbench/bench/cmd/lockbench").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/lockbench/lockbench/cmd/lockbench").CombinedOutput(); err != nil {
 		t.Fatalf("building lockbench: %v\n%s", err, out)
 	}
 	return bin

@@ -7,12 +7,12 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/lockbench/lockbench/internal/metrics"
+	"github.com/lockbench/lockbench/bench/metrics"
 	"github.com/lockbench/lockbench/loadgen"
 )
 
 // metricsFlag is --metrics-addr, on every command that runs load: serve
-// live Prometheus metrics (package internal/metrics) while it runs.
+// live Prometheus metrics (package bench/metrics) while it runs.
 type metricsFlag struct{ addr string }
 
 func (mf *metricsFlag) register(fs *flag.FlagSet) {

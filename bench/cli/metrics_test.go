@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/lockbench/lockbench/internal/metrics"
+	"github.com/lockbench/lockbench/bench/metrics"
 	"github.com/lockbench/lockbench/loadgen"
 )
 

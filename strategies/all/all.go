@@ -3,7 +3,7 @@
 package all
 
 import (
-	_ "github.com/lockbench/lockbench/strategies/etcd"         // etcd
+	_ "github.com/lockbench/lockbench/strategies/etcdlock"     // etcd
 	_ "github.com/lockbench/lockbench/strategies/fencing"      // fencing
 	_ "github.com/lockbench/lockbench/strategies/mutex"        // mutex
 	_ "github.com/lockbench/lockbench/strategies/nolock"       // nolock
@@ -16,5 +16,5 @@ import (
 	_ "github.com/lockbench/lockbench/strategies/redsync"      // redsync
 	_ "github.com/lockbench/lockbench/strategies/setnx"        // setnx
 	_ "github.com/lockbench/lockbench/strategies/watchdog"     // setnx-watchdog
-	_ "github.com/lockbench/lockbench/strategies/zookeeper"    // zookeeper
+	_ "github.com/lockbench/lockbench/strategies/zklock"       // zookeeper
 )

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/conformance"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
-	"github.com/lockbench/lockbench/strategies/conformance"
 	"github.com/lockbench/lockbench/strategies/queue"
 )
 

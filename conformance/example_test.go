@@ -3,8 +3,8 @@ package conformance_test
 import (
 	"testing"
 
+	"github.com/lockbench/lockbench/conformance"
 	"github.com/lockbench/lockbench/servers"
-	"github.com/lockbench/lockbench/strategies/conformance"
 )
 
 // A test of your own runs the suite on servers you already have, named by

@@ -1,4 +1,4 @@
-package zklock_test
+package etcdlock_test
 
 import (
 	"context"
@@ -7,26 +7,25 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
-	zklock "github.com/lockbench/lockbench/strategies/zookeeper"
+	etcdlock "github.com/lockbench/lockbench/strategies/etcdlock"
 )
 
 // A payment holds the account's lock while it debits, and hands the lease's
 // token to the store, which refuses writes with a token older than one it
-// has seen: what keeps a holder whose session expired while it was paused
-// from debiting twice.
+// has seen.
 func ExampleNew() {
 	ctx := context.Background()
-	locks, err := zklock.New(ctx, strategies.Config{
-		ZKServers: []string{"127.0.0.1:2181"},
-		TTL:       2 * time.Second, // the session timeout
-		Owner:     "instance-1",
+	locks, err := etcdlock.New(ctx, strategies.Config{
+		EtcdEndpoints: []string{"http://127.0.0.1:2379"},
+		TTL:           2 * time.Second,
+		Owner:         "instance-1",
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer locks.Close()
 
-	// Acquire waits in the key's queue; bound the wait.
+	// Acquire waits in etcd's queue; bound the wait.
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	lease, err := locks.Acquire(actx, "account:42")

@@ -7,10 +7,10 @@ import (
 
 	"github.com/redis/go-redis/v9/logging"
 
+	"github.com/lockbench/lockbench/conformance"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	_ "github.com/lockbench/lockbench/strategies/all"
-	"github.com/lockbench/lockbench/strategies/conformance"
 )
 
 // TestBuiltinsRegistered fails when a built-in strategy is missing from the

@@ -7,9 +7,9 @@ import (
 
 	"github.com/redis/go-redis/v9/logging"
 
+	"github.com/lockbench/lockbench/conformance"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
-	"github.com/lockbench/lockbench/strategies/conformance"
 )
 
 // TestConformanceSentinel runs the single-node Redis strategies through
