@@ -1,15 +1,15 @@
 package store
 
+// The client side of the store's protocol (wire.go): Client and the ways
+// to dial one, its batching writer, its reader, the watchdog and the calls
+// pending on it.
+
 import (
 	"bufio"
 	"context"
-	"crypto/subtle"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -23,346 +23,11 @@ const DialTimeout = 3 * time.Second
 // CallTimeout bounds a call whose context has no deadline: 10 seconds.
 const CallTimeout = 10 * time.Second
 
-// The store's wire protocol, served by the coordinator to instance
-// processes (and agents) as a real storage service would be. Small binary
-// frames, pipelined on one connection per client: each caller's request
-// carries an id, the server runs every request as it arrives (a slow call,
-// as a Postgres-backed store's, never holds up the others) and answers by
-// id. Both sides coalesce what is ready into one write: a caller that finds
-// a write in flight leaves its frame for the writer, who sends everything
-// queued when its write returns. So under load a write and a read carry
-// many calls, and a critical section still costs exactly its two round
-// trips of latency.
-//
-// A connection opens with protoMagic, the protocol version and a token
-// (u16 length, bytes; empty for none), which a server started with one
-// (ServeOptions.Token: instances on agents, over TCP) checks. A request
-// is a u32 id, an op byte, the lock key (u16 length, bytes), then the op's
-// fixed fields; a response is the u32 id, a status byte, a u16 length and
-// the body (the op's fixed result, or the error message); all
-// little-endian. Version 4 added Enter's slow field (EnterResp.Slow): a
-// fault's order reaches an instance process in the answer to the very
-// Enter it caught. Version 5 added the sequenced ops (Client.Sequence,
-// Sequencer): enterSeq and finishSeq are one-way (no answer; their id is
-// 0), enterSeqWait is answered as an Enter once it is applied in order.
-// Their fixed fields start with the event's sequence number and end with
-// its time (Unix ns). A sequenced client sends only sequenced ops.
-// Version 6 added the arrival-ordered ops (Client.Arrive, rpc_arrive.go)
-// and the sync flag in Finish answers.
-const (
-	protoMagic   = "LBS"
-	protoVersion = 6
-
-	opEnter        = 1
-	opFinish       = 2
-	opEnterSeq     = 3
-	opFinishSeq    = 4
-	opEnterSeqWait = 5
-	// opSeqMark is a client's mark (Sequencer.watch), answering a mark
-	// request: a frame of id 0 and status statusMark from the server.
-	opSeqMark = 6
-
-	statusOK   = 0
-	statusErr  = 1
-	statusMark = 2
-
-	// maxKey bounds a lock key on the wire, and a token: 4 KB.
-	maxKey = 4096
-	// connBuffer is each side's read buffer: 64 KB.
-	connBuffer = 64 << 10
-)
-
-// ServerError is an error the served store returned, as the caller sees it.
-type ServerError string
-
-func (e ServerError) Error() string { return string(e) }
-
-// knownErrors are the store's sentinel errors, returned as themselves
-// across the connection so that errors.Is works for callers of a Client
-// as it does for callers of the store.
-var knownErrors = []error{errUnknownPayment, errFinishWithoutEnter, errNegativeBase, errBaseAhead}
-
-func remoteError(msg string) error {
-	for _, e := range knownErrors {
-		if e.Error() == msg {
-			return e
-		}
-	}
-	return ServerError(msg)
-}
-
-// Serve serves s on ln until ln is closed, running every call as it
-// arrives, concurrently with the others (a store behind a database).
-func Serve(ln net.Listener, s Store) error { return ServeWith(ln, s, ServeOptions{}) }
-
-// ServeOptions tune a served store.
-type ServeOptions struct {
-	// Inline runs each connection's calls one after another on the
-	// goroutine that reads them, answering a batch of pipelined calls in
-	// one write: for a store whose calls never wait (the memory store),
-	// where a goroutine per call costs more than the call. The default is
-	// off: a goroutine per call.
-	Inline bool
-	// Token, when set, is what every client must present (DialToken): a
-	// connection with another is closed before any call. The default, "",
-	// takes any.
-	Token string
-	// Seq, when set, applies the sequenced ops of every connection in
-	// order; without it a sequenced op ends its connection. The default
-	// is nil.
-	Seq *Sequencer
-	// Sync, when set, is the sync flag every Finish answer carries to an
-	// arrival client (Client.Arrive): while it reports true, such a
-	// client's Enters wait for their answers. The default, nil, is never.
-	Sync func() bool
-}
-
-// ServeWith serves s on ln until ln is closed.
-func ServeWith(ln net.Listener, s Store, o ServeOptions) error {
-	if o.Seq != nil {
-		stop := o.Seq.watch()
-		defer stop()
-	}
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			return err
-		}
-		// Registered before its first frame can be read: a gap waits
-		// for every connection that may still send it.
-		var sc *seqConn
-		if o.Seq != nil {
-			sc = o.Seq.connect()
-		}
-		go func() {
-			_ = serveConn(conn, s, o, sc)
-			if sc != nil {
-				o.Seq.disconnect(sc)
-			}
-		}()
-	}
-}
-
-// serveConn serves s on one connection until it is closed or a frame is
-// malformed.
-func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
-	defer conn.Close()
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-	}
-	br := bufio.NewReaderSize(conn, connBuffer)
-	var hello [4]byte
-	if _, err := io.ReadFull(br, hello[:]); err != nil {
-		return err
-	}
-	if string(hello[:3]) != protoMagic || hello[3] != protoVersion {
-		return fmt.Errorf("store: protocol mismatch: got %q, want %s%d", hello[:], protoMagic, protoVersion)
-	}
-	token, err := readKey(br, nil)
-	if err != nil {
-		return err
-	}
-	if o.Token != "" && subtle.ConstantTimeCompare(token, []byte(o.Token)) != 1 {
-		return errors.New("store: client with a bad token")
-	}
-	out := &coalescer{w: conn}
-	if sc != nil {
-		req := appendHead(nil, 0, statusMark, 0)
-		o.Seq.setPoke(sc, func() { _ = out.send(req) })
-	}
-	// Inline answers wait in bw until no request is left buffered.
-	bw := bufio.NewWriterSize(conn, connBuffer)
-	send := out.send
-	run := func(f func()) { go f() }
-	if o.Inline {
-		send = func(b []byte) error { _, err := bw.Write(b); return err }
-		run = func(f func()) { f() }
-	}
-	ctx := context.Background()
-	var head [5]byte
-	var key []byte
-	var f [finishSeqFixed]byte
-	var ac *arriveConn // made on the connection's first arrival op
-	for {
-		if _, err := io.ReadFull(br, head[:]); err != nil {
-			return nil // closed
-		}
-		id, op := le.Uint32(head[:]), head[4]
-		var err error
-		if key, err = readKey(br, key); err != nil {
-			return err
-		}
-		switch op {
-		case opEnter:
-			if _, err := io.ReadFull(br, f[:enterFixed]); err != nil {
-				return err
-			}
-			r := EnterReq{LockKey: string(key),
-				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
-				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:]))), Waiting: true}
-			run(func() {
-				resp, err := s.Enter(ctx, r)
-				_ = send(appendEnterAnswer(id, resp, err))
-			})
-		case opFinish:
-			if _, err := io.ReadFull(br, f[:finishFixed]); err != nil {
-				return err
-			}
-			r := FinishReq{LockKey: string(key),
-				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
-				Account: int32(le.Uint32(f[16:])), Apply: f[20] != 0,
-				Debit: int64(le.Uint64(f[21:])), BaseVersion: int64(le.Uint64(f[29:])), NewBalance: int64(le.Uint64(f[37:]))}
-			run(func() {
-				resp, err := s.Finish(ctx, r)
-				var b [5 + 2 + 1]byte
-				_ = send(appendFinishAnswer(b[:0], id, resp, err, o))
-			})
-		case opEnterArrive, opFinishArrive:
-			if ac == nil {
-				ac = &arriveConn{reads: map[uint32]arriveRead{}}
-			}
-			if err := serveArrive(ctx, br, op, id, string(key), f[:], ac, s, o, send); err != nil {
-				return err
-			}
-		case opEnterSeq, opEnterSeqWait, opFinishSeq, opSeqMark:
-			if sc == nil {
-				return fmt.Errorf("store: sequenced op %d on a store served without a Sequencer", op)
-			}
-			if err := readSeq(br, op, id, string(key), f[:], sc, o.Seq, out.send); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("store: unknown op %d", op)
-		}
-		if o.Inline && br.Buffered() == 0 {
-			if err := bw.Flush(); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// coalescer writes frames to w from many goroutines, coalescing them: a
-// sender that finds a write in flight appends its frame to the queue and
-// returns; the writer sends the whole queue when its write returns.
-type coalescer struct {
-	w       io.Writer
-	mu      sync.Mutex
-	frames  doubleBuf
-	writing bool
-	err     error
-}
-
-// doubleBuf is a queue of frames in two buffers: senders append to queue
-// while the other buffer, taken, is written; the written one comes back as
-// the spare.
-type doubleBuf struct{ queue, spare []byte }
-
-// take returns what is queued and starts a new queue in the spare.
-func (d *doubleBuf) take() []byte {
-	buf := d.queue
-	d.queue = d.spare[:0]
-	return buf
-}
-
-// written gives back buf, taken and written, as the spare.
-func (d *doubleBuf) written(buf []byte) { d.spare = buf[:0] }
-
-// send queues b (copied) and, unless a write is in flight, writes it and
-// whatever queues meanwhile. It returns the connection's write error.
-func (c *coalescer) send(b []byte) error {
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		return err
-	}
-	c.frames.queue = append(c.frames.queue, b...)
-	if c.writing {
-		c.mu.Unlock()
-		return nil
-	}
-	c.writing = true
-	for len(c.frames.queue) > 0 {
-		buf := c.frames.take()
-		c.mu.Unlock()
-		_, err := c.w.Write(buf)
-		c.mu.Lock()
-		c.frames.written(buf)
-		if err != nil {
-			c.err = err
-			break
-		}
-	}
-	c.writing = false
-	err := c.err
-	c.mu.Unlock()
-	return err
-}
-
-var le = binary.LittleEndian
-
-// Fixed field sizes after the key: Enter's token, payment, account,
-// instance; Finish's token, payment, account, apply, debit, base version,
-// new balance. enterResult is Enter's result: processed, balance, version,
-// slow (ns).
-// enterSeqFixed and finishSeqFixed are the sequenced ops': seq, token,
-// payment, account, instance, slot, time; seq, token, payment, account,
-// slot, amount, time.
-const (
-	enterFixed     = 8 + 8 + 4 + 4
-	finishFixed    = 8 + 8 + 4 + 1 + 8 + 8 + 8
-	enterResult    = 1 + 8 + 8 + 8
-	enterSeqFixed  = 8 + 8 + 8 + 4 + 4 + 4 + 8
-	finishSeqFixed = 8 + 8 + 8 + 4 + 4 + 8 + 8
-)
-
-func boolByte(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func readKey(br *bufio.Reader, key []byte) ([]byte, error) {
-	var n [2]byte
-	if _, err := io.ReadFull(br, n[:]); err != nil {
-		return key, err
-	}
-	l := int(le.Uint16(n[:]))
-	if l > maxKey {
-		return key, fmt.Errorf("store: lock key of %d bytes", l)
-	}
-	if cap(key) < l {
-		key = make([]byte, l)
-	}
-	key = key[:l]
-	_, err := io.ReadFull(br, key)
-	return key, err
-}
-
-func appendHead(b []byte, id uint32, status byte, n int) []byte {
-	b = le.AppendUint32(b, id)
-	b = append(b, status)
-	return le.AppendUint16(b, uint16(n))
-}
-
-func appendErr(b []byte, id uint32, err error) []byte {
-	msg := err.Error()
-	if len(msg) > 65535 {
-		msg = msg[:65535]
-	}
-	return append(appendHead(b, id, statusErr, len(msg)), msg...)
-}
-
 // Client reaches a served store over one pipelined connection. It is safe
 // for concurrent use: concurrent calls share the connection's writes and
-// reads (see the protocol above). A broken connection fails every call in
-// flight and every later one: a store that went away is not quietly
-// reconnected to mid-run.
+// reads (see the protocol in wire.go). A broken connection fails every
+// call in flight and every later one: a store that went away is not
+// quietly reconnected to mid-run.
 type Client struct {
 	conn net.Conn
 	out  *batchWriter
@@ -579,33 +244,6 @@ func DialToken(ctx context.Context, addr, token string) (*Client, error) {
 	})
 }
 
-// localSeq numbers the sockets ListenLocal makes in this process.
-var localSeq atomic.Int64
-
-// ListenLocal listens for instance processes on this machine: on an
-// abstract Unix socket (Linux; no file to clean up, reachable only from
-// this network namespace), whose Addr, prefixed "unix:", Dial takes. A
-// write on it costs a fraction of one through the loopback TCP stack, and
-// every critical section makes two. Where abstract sockets are not to be
-// had it falls back to TCP on 127.0.0.1. Its Addr().String() is what Dial
-// takes.
-func ListenLocal() (net.Listener, error) {
-	name := fmt.Sprintf("@lockbench-store-%d-%d", os.Getpid(), localSeq.Add(1))
-	if ln, err := net.Listen("unix", name); err == nil {
-		return localListener{ln}, nil
-	}
-	return net.Listen("tcp", "127.0.0.1:0")
-}
-
-// localListener names its Unix address as Dial takes it.
-type localListener struct{ net.Listener }
-
-func (l localListener) Addr() net.Addr { return localAddr{l.Listener.Addr()} }
-
-type localAddr struct{ net.Addr }
-
-func (a localAddr) String() string { return "unix:" + a.Addr.String() }
-
 // DialWith is Dial over a connection made by dial (TLS, say).
 func DialWith(ctx context.Context, addr string, dial func(ctx context.Context, addr string) (net.Conn, error)) (*Client, error) {
 	return dialWith(ctx, addr, "", dial)
@@ -802,12 +440,6 @@ func (c *Client) release(cl *pendingCall) error {
 	cl.msg = ""
 	callPool.Put(cl)
 	return err
-}
-
-func appendKey(b []byte, op byte, key string) []byte {
-	b = append(b, op)
-	b = le.AppendUint16(b, uint16(min(len(key), maxKey)))
-	return append(b, key[:min(len(key), maxKey)]...)
 }
 
 var _ Accessor = (*Client)(nil)

@@ -1,0 +1,242 @@
+package store
+
+// The serving side of the store's protocol (wire.go): Serve and its
+// options, each connection's reader and the coalescer that writes its
+// answers, and ListenLocal.
+
+import (
+	"bufio"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// Serve serves s on ln until ln is closed, running every call as it
+// arrives, concurrently with the others (a store behind a database).
+func Serve(ln net.Listener, s Store) error { return ServeWith(ln, s, ServeOptions{}) }
+
+// ServeOptions tune a served store.
+type ServeOptions struct {
+	// Inline runs each connection's calls one after another on the
+	// goroutine that reads them, answering a batch of pipelined calls in
+	// one write: for a store whose calls never wait (the memory store),
+	// where a goroutine per call costs more than the call. The default is
+	// off: a goroutine per call.
+	Inline bool
+	// Token, when set, is what every client must present (DialToken): a
+	// connection with another is closed before any call. The default, "",
+	// takes any.
+	Token string
+	// Seq, when set, applies the sequenced ops of every connection in
+	// order; without it a sequenced op ends its connection. The default
+	// is nil.
+	Seq *Sequencer
+	// Sync, when set, is the sync flag every Finish answer carries to an
+	// arrival client (Client.Arrive): while it reports true, such a
+	// client's Enters wait for their answers. The default, nil, is never.
+	Sync func() bool
+}
+
+// ServeWith serves s on ln until ln is closed.
+func ServeWith(ln net.Listener, s Store, o ServeOptions) error {
+	if o.Seq != nil {
+		stop := o.Seq.watch()
+		defer stop()
+	}
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		// Registered before its first frame can be read: a gap waits
+		// for every connection that may still send it.
+		var sc *seqConn
+		if o.Seq != nil {
+			sc = o.Seq.connect()
+		}
+		go func() {
+			_ = serveConn(conn, s, o, sc)
+			if sc != nil {
+				o.Seq.disconnect(sc)
+			}
+		}()
+	}
+}
+
+// serveConn serves s on one connection until it is closed or a frame is
+// malformed.
+func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	br := bufio.NewReaderSize(conn, connBuffer)
+	var hello [4]byte
+	if _, err := io.ReadFull(br, hello[:]); err != nil {
+		return err
+	}
+	if string(hello[:3]) != protoMagic || hello[3] != protoVersion {
+		return fmt.Errorf("store: protocol mismatch: got %q, want %s%d", hello[:], protoMagic, protoVersion)
+	}
+	token, err := readKey(br, nil)
+	if err != nil {
+		return err
+	}
+	if o.Token != "" && subtle.ConstantTimeCompare(token, []byte(o.Token)) != 1 {
+		return errors.New("store: client with a bad token")
+	}
+	out := &coalescer{w: conn}
+	if sc != nil {
+		req := appendHead(nil, 0, statusMark, 0)
+		o.Seq.setPoke(sc, func() { _ = out.send(req) })
+	}
+	// Inline answers wait in bw until no request is left buffered.
+	bw := bufio.NewWriterSize(conn, connBuffer)
+	send := out.send
+	run := func(f func()) { go f() }
+	if o.Inline {
+		send = func(b []byte) error { _, err := bw.Write(b); return err }
+		run = func(f func()) { f() }
+	}
+	ctx := context.Background()
+	var head [5]byte
+	var key []byte
+	var f [finishSeqFixed]byte
+	var ac *arriveConn // made on the connection's first arrival op
+	for {
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			return nil // closed
+		}
+		id, op := le.Uint32(head[:]), head[4]
+		var err error
+		if key, err = readKey(br, key); err != nil {
+			return err
+		}
+		switch op {
+		case opEnter:
+			if _, err := io.ReadFull(br, f[:enterFixed]); err != nil {
+				return err
+			}
+			r := EnterReq{LockKey: string(key),
+				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
+				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:]))), Waiting: true}
+			run(func() {
+				resp, err := s.Enter(ctx, r)
+				_ = send(appendEnterAnswer(id, resp, err))
+			})
+		case opFinish:
+			if _, err := io.ReadFull(br, f[:finishFixed]); err != nil {
+				return err
+			}
+			r := FinishReq{LockKey: string(key),
+				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
+				Account: int32(le.Uint32(f[16:])), Apply: f[20] != 0,
+				Debit: int64(le.Uint64(f[21:])), BaseVersion: int64(le.Uint64(f[29:])), NewBalance: int64(le.Uint64(f[37:]))}
+			run(func() {
+				resp, err := s.Finish(ctx, r)
+				var b [5 + 2 + 1]byte
+				_ = send(appendFinishAnswer(b[:0], id, resp, err, o))
+			})
+		case opEnterArrive, opFinishArrive:
+			if ac == nil {
+				ac = &arriveConn{reads: map[uint32]arriveRead{}}
+			}
+			if err := serveArrive(ctx, br, op, id, string(key), f[:], ac, s, o, send); err != nil {
+				return err
+			}
+		case opEnterSeq, opEnterSeqWait, opFinishSeq, opSeqMark:
+			if sc == nil {
+				return fmt.Errorf("store: sequenced op %d on a store served without a Sequencer", op)
+			}
+			if err := readSeq(br, op, id, string(key), f[:], sc, o.Seq, out.send); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("store: unknown op %d", op)
+		}
+		if o.Inline && br.Buffered() == 0 {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// coalescer writes frames to w from many goroutines, coalescing them: a
+// sender that finds a write in flight appends its frame to the queue and
+// returns; the writer sends the whole queue when its write returns.
+type coalescer struct {
+	w       io.Writer
+	mu      sync.Mutex
+	frames  doubleBuf
+	writing bool
+	err     error
+}
+
+// send queues b (copied) and, unless a write is in flight, writes it and
+// whatever queues meanwhile. It returns the connection's write error.
+func (c *coalescer) send(b []byte) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	c.frames.queue = append(c.frames.queue, b...)
+	if c.writing {
+		c.mu.Unlock()
+		return nil
+	}
+	c.writing = true
+	for len(c.frames.queue) > 0 {
+		buf := c.frames.take()
+		c.mu.Unlock()
+		_, err := c.w.Write(buf)
+		c.mu.Lock()
+		c.frames.written(buf)
+		if err != nil {
+			c.err = err
+			break
+		}
+	}
+	c.writing = false
+	err := c.err
+	c.mu.Unlock()
+	return err
+}
+
+// localSeq numbers the sockets ListenLocal makes in this process.
+var localSeq atomic.Int64
+
+// ListenLocal listens for instance processes on this machine: on an
+// abstract Unix socket (Linux; no file to clean up, reachable only from
+// this network namespace), whose Addr, prefixed "unix:", Dial takes. A
+// write on it costs a fraction of one through the loopback TCP stack, and
+// every critical section makes two. Where abstract sockets are not to be
+// had it falls back to TCP on 127.0.0.1. Its Addr().String() is what Dial
+// takes.
+func ListenLocal() (net.Listener, error) {
+	name := fmt.Sprintf("@lockbench-store-%d-%d", os.Getpid(), localSeq.Add(1))
+	if ln, err := net.Listen("unix", name); err == nil {
+		return localListener{ln}, nil
+	}
+	return net.Listen("tcp", "127.0.0.1:0")
+}
+
+// localListener names its Unix address as Dial takes it.
+type localListener struct{ net.Listener }
+
+func (l localListener) Addr() net.Addr { return localAddr{l.Listener.Addr()} }
+
+type localAddr struct{ net.Addr }
+
+func (a localAddr) String() string { return "unix:" + a.Addr.String() }
