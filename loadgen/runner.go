@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,10 +14,6 @@ import (
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/strategies"
 )
-
-// drainEvery is how often the collector drains the workers' latency
-// records into the interval under way: 20 ms.
-const drainEvery = 20 * time.Millisecond
 
 // IntervalLength is the default length of one latency interval: 1 second
 // (Scenario.Interval sets another per run).
@@ -224,84 +219,12 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	}
 
 	// Collect latency intervals once a second, off the workers' hot path.
-	total := results.NewPhaseSet()
-	var intervals []results.Interval
-	var lastEndNs int64 // where the next interval starts
-	var logErr error    // IntervalLog's first
-	var colMu sync.Mutex
-	// When the intervals stream to a log, one set of histograms serves
-	// every interval in turn: the log has written it before the next.
-	var reuse results.PhaseSet
-	// cur is the interval under way: the collector drains the workers'
-	// records into it every drainEvery, so that a recorder's buffer holds
-	// a few milliseconds of values, not an interval's (its chunks then
-	// go round the pool instead of being allocated afresh: 40 bytes a
-	// cycle, most of the harness's garbage).
-	cur := results.NewPhaseSet()
-	drain := func() {
-		for _, in := range insts {
-			if g, ok := in.(gatherer); ok {
-				g.Gather(cur)
-			} else {
-				in.Swap(cur)
-			}
+	col := newCollector(o, insts, measureStart)
+	col.start(sc.LatencyInterval(), func() {
+		if o.Progress != nil {
+			o.Progress(progress(o, env, insts, col, start))
 		}
-	}
-	collect := func(now time.Time) {
-		for _, in := range insts {
-			in.Swap(cur)
-		}
-		iv := cur
-		if next := reuse; next[0] != nil {
-			next.Reset()
-			cur = next
-		} else {
-			cur = results.NewPhaseSet()
-		}
-		colMu.Lock()
-		defer colMu.Unlock()
-		endNs := int64(now.Sub(measureStart))
-		if endNs < 0 {
-			return // still in the warmup: drop it
-		}
-		total.Merge(iv)
-		closed := results.Interval{StartNs: lastEndNs, EndNs: endNs, Hists: iv}
-		lastEndNs = endNs
-		if o.Interval != nil {
-			o.Interval(closed)
-		}
-		if o.IntervalLog == nil {
-			intervals = append(intervals, closed)
-			return
-		}
-		if err := o.IntervalLog(closed); err != nil && logErr == nil {
-			logErr = err
-		}
-		reuse = iv
-	}
-	tickDone := make(chan struct{})
-	var tickWG sync.WaitGroup
-	tickWG.Add(1)
-	go func() {
-		defer tickWG.Done()
-		t := time.NewTicker(sc.LatencyInterval())
-		defer t.Stop()
-		d := time.NewTicker(min(drainEvery, sc.LatencyInterval()))
-		defer d.Stop()
-		for {
-			select {
-			case <-tickDone:
-				return
-			case <-d.C:
-				drain()
-			case now := <-t.C:
-				collect(now)
-				if o.Progress != nil {
-					o.Progress(progress(o, env, insts, total, &colMu, start))
-				}
-			}
-		}
-	}()
+	})
 
 	endSpan := func() {}
 	if o.LoadSpan != nil {
@@ -331,9 +254,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	end := time.Now()
 	cancelFault()
 	faultErr := <-faultDone
-	close(tickDone)
-	tickWG.Wait()
-	collect(end)
+	col.stop(end)
 	endSpan()
 	for i, in := range insts {
 		if _, ok := in.(loadDrainer); ok {
@@ -341,7 +262,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		}
 	}
 	if o.Progress != nil {
-		o.Progress(progress(o, env, insts, total, &colMu, start))
+		o.Progress(progress(o, env, insts, col, start))
 	}
 
 	// The sequenced store's events are judged once all are applied.
@@ -361,7 +282,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		snap.Add(in.Counts())
 		outcomes.Merge(in.Outcomes())
 	}
-	sum := summarize(o, info, sc, env, counts, snap, total, end.Sub(measureStart), behind)
+	sum := summarize(o, info, sc, env, counts, snap, col.total, end.Sub(measureStart), behind)
 	sum.LatencyByOutcome = outcomes.Latencies()
 	sum.Interrupted = ctx.Err() != nil
 	sum.Params.StoreTransport = transportUsed(sc, sq)
@@ -371,15 +292,15 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	if err := errors.Join(stopErrs...); err != nil && ctx.Err() == nil {
 		sum.Errors[ErrClassOther]++
 	}
-	run := results.Run{Summary: sum, Total: total, Intervals: intervals}
+	run := results.Run{Summary: sum, Total: col.total, Intervals: col.intervals}
 	if faultErr != nil && !errors.Is(faultErr, context.Canceled) {
 		return run, fmt.Errorf("fault %s: %w", o.Fault.Name(), faultErr)
 	}
 	if dispatchErr != nil {
 		return run, dispatchErr
 	}
-	if logErr != nil {
-		return run, fmt.Errorf("interval log: %w", logErr)
+	if col.logErr != nil {
+		return run, fmt.Errorf("interval log: %w", col.logErr)
 	}
 	return run, nil
 }
@@ -637,7 +558,7 @@ func startInstances(ctx context.Context, sc Scenario, name string, seq bool, loc
 	return insts, sq, stopAll, nil
 }
 
-func progress(o Options, env *FaultEnv, insts []instance, total results.PhaseSet, mu *sync.Mutex, start time.Time) Progress {
+func progress(o Options, env *FaultEnv, insts []instance, col *collector, start time.Time) Progress {
 	var snap Snapshot
 	for _, in := range insts {
 		snap.Add(in.Counts())
@@ -646,9 +567,7 @@ func progress(o Options, env *FaultEnv, insts []instance, total results.PhaseSet
 	if s := p.Elapsed.Seconds(); s > 0 {
 		p.RatePerS = float64(p.Offered) / s
 	}
-	mu.Lock()
-	p.P99 = time.Duration(total[results.Total].ValueAtQuantile(99))
-	mu.Unlock()
+	p.P99 = col.p99()
 	if c, err := o.Store.Counts(context.Background()); err == nil {
 		p.Store = c
 		p.UnsafeNow = c.Duplicates + c.Lost + c.Overdrafts + c.LostUpdates + c.StaleAccepted
@@ -689,12 +608,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 		DurationNs:    int64(measured),
 		StartUnixNs:   env.start.UnixNano(),
 		BehindNs:      int64(behind),
-		Params: results.Params{
-			Instances: sc.Instances, Workers: sc.Workers, DeliveriesEach: sc.Deliveries,
-			Accounts: sc.Accounts, AccountDist: sc.AccountDist.String(), LockKey: sc.LockKey,
-			Rate: sc.Rate, Hold: sc.Hold.String(), TTLNs: int64(sc.TTL), Store: sc.Store,
-			InstanceMode: sc.InstanceMode, Seed: sc.Seed,
-		},
+		Params:        sc.Params(),
 	}
 	if secs := measured.Seconds(); secs > 0 {
 		s.OpsPerSec = float64(snap.Measured) / secs
