@@ -42,15 +42,9 @@ func runTrial(ctx context.Context, sess *session, name string, sc loadgen.Scenar
 // paramsOf is the whole scenario of a run and its fault, as summary.json
 // records it.
 func paramsOf(sc loadgen.Scenario, spec faults.Spec) results.Params {
-	return results.Params{
-		Instances: sc.Instances, Workers: sc.Workers, DeliveriesEach: sc.Deliveries,
-		Accounts: sc.Accounts, AccountDist: sc.AccountDist.String(), LockKey: sc.LockKey,
-		Rate: sc.Rate, Hold: sc.Hold.String(), TTLNs: int64(sc.TTL), Store: sc.Store,
-		InstanceMode: sc.InstanceMode, Seed: sc.Seed,
-		Payments: sc.Payments, DurationNs: int64(sc.Duration), WarmupNs: int64(sc.Warmup),
-		Funding: sc.Funding, AcquireTimeoutNs: int64(sc.AcquireTimeout), Retry: sc.Retry.String(),
-		Fencing: sc.Fencing, FencingStrict: sc.Fencing && sc.FencingStrict, IntervalNs: int64(sc.LatencyInterval()), Fault: specString(spec),
-	}
+	p := sc.Params()
+	p.Fault = specString(spec)
+	return p
 }
 
 // specString is spec as a --fault value, its parameters sorted: "none"
@@ -83,30 +77,9 @@ func scenarioOfRow(s results.Summary) (loadgen.Scenario, string, error) {
 	if p.Payments == 0 && p.DurationNs == 0 {
 		return loadgen.Scenario{}, "", usageErr("--from: the row (%s) was written before lockbench recorded whole scenarios; run it again with flags", s.String())
 	}
-	sc := loadgen.DefaultScenario()
-	sc.Name, sc.Variant = s.Scenario, s.Variant
-	sc.Instances, sc.Workers, sc.Deliveries = p.Instances, p.Workers, p.DeliveriesEach
-	sc.Accounts, sc.LockKey, sc.Rate = p.Accounts, p.LockKey, p.Rate
-	sc.TTL, sc.Store, sc.InstanceMode, sc.Seed = time.Duration(p.TTLNs), p.Store, p.InstanceMode, p.Seed
-	sc.Payments, sc.Duration, sc.Warmup = p.Payments, time.Duration(p.DurationNs), time.Duration(p.WarmupNs)
-	sc.Fencing, sc.FencingStrict, sc.Interval = p.Fencing, p.FencingStrict, time.Duration(p.IntervalNs)
-	if p.Funding > 0 {
-		sc.Funding = p.Funding
-	}
-	if p.AcquireTimeoutNs > 0 {
-		sc.AcquireTimeout = time.Duration(p.AcquireTimeoutNs)
-	}
-	var err error
-	if sc.Hold, err = loadgen.ParseHold(p.Hold); err != nil {
-		return sc, "", usageErr("--from: hold: %v", err)
-	}
-	if sc.AccountDist, err = loadgen.ParseAccountDist(p.AccountDist); err != nil {
-		return sc, "", usageErr("--from: account dist: %v", err)
-	}
-	if p.Retry != "" {
-		if sc.Retry, err = loadgen.ParseRetry(p.Retry); err != nil {
-			return sc, "", usageErr("--from: retry: %v", err)
-		}
+	sc, err := loadgen.ScenarioOf(p, s.Scenario, s.Variant)
+	if err != nil {
+		return sc, "", usageErr("--from: %v", err)
 	}
 	fault := p.Fault
 	if fault == "" {
