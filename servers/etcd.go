@@ -2,7 +2,6 @@ package servers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -149,16 +147,7 @@ func (c *Cluster) startEtcdOnce(ctx context.Context, n int, bins binaries, attem
 		}
 	}
 	c.Etcd = members
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, m := range members {
-		wg.Go(func() { errs[i] = m.start(ctx) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, m := range members {
-			_ = m.kill()
-		}
+	if err := startMembers(ctx, members); err != nil {
 		c.Etcd = nil
 		return err
 	}

@@ -116,6 +116,20 @@ func (i Info) LeaseTTL(ttl time.Duration) time.Duration {
 // a down server is reported here, within seconds.
 type Factory func(ctx context.Context, cfg Config) (Strategy, error)
 
+// FactoryOf makes a Factory of a constructor that returns a concrete
+// strategy type (usually a pointer), such as a strategy package's New. On an
+// error the Factory returns a nil Strategy, not the constructor's nil *T
+// inside a non-nil interface, so that callers' s != nil checks hold.
+func FactoryOf[T Strategy](newT func(ctx context.Context, cfg Config) (T, error)) Factory {
+	return func(ctx context.Context, cfg Config) (Strategy, error) {
+		s, err := newT(ctx, cfg)
+		if err != nil {
+			return nil, err // not a typed nil in a non-nil interface
+		}
+		return s, nil
+	}
+}
+
 var (
 	mu       sync.RWMutex
 	registry = map[string]Info{}

@@ -62,13 +62,7 @@ func init() {
 		CrossProcess: true,
 		KeepAlive:    true,
 		Lease:        LeaseTTL,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			e, err := New(ctx, cfg)
-			if err != nil {
-				return nil, err // not a nil *T in a non-nil interface
-			}
-			return e, nil
-		},
+		New:          strategies.FactoryOf(New),
 	})
 }
 

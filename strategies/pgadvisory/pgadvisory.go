@@ -2,7 +2,6 @@ package pgadvisory
 
 import (
 	"context"
-	"errors"
 	"hash/fnv"
 	"sync"
 	"time"
@@ -11,31 +10,34 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/pgutil"
 )
 
-// Defaults. The timeouts are pg-onconflict's, for the same reason: a
-// database that does not answer within a couple of seconds is down as far
-// as a payment is concerned, and the benchmark must report that rather than
-// hang.
+// Defaults. The pool's are those of the Postgres strategies, kept in
+// pgutil: a database that does not answer within a couple of seconds is
+// down as far as a payment is concerned, and the benchmark must report that
+// rather than hang.
 const (
 	// DefaultMaxConns is the connection pool size of one strategy object
-	// (one instance): 32. A held lease keeps one connection, so this is also
-	// how many locks one instance can hold at once; lockbench's default is
-	// 8 workers per instance, each holding at most one. The pool opens
-	// connections on demand up to this size. Mind Postgres's
-	// max_connections (100 by default) when running many instances.
-	DefaultMaxConns = 32
+	// (one instance): pgutil.DefaultMaxConns, 32. A held lease keeps one
+	// connection, so this is also how many locks one instance can hold at
+	// once; lockbench's default is 8 workers per instance, each holding at
+	// most one. The pool opens connections on demand up to this size. Mind
+	// Postgres's max_connections (100 by default) when running many
+	// instances.
+	DefaultMaxConns = pgutil.DefaultMaxConns
 	// DefaultWarmConns is how many connections New opens before it returns:
-	// 8, lockbench's default workers per instance.
-	DefaultWarmConns = 8
+	// pgutil.DefaultWarmConns, 8, lockbench's default workers per instance.
+	DefaultWarmConns = pgutil.DefaultWarmConns
 	// DefaultStatementTimeout bounds each statement, including the wait for
-	// a pooled connection and any connection attempt: 3s.
-	DefaultStatementTimeout = 3 * time.Second
-	// DefaultConnectTimeout bounds one connection attempt: 5s, longer than
-	// DefaultStatementTimeout so that the pool can finish an attempt in the
-	// background when the statement that started it gives up (see
-	// pg-onconflict's DefaultConnectTimeout).
-	DefaultConnectTimeout = 5 * time.Second
+	// a pooled connection and any connection attempt:
+	// pgutil.DefaultStatementTimeout, 3s.
+	DefaultStatementTimeout = pgutil.DefaultStatementTimeout
+	// DefaultConnectTimeout bounds one connection attempt:
+	// pgutil.DefaultConnectTimeout, 5s, longer than DefaultStatementTimeout
+	// so that the pool can finish an attempt in the background when the
+	// statement that started it gives up.
+	DefaultConnectTimeout = pgutil.DefaultConnectTimeout
 	// DefaultCloseTimeout bounds closing one connection (sending Terminate
 	// and closing the socket): 1s.
 	DefaultCloseTimeout = time.Second
@@ -56,13 +58,7 @@ func init() {
 		Need:         strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		CrossProcess: true,
 		SessionBound: true,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			a, err := New(ctx, cfg)
-			if err != nil {
-				return nil, err // not a nil *T in a non-nil interface
-			}
-			return a, nil
-		},
+		New:          strategies.FactoryOf(New),
 	})
 }
 
@@ -93,17 +89,10 @@ var _ strategies.Strategy = (*Advisory)(nil)
 // answers, and opens DefaultWarmConns connections. cfg.TTL is not used: the
 // lock lives as long as its session.
 func New(ctx context.Context, cfg strategies.Config) (*Advisory, error) {
-	if cfg.PostgresDSN == "" {
-		return nil, errors.New("pgadvisory: no Config.PostgresDSN")
-	}
-	pcfg, err := pgxpool.ParseConfig(cfg.PostgresDSN)
+	pcfg, err := pgutil.PoolConfig("pgadvisory", cfg.PostgresDSN)
 	if err != nil {
-		// pgx redacts passwords in its parse errors only on a best-effort
-		// basis, and the cause may quote the whole string: say nothing of it.
-		return nil, errors.New("pgadvisory: Config.PostgresDSN is not a valid connection string (not shown: it may hold a password)")
+		return nil, err
 	}
-	pcfg.MaxConns = DefaultMaxConns
-	pcfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	if _, set := pcfg.ConnConfig.RuntimeParams["application_name"]; !set && cfg.Owner != "" {
 		// Names the instance in pg_stat_activity, next to its locks in
 		// pg_locks.
@@ -120,27 +109,8 @@ func New(ctx context.Context, cfg strategies.Config) (*Advisory, error) {
 		pool.Close()
 		return nil, classify(ctx, "connect", err)
 	}
-	warm(ctx, pool, DefaultWarmConns)
+	pgutil.Warm(ctx, pool, DefaultWarmConns)
 	return &Advisory{pool: pool, held: map[*lease]struct{}{}}, nil
-}
-
-// warm opens up to n connections, one after another, within
-// DefaultStatementTimeout in all, and returns them to the pool. Failures are
-// left for the first acquires to meet.
-func warm(ctx context.Context, pool *pgxpool.Pool, n int) {
-	wctx, cancel := context.WithTimeout(ctx, DefaultStatementTimeout)
-	defer cancel()
-	var conns []*pgxpool.Conn
-	for range n {
-		c, err := pool.Acquire(wctx)
-		if err != nil {
-			break
-		}
-		conns = append(conns, c)
-	}
-	for _, c := range conns {
-		c.Release()
-	}
 }
 
 // Acquire makes one attempt at key's lock on a pooled connection. It returns

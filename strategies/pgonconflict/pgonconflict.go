@@ -12,33 +12,32 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/pgutil"
 )
 
-// Defaults. The timeouts are short on purpose: a database that does not
-// answer within a couple of seconds is down as far as a payment is concerned,
-// and the benchmark must report that rather than hang.
+// Defaults: those of the Postgres strategies, kept in pgutil (which says
+// why each is what it is). The timeouts are short on purpose: a database
+// that does not answer within a couple of seconds is down as far as a
+// payment is concerned, and the benchmark must report that rather than hang.
 const (
 	// DefaultMaxConns is the connection pool size of one strategy object
-	// (one instance): 32, so that an instance's workers rarely queue for a
-	// connection. Mind Postgres's max_connections (100 by default) when
-	// running many instances.
-	DefaultMaxConns = 32
+	// (one instance): pgutil.DefaultMaxConns, 32, so that an instance's
+	// workers rarely queue for a connection.
+	DefaultMaxConns = pgutil.DefaultMaxConns
 	// DefaultWarmConns is how many connections New opens before it returns:
-	// 8, lockbench's default workers per instance, so that the first claims
-	// do not all wait for new server processes at once (a connection costs
-	// tens of milliseconds of server CPU).
-	DefaultWarmConns = 8
+	// pgutil.DefaultWarmConns, 8, so that the first claims do not all wait
+	// for new server processes at once.
+	DefaultWarmConns = pgutil.DefaultWarmConns
 	// DefaultStatementTimeout bounds each statement, including the wait for
-	// a pooled connection and any connection attempt: 3s, so a stopped
-	// server is reported within that.
-	DefaultStatementTimeout = 3 * time.Second
-	// DefaultConnectTimeout bounds one connection attempt: 5s. It is longer
-	// than DefaultStatementTimeout on purpose: the pool finishes an attempt
-	// in the background when the statement that started it gives up, so a
-	// server that is slow to start backends (a burst of new connections on
-	// a busy machine) still gets its connections into the pool, instead of
-	// having each one abandoned and started again.
-	DefaultConnectTimeout = 5 * time.Second
+	// a pooled connection and any connection attempt:
+	// pgutil.DefaultStatementTimeout, 3s, so a stopped server is reported
+	// within that.
+	DefaultStatementTimeout = pgutil.DefaultStatementTimeout
+	// DefaultConnectTimeout bounds one connection attempt:
+	// pgutil.DefaultConnectTimeout, 5s, longer than DefaultStatementTimeout
+	// on purpose (the pool finishes an attempt in the background when the
+	// statement that started it gives up).
+	DefaultConnectTimeout = pgutil.DefaultConnectTimeout
 )
 
 func init() {
@@ -52,13 +51,7 @@ func init() {
 		// context and cancelled before the call returns; pgx and its pool
 		// see only that.
 		KeepsNoContext: true,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			o, err := New(ctx, cfg)
-			if err != nil {
-				return nil, err // not a nil *T in a non-nil interface
-			}
-			return o, nil
-		},
+		New:            strategies.FactoryOf(New),
 	})
 }
 
@@ -79,21 +72,17 @@ var _ strategies.Strategy = (*OnConflict)(nil)
 // that of Postgres intervals).
 func New(ctx context.Context, cfg strategies.Config) (*OnConflict, error) {
 	cfg = cfg.WithDefaults()
-	if cfg.PostgresDSN == "" {
-		return nil, errors.New("pgonconflict: no Config.PostgresDSN")
+	if err := pgutil.CheckDSN("pgonconflict", cfg.PostgresDSN); err != nil {
+		return nil, err // before the TTL's error
 	}
 	ttl := cfg.TTL.Truncate(time.Microsecond)
 	if ttl <= 0 {
 		return nil, fmt.Errorf("pgonconflict: TTL %v is below the 1µs resolution of an interval", cfg.TTL)
 	}
-	pcfg, err := pgxpool.ParseConfig(cfg.PostgresDSN)
+	pcfg, err := pgutil.PoolConfig("pgonconflict", cfg.PostgresDSN)
 	if err != nil {
-		// pgx redacts passwords in its parse errors only on a best-effort
-		// basis, and the cause may quote the whole string: say nothing of it.
-		return nil, errors.New("pgonconflict: Config.PostgresDSN is not a valid connection string (not shown: it may hold a password)")
+		return nil, err
 	}
-	pcfg.MaxConns = DefaultMaxConns
-	pcfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, classify(ctx, "connect", err)
@@ -102,33 +91,13 @@ func New(ctx context.Context, cfg strategies.Config) (*OnConflict, error) {
 		pool.Close()
 		return nil, err
 	}
-	warm(ctx, pool, DefaultWarmConns)
+	pgutil.Warm(ctx, pool, DefaultWarmConns)
 	owner, err := ownerValue(cfg.Owner)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("pgonconflict: %w", err)
 	}
 	return &OnConflict{pool: pool, ttl: ttl, owner: owner}, nil
-}
-
-// warm opens up to n connections, one after another (a burst of new
-// connections is what makes a server slow to accept them), within
-// DefaultStatementTimeout in all, and returns them to the pool. Failures are
-// left for the first claims to meet.
-func warm(ctx context.Context, pool *pgxpool.Pool, n int) {
-	wctx, cancel := context.WithTimeout(ctx, DefaultStatementTimeout)
-	defer cancel()
-	var conns []*pgxpool.Conn
-	for range n {
-		c, err := pool.Acquire(wctx)
-		if err != nil {
-			break
-		}
-		conns = append(conns, c)
-	}
-	for _, c := range conns {
-		c.Release()
-	}
 }
 
 // ownerValue returns prefix/16 random hex digits: unique per strategy

@@ -2,13 +2,13 @@ package pgunique
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/pgutil"
 )
 
 // DefaultConnectTimeout bounds New's check that the database answers: 2
@@ -22,13 +22,7 @@ func init() {
 		Need:          strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		CrossProcess:  true,
 		Transactional: true,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			u, err := New(ctx, cfg)
-			if err != nil {
-				return nil, err // not a typed nil in a non-nil interface
-			}
-			return u, nil
-		},
+		New:           strategies.FactoryOf(New),
 	})
 }
 
@@ -41,12 +35,9 @@ var _ strategies.Strategy = Unique{}
 // DefaultConnectTimeout. Errors never quote the DSN (it may hold a
 // password).
 func New(ctx context.Context, cfg strategies.Config) (Unique, error) {
-	if cfg.PostgresDSN == "" {
-		return Unique{}, errors.New("pgunique: no Config.PostgresDSN")
-	}
-	ccfg, err := pgx.ParseConfig(cfg.PostgresDSN)
+	ccfg, err := pgutil.ConnConfig("pgunique", cfg.PostgresDSN)
 	if err != nil {
-		return Unique{}, errors.New("pgunique: Config.PostgresDSN is not a valid connection string (not shown: it may hold a password)")
+		return Unique{}, err
 	}
 	ccfg.ConnectTimeout = DefaultConnectTimeout
 	cctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)

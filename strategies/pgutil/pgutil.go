@@ -1,6 +1,9 @@
 // Package pgutil holds what the Postgres strategies (pg-onconflict,
-// pg-advisory) share: how an error from a statement becomes what a
-// strategy reports.
+// pg-advisory, pg-unique) share: their pool defaults (DefaultMaxConns,
+// DefaultWarmConns, DefaultStatementTimeout, DefaultConnectTimeout), how
+// Config.PostgresDSN is checked and parsed without quoting it (PoolConfig,
+// ConnConfig), warming a pool (Warm), and how an error from a statement
+// becomes what a strategy reports (Classify).
 package pgutil
 
 import (

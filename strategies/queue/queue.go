@@ -51,13 +51,7 @@ func init() {
 		Fencing:      true,
 		CrossProcess: true,
 		Redelivers:   true,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			q, err := New(ctx, cfg)
-			if err != nil {
-				return nil, err // not a typed nil in a non-nil interface
-			}
-			return q, nil
-		},
+		New:          strategies.FactoryOf(New),
 	})
 }
 

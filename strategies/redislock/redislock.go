@@ -19,13 +19,7 @@ func init() {
 		Description:  "bsm/redislock library on one Redis node (SET NX PX in Lua, owner-checked release), no retry; no fencing token",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		CrossProcess: true,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			s, err := New(ctx, cfg)
-			if err != nil {
-				return nil, err // not a typed nil in a non-nil interface
-			}
-			return s, nil
-		},
+		New:          strategies.FactoryOf(New),
 	})
 }
 

@@ -38,13 +38,7 @@ func init() {
 		CrossProcess: true,
 		// Nothing reads a call's context once the call has returned.
 		KeepsNoContext: true,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			s, err := New(ctx, cfg)
-			if err != nil {
-				return nil, err // not a typed nil in a non-nil interface
-			}
-			return s, nil
-		},
+		New:            strategies.FactoryOf(New),
 	})
 }
 

@@ -23,13 +23,7 @@ func init() {
 		Description:  "go-redsync/redsync v4 Redlock over N Redis masters (default 5), library defaults, one try per Acquire",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: redlock.DefaultNodes},
 		CrossProcess: true,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			s, err := New(ctx, cfg)
-			if err != nil {
-				return nil, err // not a typed nil in a non-nil interface
-			}
-			return s, nil
-		},
+		New:          strategies.FactoryOf(New),
 	})
 }
 

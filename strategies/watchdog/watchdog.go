@@ -23,14 +23,7 @@ func init() {
 		KeepAlive:    true,
 		// Nothing reads a call's context once the call has returned.
 		KeepsNoContext: true,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			cfg = cfg.WithDefaults()
-			s, err := setnx.New(ctx, cfg)
-			if err != nil {
-				return nil, err
-			}
-			return Wrap(s, cfg.TTL), nil
-		},
+		New:            strategies.FactoryOf(New),
 	})
 }
 
@@ -47,6 +40,18 @@ type Watchdog struct {
 }
 
 var _ strategies.Strategy = (*Watchdog)(nil)
+
+// New connects a setnx strategy (setnx.New) with cfg, after
+// Config.WithDefaults, and wraps it with a watchdog that extends each lease
+// to cfg.TTL: the strategy registered as setnx-watchdog.
+func New(ctx context.Context, cfg strategies.Config) (*Watchdog, error) {
+	cfg = cfg.WithDefaults()
+	s, err := setnx.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return Wrap(s, cfg.TTL), nil
+}
 
 // Wrap returns inner with a watchdog that extends each lease to ttl every
 // ttl/PeriodDivisor.

@@ -81,13 +81,7 @@ func init() {
 		// runs, whatever the work does.
 		KeepAlive: true,
 		Lease:     LeaseTTL,
-		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
-			z, err := New(ctx, cfg)
-			if err != nil {
-				return nil, err // not a nil *T in a non-nil interface
-			}
-			return z, nil
-		},
+		New:       strategies.FactoryOf(New),
 	})
 }
 
