@@ -58,43 +58,43 @@ const AggregateFile = "aggregate.json"
 // aggregateStats are the percentiles a Cell estimates per phase.
 var aggregateStats = []string{StatP50, StatP99, StatP999}
 
-// cellKey tells cells apart: everything about a run but its trial and its
+// CellKey tells cells apart: everything about a run but its trial and its
 // seed.
-type cellKey struct {
+type CellKey struct {
 	strategy, scenario, fault, variant string
 	fencing                            bool
 	params                             Params
 }
 
-func cellKeyOf(s *Summary) cellKey {
+func CellKeyOf(s *Summary) CellKey {
 	p := s.Params
 	p.Seed = 0
 	fault := s.Fault
 	if fault == "" {
 		fault = FaultNone
 	}
-	return cellKey{s.Strategy, s.Scenario, fault, s.Variant, s.Fencing, p}
+	return CellKey{s.Strategy, s.Scenario, fault, s.Variant, s.Fencing, p}
 }
 
-// trialGroup is one cell's trials, in the order they ran.
-type trialGroup struct {
-	key  cellKey
-	runs []Summary
+// TrialGroup is one cell's trials, in the order they ran.
+type TrialGroup struct {
+	Key  CellKey
+	Runs []Summary
 }
 
-// groupTrials splits ss into cells, in the order of each cell's first run.
-func groupTrials(ss []Summary) []trialGroup {
-	var out []trialGroup
-	at := map[cellKey]int{}
+// GroupTrials splits ss into cells, in the order of each cell's first run.
+func GroupTrials(ss []Summary) []TrialGroup {
+	var out []TrialGroup
+	at := map[CellKey]int{}
 	for _, s := range ss {
-		k := cellKeyOf(&s)
+		k := CellKeyOf(&s)
 		i, ok := at[k]
 		if !ok {
 			i = len(out)
 			at[k] = i
-			out = append(out, trialGroup{key: k})
+			out = append(out, TrialGroup{Key: k})
 		}
-		out[i].runs = append(out[i].runs, s)
+		out[i].Runs = append(out[i].Runs, s)
 	}
 	return out
 }
@@ -103,8 +103,8 @@ func groupTrials(ss []Summary) []trialGroup {
 // single runs (or one written before trials), 0 for none.
 func MaxTrials(ss []Summary) int {
 	n := 0
-	for _, g := range groupTrials(ss) {
-		n = max(n, len(g.runs))
+	for _, g := range GroupTrials(ss) {
+		n = max(n, len(g.Runs))
 	}
 	return n
 }
@@ -112,26 +112,26 @@ func MaxTrials(ss []Summary) int {
 // Aggregate returns the cells of ss with their statistics over trials, in
 // the order of each cell's first run.
 func Aggregate(ss []Summary) []Cell {
-	groups := groupTrials(ss)
+	groups := GroupTrials(ss)
 	out := make([]Cell, len(groups))
 	for i, g := range groups {
-		out[i] = cellOf(g.runs)
+		out[i] = CellOf(g.Runs)
 	}
 	return out
 }
 
-// cellOf aggregates one cell's trials (at least one).
-func cellOf(runs []Summary) Cell {
+// CellOf aggregates one cell's trials (at least one).
+func CellOf(runs []Summary) Cell {
 	first := &runs[0]
 	c := Cell{
-		Strategy: first.Strategy, Scenario: first.Scenario, Fault: cellKeyOf(first).fault,
+		Strategy: first.Strategy, Scenario: first.Scenario, Fault: CellKeyOf(first).fault,
 		Variant: first.Variant, Fencing: first.Fencing, Params: first.Params,
 		Trials: len(runs),
 	}
 	var pps, avail, overlap, overlapMax []float64
 	for i := range runs {
 		s := &runs[i]
-		if isUnsafe(s) {
+		if IsUnsafe(s) {
 			c.UnsafeTrials++
 		}
 		c.Strikes += s.Strikes

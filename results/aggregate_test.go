@@ -1,4 +1,4 @@
-package results
+package results_test
 
 import (
 	"bytes"
@@ -7,35 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/results/resultstest"
 )
 
-// trialRuns are n trials of one cell: setnx under pause, trial k with
-// seed k, payments/s 900+10k, acquire p99 1ms+k·0.1ms over 2,000 acquires;
-// the trials in unsafe lost safety.
-func trialRuns(n int, unsafe map[int]bool) []Summary {
-	var ss []Summary
-	for k := 1; k <= n; k++ {
-		s := Summary{Strategy: "setnx", Scenario: "verdicts", Fault: "pause", Trial: k,
-			Payments: 350, Processed: 350, PaymentsPerSec: 900 + 10*float64(k),
-			Strikes: 1, Params: Params{Instances: 2, Workers: 4, Seed: int64(k), Payments: 350, Fault: "pause"},
-			Latency: map[string]Latency{"acquire": {P50: 1e5, P99: int64(1e6 + 1e5*float64(k)), Count: 2000}}}
-		if unsafe[k] {
-			s.Duplicates, s.UnsafeStrikes = 3, 1
-		}
-		s.Finish()
-		ss = append(ss, s)
-	}
-	return ss
-}
-
 func TestAggregate(t *testing.T) {
-	six := trialRuns(6, map[int]bool{2: true, 4: true, 6: true})
+	six := resultstest.TrialRuns(6, map[int]bool{2: true, 4: true, 6: true})
 	// Another cell: the same strategy without the fault.
-	other := trialRuns(3, nil)
+	other := resultstest.TrialRuns(3, nil)
 	for i := range other {
 		other[i].Fault, other[i].Params.Fault = "none", "none"
 	}
-	cells := Aggregate(append(six, other...))
+	cells := results.Aggregate(append(six, other...))
 	if len(cells) != 2 {
 		t.Fatalf("%d cells; want 2 (pause and none)", len(cells))
 	}
@@ -43,7 +27,7 @@ func TestAggregate(t *testing.T) {
 	if c.Trials != 6 || c.UnsafeTrials != 3 || c.UnsafeRate != 0.5 {
 		t.Errorf("trials %d, unsafe %d, rate %g; want 6, 3, 0.5", c.Trials, c.UnsafeTrials, c.UnsafeRate)
 	}
-	if w := Wilson(3, 6); c.UnsafeRateCI95 != w {
+	if w := results.Wilson(3, 6); c.UnsafeRateCI95 != w {
 		t.Errorf("unsafe_rate_ci95 = %v; want Wilson(3, 6) = %v", c.UnsafeRateCI95, w)
 	}
 	if c.UnsafeStrikeRate == nil || *c.UnsafeStrikeRate != 0.5 {
@@ -53,11 +37,11 @@ func TestAggregate(t *testing.T) {
 	if e := c.PaymentsPerSec; !e.CI || e.Median != 935 || e.Lo != 910 || e.Hi != 960 {
 		t.Errorf("payments_per_sec = %+v; want median 935, ci95 [910, 960]", e)
 	}
-	if e := c.Latency["acquire"][StatP99]; !e.CI || e.N != 6 || math.Abs(e.Median-1.35e6) > 1 {
+	if e := c.Latency["acquire"][results.StatP99]; !e.CI || e.N != 6 || math.Abs(e.Median-1.35e6) > 1 {
 		t.Errorf("acquire p99 = %+v; want median 1.35ms over 6 trials with a CI", e)
 	}
 	// No trial has the samples for p99.9: no figure.
-	if e := c.Latency["acquire"][StatP999]; e.OK() {
+	if e := c.Latency["acquire"][results.StatP999]; e.OK() {
 		t.Errorf("acquire p99.9 = %+v; want none (2,000 samples per trial)", e)
 	}
 	// Three trials: the range, not a CI.
@@ -67,7 +51,7 @@ func TestAggregate(t *testing.T) {
 
 	// The JSON field names are a contract (the README's field table).
 	var buf bytes.Buffer
-	if err := WriteAggregate(&buf, cells); err != nil {
+	if err := results.WriteAggregate(&buf, cells); err != nil {
 		t.Fatal(err)
 	}
 	var raw []map[string]any
@@ -93,7 +77,7 @@ func TestAggregate(t *testing.T) {
 	if v, ok := raw[1]["unsafe_strike_rate"]; !ok || v != 0.0 {
 		t.Errorf("second cell: unsafe_strike_rate = %v (present %v); want 0", v, ok)
 	}
-	back, err := ReadAggregate(&buf)
+	back, err := results.ReadAggregate(&buf)
 	if err != nil || len(back) != 2 || back[0].UnsafeTrials != 3 {
 		t.Errorf("ReadAggregate = %d cells, %v; want what was written", len(back), err)
 	}
@@ -103,22 +87,22 @@ func TestAggregate(t *testing.T) {
 func TestAggregateFile(t *testing.T) {
 	cases := []struct {
 		name string
-		ss   []Summary
+		ss   []results.Summary
 		want bool
 	}{
-		{"single runs", trialRuns(1, nil), false},
-		{"trials", trialRuns(2, nil), true},
+		{"single runs", resultstest.TrialRuns(1, nil), false},
+		{"trials", resultstest.TrialRuns(2, nil), true},
 	}
 	for _, c := range cases {
 		dir := t.TempDir()
-		runs := make([]Run, len(c.ss))
+		runs := make([]results.Run, len(c.ss))
 		for i := range c.ss {
-			runs[i] = Run{Summary: c.ss[i]}
+			runs[i] = results.Run{Summary: c.ss[i]}
 		}
-		if err := WriteData(dir, runs, Meta{}); err != nil {
+		if err := results.WriteData(dir, runs, results.Meta{}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := os.Stat(filepath.Join(dir, AggregateFile))
+		_, err := os.Stat(filepath.Join(dir, results.AggregateFile))
 		if got := err == nil; got != c.want {
 			t.Errorf("%s: aggregate.json exists = %v; want %v", c.name, got, c.want)
 		}

@@ -7,10 +7,10 @@ import (
 	"github.com/lockbench/lockbench/internal/atomicfile"
 )
 
-// writeFileAtomic is atomicfile.Write with this package's error prefix: a
+// WriteFileAtomic is atomicfile.Write with this package's error prefix: a
 // reader (or an interrupted run) sees either the old file or the new one,
 // never half of one.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
+func WriteFileAtomic(path string, write func(io.Writer) error) error {
 	if err := atomicfile.Write(path, write); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}

@@ -90,10 +90,10 @@ func BenchName(s *Summary) string {
 		kv("variant", s.Variant)
 	}
 	kv("fencing", strconv.FormatBool(s.Fencing))
-	if inSweep(s, ScenarioSweep) {
+	if InSweep(s, ScenarioSweep) {
 		kv("rate", strconv.FormatFloat(s.Params.Rate, 'f', -1, 64))
 	}
-	if inSweep(s, ScenarioContention) {
+	if InSweep(s, ScenarioContention) {
 		kv("contenders", strconv.FormatFloat(s.Params.Contenders(), 'f', -1, 64))
 	}
 	return b.String()

@@ -1,36 +1,39 @@
-package results
+package results_test
 
 import (
 	"bytes"
 	"testing"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/results/resultstest"
 )
 
 func TestBenchParse(t *testing.T) {
-	ss := summariesOfFixtures(append(baseFixtures(0), sweepFixtures()[:9]...))
+	ss := resultstest.Summaries(append(resultstest.BaseFixtures(0), resultstest.SweepFixtures()[:9]...))
 	var buf bytes.Buffer
-	if err := WriteBench(&buf, ss, Host{OS: "linux", Arch: "amd64", CPU: "Test CPU"}); err != nil {
+	if err := results.WriteBench(&buf, ss, results.Host{OS: "linux", Arch: "amd64", CPU: "Test CPU"}); err != nil {
 		t.Fatal(err)
 	}
 	r := benchfmt.NewReader(bytes.NewReader(buf.Bytes()), "bench.txt")
-	var results []*benchfmt.Result
+	var parsed []*benchfmt.Result
 	for r.Scan() {
 		switch rec := r.Result().(type) {
 		case *benchfmt.SyntaxError:
 			t.Errorf("syntax error: %v", rec)
 		case *benchfmt.Result:
-			results = append(results, rec.Clone())
+			parsed = append(parsed, rec.Clone())
 		}
 	}
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != len(ss) {
-		t.Fatalf("parsed %d results; want %d\n%s", len(results), len(ss), buf.String())
+	if len(parsed) != len(ss) {
+		t.Fatalf("parsed %d results; want %d\n%s", len(parsed), len(ss), buf.String())
 	}
-	first := results[0]
-	for _, kv := range [][2]string{{"goos", "linux"}, {"goarch", "amd64"}, {"pkg", BenchPkg}, {"cpu", "Test CPU"}} {
+	first := parsed[0]
+	for _, kv := range [][2]string{{"goos", "linux"}, {"goarch", "amd64"}, {"pkg", results.BenchPkg}, {"cpu", "Test CPU"}} {
 		if got := first.GetConfig(kv[0]); got != kv[1] {
 			t.Errorf("config %s = %q; want %q", kv[0], got, kv[1])
 		}
@@ -75,7 +78,7 @@ func TestBenchParse(t *testing.T) {
 	}
 	// Sweep points are distinct benchmarks, not repeats of one.
 	names := map[string]bool{}
-	for _, res := range results {
+	for _, res := range parsed {
 		n := res.Name.String()
 		if names[n] {
 			t.Errorf("benchmark %q appears twice", n)

@@ -131,9 +131,9 @@ func csvColumns(ss []Summary) []csvColumn {
 	for i := range ss {
 		maps = append(maps, ss[i].Errors)
 	}
-	classes := errorClasses(maps...)
+	classes := ErrorClasses(maps...)
 	for _, class := range classes {
-		cols = append(cols, csvColumn{"errors_" + sanitize(class), func(s *Summary) string {
+		cols = append(cols, csvColumn{"errors_" + Sanitize(class), func(s *Summary) string {
 			return i64(s.Errors[class])
 		}})
 	}

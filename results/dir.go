@@ -48,8 +48,8 @@ type Layout struct {
 	Hlog, Charts string
 }
 
-// standardLayout is the layout of every directory lockbench writes.
-var standardLayout = Layout{Hlog: HlogDir, Charts: ChartsDir}
+// StandardLayout is the layout of every directory lockbench writes.
+var StandardLayout = Layout{Hlog: HlogDir, Charts: ChartsDir}
 
 // LayoutOf returns the layout of the run directory dir: the flat one when
 // dir has interval logs at its top and no hlog/ directory, the standard
@@ -58,12 +58,12 @@ var standardLayout = Layout{Hlog: HlogDir, Charts: ChartsDir}
 // points into it (the README's, for results/reference) expect them.
 func LayoutOf(dir string) Layout {
 	if _, err := os.Stat(filepath.Join(dir, HlogDir)); err == nil {
-		return standardLayout
+		return StandardLayout
 	}
 	if old, _ := filepath.Glob(filepath.Join(dir, "*.hlog")); len(old) > 0 {
 		return Layout{}
 	}
-	return standardLayout
+	return StandardLayout
 }
 
 // hlogPath is the path of the interval log of phase p of the run with file
@@ -72,19 +72,9 @@ func (l Layout) hlogPath(dir, id string, p Phase) string {
 	return filepath.Join(dir, l.Hlog, HlogName(id, p))
 }
 
-// chartPath is the path of a chart file (name and extension) in dir.
-func (l Layout) chartPath(dir, file string) string {
+// ChartPath is the path of a chart file (name and extension) in dir.
+func (l Layout) ChartPath(dir, file string) string {
 	return filepath.Join(dir, l.Charts, file)
-}
-
-// WriteDir writes a whole run directory at once: WriteData, then
-// RenderRuns. A command that adds runs one by one calls WriteData after
-// each and RenderRuns once at the end instead.
-func WriteDir(dir string, runs []Run, meta Meta) error {
-	if err := WriteData(dir, runs, meta); err != nil {
-		return err
-	}
-	return RenderRuns(dir, runs, meta)
 }
 
 // WriteData writes the data files of the run directory dir (created if
@@ -99,15 +89,17 @@ func WriteDir(dir string, runs []Run, meta Meta) error {
 // of runs already written are not re-encoded, so each call costs little
 // more than the new run's logs.
 func WriteData(dir string, runs []Run, meta Meta) error {
-	return writeData(dir, runs, meta, standardLayout)
+	return WriteDataLayout(dir, runs, meta, StandardLayout)
 }
 
-func writeData(dir string, runs []Run, meta Meta, l Layout) error {
+// WriteDataLayout is WriteData in the layout l: the tests write old
+// layouts with it.
+func WriteDataLayout(dir string, runs []Run, meta Meta, l Layout) error {
 	if err := os.MkdirAll(filepath.Join(dir, l.Hlog), 0o755); err != nil {
 		return fmt.Errorf("results: %w", err)
 	}
-	runs = normalizedRuns(runs)
-	ss := summariesOf(runs)
+	runs = NormalizedRuns(runs)
+	ss := SummariesOf(runs)
 	ids := FileIDs(ss)
 	for i, r := range runs {
 		for p := Phase(0); p < NumPhases; p++ {
@@ -119,7 +111,7 @@ func writeData(dir string, runs []Run, meta Meta, l Layout) error {
 			if hasFingerprint(path, fp) {
 				continue // written by an earlier call, unchanged
 			}
-			err := writeFileAtomic(path, write)
+			err := WriteFileAtomic(path, write)
 			if err != nil {
 				return err
 			}
@@ -145,28 +137,17 @@ func writeData(dir string, runs []Run, meta Meta, l Layout) error {
 		files = append(files, file{AggregateFile, func(w io.Writer) error { return WriteAggregate(w, Aggregate(ss)) }})
 	}
 	for _, f := range files {
-		if err := writeFileAtomic(filepath.Join(dir, f.name), f.write); err != nil {
+		if err := WriteFileAtomic(filepath.Join(dir, f.name), f.write); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// RenderRuns draws the charts of runs into dir's charts/ (PNG and SVG) and
-// writes report.md and report.html, from the runs in memory: those
-// WriteData wrote.
-// Drawing is the costly part of a run directory and only the whole set of
-// runs is worth drawing, so a command calls it once, when it ends,
-// interrupted or not. A chart that fails to draw is left out (and named in
-// report.md) and its error returned after everything else was written.
-func RenderRuns(dir string, runs []Run, meta Meta) error {
-	return renderFiles(context.Background(), dir, normalizedRuns(runs), meta, standardLayout)
-}
-
-// normalizedRuns is a copy of runs with normalised summaries, so the files
+// NormalizedRuns is a copy of runs with normalised summaries, so the files
 // written now and those Render reads back later describe the very same
 // summaries.
-func normalizedRuns(runs []Run) []Run {
+func NormalizedRuns(runs []Run) []Run {
 	runs = append([]Run(nil), runs...)
 	for i := range runs {
 		runs[i].Summary = normalized(runs[i].Summary)
@@ -174,52 +155,10 @@ func normalizedRuns(runs []Run) []Run {
 	return runs
 }
 
-// renderFiles draws the charts into l.Charts and writes report.md and
-// report.html. Once ctx is done it writes nothing more and returns its
-// error: every file already written is whole, the rest keep their old
-// content.
-func renderFiles(ctx context.Context, dir string, runs []Run, meta Meta, l Layout) error {
-	cs, buildErr := BuildCharts(runs)
-	errs := []error{buildErr}
-	if len(cs.Charts) > 0 {
-		if err := os.MkdirAll(filepath.Join(dir, l.Charts), 0o755); err != nil {
-			return fmt.Errorf("results: %w", err)
-		}
-	}
-	drawn := cs.Charts[:0:0]
-	for _, ch := range cs.Charts {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		err := writeFileAtomic(l.chartPath(dir, ch.Name+".png"), ch.WritePNG)
-		if err == nil {
-			err = writeFileAtomic(l.chartPath(dir, ch.Name+".svg"), ch.WriteSVG)
-		}
-		if err != nil {
-			errs = append(errs, err)
-			cs.Missing = append(cs.Missing, fmt.Sprintf("%s: could not be written (%v).", ch.Title, err))
-			continue
-		}
-		drawn = append(drawn, ch)
-	}
-	cs.Charts = drawn
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	ss := summariesOf(runs)
-	err := writeFileAtomic(filepath.Join(dir, ReportFile), func(w io.Writer) error {
-		return WriteReport(w, ss, meta, cs, l)
-	})
-	htmlErr := writeFileAtomic(filepath.Join(dir, ReportHTMLFile), func(w io.Writer) error {
-		return WriteHTML(w, runs, meta, cs, l)
-	})
-	return errors.Join(append(errs, err, htmlErr)...)
-}
-
 // WriteMeta rewrites the meta.json of the run directory dir alone, as a
 // command does when it ends (with the load average after).
 func WriteMeta(dir string, meta Meta) error {
-	return writeFileAtomic(filepath.Join(dir, MetaFile), func(w io.Writer) error { return writeMeta(w, meta) })
+	return WriteFileAtomic(filepath.Join(dir, MetaFile), func(w io.Writer) error { return writeMeta(w, meta) })
 }
 
 func writeMeta(w io.Writer, meta Meta) error {
@@ -240,11 +179,11 @@ func writeMeta(w io.Writer, meta Meta) error {
 // them (its log holds one WholeRunTag histogram). Memory: every interval of every phase is held, about
 // a quarter of a megabyte per histogram.
 func LoadDir(dir string) ([]Run, Meta, error) {
-	meta, ss, err := readDirData(dir)
+	meta, ss, err := ReadDirData(dir)
 	if err != nil {
 		return nil, Meta{}, err
 	}
-	runs, err := loadRuns(context.Background(), dir, LayoutOf(dir), ss, func(*Summary, Phase) (bool, bool) { return true, true })
+	runs, err := LoadRuns(context.Background(), dir, LayoutOf(dir), ss, func(*Summary, Phase) (bool, bool) { return true, true })
 	if err != nil {
 		return nil, Meta{}, err
 	}
@@ -254,39 +193,7 @@ func LoadDir(dir string) ([]Run, Meta, error) {
 	return runs, meta, nil
 }
 
-// Render re-draws the charts, report.md and report.html of a run directory from its data
-// files alone (summary.json, meta.json, the interval logs): `lockbench
-// report DIR`. It reads only the histograms the charts need, and keeps the
-// directory's layout (LayoutOf): an old flat directory gets its charts
-// redrawn at its top.
-//
-// Once ctx is done it stops (between two files, every file it wrote
-// whole) and returns ctx's error.
-func Render(ctx context.Context, dir string) error {
-	meta, ss, err := readDirData(dir)
-	if err != nil {
-		return err
-	}
-	l := LayoutOf(dir)
-	runs, err := loadRuns(ctx, dir, l, ss, func(s *Summary, p Phase) (load, intervals bool) {
-		switch p {
-		case Acquire:
-			return true, false
-		case Total:
-			return true, s.HasFault()
-		}
-		return false, false
-	})
-	if err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return renderFiles(ctx, dir, runs, meta, l)
-}
-
-func readDirData(dir string) (Meta, []Summary, error) {
+func ReadDirData(dir string) (Meta, []Summary, error) {
 	var meta Meta
 	if data, err := os.ReadFile(filepath.Join(dir, MetaFile)); err == nil {
 		if err := json.Unmarshal(data, &meta); err != nil {
@@ -307,11 +214,11 @@ func readDirData(dir string) (Meta, []Summary, error) {
 	return meta, ss, nil
 }
 
-// loadRuns reads the interval logs of ss. want says, per run and phase,
+// LoadRuns reads the interval logs of ss. want says, per run and phase,
 // whether to read the log at all and whether to keep its intervals (else
 // only their merge, Total, is kept). It stops with ctx's error once ctx is
 // done.
-func loadRuns(ctx context.Context, dir string, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
+func LoadRuns(ctx context.Context, dir string, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
 	ids := FileIDs(ss)
 	runs := make([]Run, len(ss))
 	for i := range ss {

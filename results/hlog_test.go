@@ -1,4 +1,4 @@
-package results
+package results_test
 
 import (
 	"bytes"
@@ -6,36 +6,39 @@ import (
 	"testing"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/results/resultstest"
 )
 
 func TestHlogRoundTrip(t *testing.T) {
 	tests := []struct {
 		name  string
 		start int64 // Summary.StartUnixNs
-		run   Run
+		run   results.Run
 	}{
 		// Intervals relative to an unknown start: no StartTime line.
-		{"no start time", 0, makeRun(fixture{strategy: "setnx", scenario: "base", acquireNs: 250e3, intervals: 5})},
+		{"no start time", 0, resultstest.MakeRun(resultstest.Fixture{Strategy: "setnx", Scenario: "base", AcquireNs: 250e3, Intervals: 5})},
 		// A real wall-clock start, not on a whole second.
-		{"with start time", 1764455700123456789, makeRun(fixture{strategy: "etcd", scenario: "verdicts", fault: "pause",
-			fencing: true, acquireNs: 2.5e6, intervals: 8, window: &[2]int{2, 4}})},
+		{"with start time", 1764455700123456789, resultstest.MakeRun(resultstest.Fixture{Strategy: "etcd", Scenario: "verdicts", Fault: "pause",
+			Fencing: true, AcquireNs: 2.5e6, Intervals: 8, Window: &[2]int{2, 4}})},
 		// No intervals: the whole run is logged as one interval.
-		{"whole run only", 1764455700e9, makeRun(fixture{strategy: "redlock", scenario: "sweep", acquireNs: 9e5})},
+		{"whole run only", 1764455700e9, resultstest.MakeRun(resultstest.Fixture{Strategy: "redlock", Scenario: "sweep", AcquireNs: 9e5})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.run.Summary.StartUnixNs = tt.start
-			want, wholeRun := loggedIntervals(tt.run)
-			for p := Phase(0); p < NumPhases; p++ {
+			want, wholeRun := results.LoggedIntervals(tt.run)
+			for p := results.Phase(0); p < results.NumPhases; p++ {
 				var buf bytes.Buffer
-				if err := WriteHlog(&buf, tt.run, p); err != nil {
+				if err := results.WriteHlog(&buf, tt.run, p); err != nil {
 					t.Fatal(err)
 				}
 				text := buf.String()
 				if got := strings.Contains(text, "#[StartTime: "); got != (tt.start != 0) {
 					t.Errorf("%s: StartTime line present = %v; want %v", p, got, tt.start != 0)
 				}
-				got, err := ReadHlog(bytes.NewReader(buf.Bytes()), p)
+				got, err := results.ReadHlog(bytes.NewReader(buf.Bytes()), p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -54,10 +57,10 @@ func TestHlogRoundTrip(t *testing.T) {
 							gh.TotalCount(), gh.ValueAtQuantile(50), gh.ValueAtQuantile(99), gh.Max(),
 							wh.TotalCount(), wh.ValueAtQuantile(50), wh.ValueAtQuantile(99), wh.Max())
 					}
-					if got := gh.Tag() == WholeRunTag; got != wholeRun {
+					if got := gh.Tag() == results.WholeRunTag; got != wholeRun {
 						t.Errorf("%s interval %d: tagged %q; want whole-run tag %v", p, i, gh.Tag(), wholeRun)
 					}
-					for q := Phase(0); q < NumPhases; q++ {
+					for q := results.Phase(0); q < results.NumPhases; q++ {
 						if q != p && g.Hists[q] != nil {
 							t.Errorf("%s interval %d: phase %s set; want nil", p, i, q)
 						}
@@ -71,14 +74,14 @@ func TestHlogRoundTrip(t *testing.T) {
 // TestHlogLibraryReader reads a log with nothing but hdrhistogram-go's own
 // reader, as any HdrHistogram tool would.
 func TestHlogLibraryReader(t *testing.T) {
-	run := makeRun(fixture{strategy: "fencing", scenario: "base", fencing: true, acquireNs: 3e5, intervals: 6})
+	run := resultstest.MakeRun(resultstest.Fixture{Strategy: "fencing", Scenario: "base", Fencing: true, AcquireNs: 3e5, Intervals: 6})
 	run.Summary.StartUnixNs = 1764455700e9
 	var buf bytes.Buffer
-	if err := WriteHlog(&buf, run, Total); err != nil {
+	if err := results.WriteHlog(&buf, run, results.Total); err != nil {
 		t.Fatal(err)
 	}
 	lr := hdrhistogram.NewHistogramLogReader(&buf)
-	merged := NewHistogram()
+	merged := results.NewHistogram()
 	n := 0
 	for {
 		h, err := lr.NextIntervalHistogram()
@@ -97,29 +100,29 @@ func TestHlogLibraryReader(t *testing.T) {
 	if n != 6 {
 		t.Errorf("got %d interval histograms; want 6", n)
 	}
-	if got, want := merged.TotalCount(), run.Total[Total].TotalCount(); got != want {
+	if got, want := merged.TotalCount(), run.Total[results.Total].TotalCount(); got != want {
 		t.Errorf("merged count %d; want %d", got, want)
 	}
-	if got, want := merged.ValueAtQuantile(99.9), run.Total[Total].ValueAtQuantile(99.9); got != want {
+	if got, want := merged.ValueAtQuantile(99.9), run.Total[results.Total].ValueAtQuantile(99.9); got != want {
 		t.Errorf("merged p99.9 %d; want %d", got, want)
 	}
 }
 
 func TestFileIDs(t *testing.T) {
-	ss := []Summary{
+	ss := []results.Summary{
 		{Strategy: "setnx", Scenario: "sweep", Fault: "none"},
 		{Strategy: "setnx", Scenario: "sweep", Fault: "none"},
 		{Strategy: "etcd", Scenario: "sweep", Fault: "none", Fencing: true},
 		{Strategy: "setnx", Scenario: "sweep", Fault: "none"},
 	}
-	got := FileIDs(ss)
+	got := results.FileIDs(ss)
 	want := []string{"setnx.sweep.none.unfenced", "setnx.sweep.none.unfenced.2", "etcd.sweep.none.fenced", "setnx.sweep.none.unfenced.3"}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("FileIDs[%d] = %q; want %q", i, got[i], want[i])
 		}
 	}
-	if got, want := HlogName(got[1], Acquire), "setnx.sweep.none.unfenced.2.acquire.hlog"; got != want {
+	if got, want := results.HlogName(got[1], results.Acquire), "setnx.sweep.none.unfenced.2.acquire.hlog"; got != want {
 		t.Errorf("HlogName = %q; want %q", got, want)
 	}
 }
@@ -127,9 +130,9 @@ func TestFileIDs(t *testing.T) {
 // A streamed run's interval log reads back as the one WriteHlog writes
 // for the same run holding its intervals: same intervals, same counts.
 func TestHlogStream(t *testing.T) {
-	run := makeRun(fixture{strategy: "setnx", scenario: "base", acquireNs: 250e3, intervals: 6})
+	run := resultstest.MakeRun(resultstest.Fixture{Strategy: "setnx", Scenario: "base", AcquireNs: 250e3, Intervals: 6})
 	run.Summary.StartUnixNs = 1764455700123456789
-	s, err := NewHlogStream(t.TempDir())
+	s, err := results.NewHlogStream(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,19 +147,19 @@ func TestHlogStream(t *testing.T) {
 	}
 	streamed := run
 	streamed.Intervals = nil // the run kept none
-	for p := Phase(0); p < NumPhases; p++ {
+	for p := results.Phase(0); p < results.NumPhases; p++ {
 		var a, b bytes.Buffer
-		if err := WriteHlog(&a, run, p); err != nil {
+		if err := results.WriteHlog(&a, run, p); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.WriteHlog(&b, streamed, p); err != nil {
 			t.Fatal(err)
 		}
-		want, err := ReadHlog(&a, p)
+		want, err := results.ReadHlog(&a, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadHlog(&b, p)
+		got, err := results.ReadHlog(&b, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +174,7 @@ func TestHlogStream(t *testing.T) {
 					g.StartNs, g.EndNs, g.Hists[p].TotalCount(), w.StartNs, w.EndNs, w.Hists[p].TotalCount())
 			}
 		}
-		if s.Fingerprint(streamed, p) == hlogFingerprint(streamed, p) {
+		if s.Fingerprint(streamed, p) == results.HlogFingerprint(streamed, p) {
 			t.Errorf("%s: the streamed log's fingerprint is the whole-run log's; want them apart", p)
 		}
 	}

@@ -1,11 +1,9 @@
 package results
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // Human units for screens and report.md; files keep nanoseconds.
@@ -45,34 +43,12 @@ func sig3(v float64) string {
 	}
 }
 
-// fmtRate formats a per-second rate: whole numbers from 100 up, else one
-// or two decimals.
-func fmtRate(v float64) string {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return "-"
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-}
-
-// fmtPercent formats a fraction as a percentage, rounded down to two
-// decimals so 0.99999 reads "99.99%", not a reassuring "100%".
-func fmtPercent(f float64) string {
-	p := math.Floor(f*10000+1e-9) / 100
-	return strconv.FormatFloat(p, 'f', -1, 64) + "%"
-}
-
 // knownErrorClasses come first, in this order, wherever errors are listed.
 var knownErrorClasses = []string{"timeout", "refused", "other"}
 
-// errorClasses returns the classes in m: the known ones first, then the
+// ErrorClasses returns the classes in m: the known ones first, then the
 // rest sorted.
-func errorClasses(ms ...map[string]int64) []string {
+func ErrorClasses(ms ...map[string]int64) []string {
 	seen := map[string]bool{}
 	var extra []string
 	for _, m := range ms {
@@ -105,35 +81,4 @@ func isKnownErrorClass(k string) bool {
 		}
 	}
 	return false
-}
-
-// fmtErrors lists the non-zero error counts, "timeout=3 other=1", or "0".
-func fmtErrors(m map[string]int64) string {
-	var parts []string
-	for _, k := range errorClasses(m) {
-		if m[k] != 0 {
-			parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-		}
-	}
-	if len(parts) == 0 {
-		return "0"
-	}
-	return strings.Join(parts, " ")
-}
-
-// fmtFencing is how the fencing flag is spelt on the command line.
-func fmtFencing(on bool) string {
-	if on {
-		return "on"
-	}
-	return "off"
-}
-
-func sortedKeysOf(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,21 +1,25 @@
-package results
+package results_test
 
 import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/results/resultstest"
 )
 
 func TestJSONRoundTrip(t *testing.T) {
-	ss := summariesOfFixtures(append(baseFixtures(0), verdictFixtures(false)...))
+	ss := resultstest.Summaries(append(resultstest.BaseFixtures(0), resultstest.VerdictFixtures(false)...))
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, ss); err != nil {
+	if err := results.WriteJSON(&buf, ss); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadJSON(&buf)
+	got, err := results.ReadJSON(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +27,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Fatalf("got %d summaries; want %d", len(got), len(ss))
 	}
 	for i := range ss {
-		want := normalized(ss[i])
+		want := results.Normalized(ss[i])
 		if !reflect.DeepEqual(got[i], want) {
 			t.Errorf("summary %d: got %+v; want %+v", i, got[i], want)
 		}
@@ -34,9 +38,9 @@ func TestJSONContract(t *testing.T) {
 	// A summary with nil maps and no Finish: the file must still carry
 	// every summary.json field, errors and latency as objects, and a verdict
 	// that agrees with the counters.
-	s := Summary{Strategy: "nolock", Scenario: "base", Fault: "none", Payments: 10, Processed: 10, Duplicates: 2}
+	s := results.Summary{Strategy: "nolock", Scenario: "base", Fault: "none", Payments: 10, Processed: 10, Duplicates: 2}
 	var buf bytes.Buffer
-	if err := WriteJSON(&buf, []Summary{s}); err != nil {
+	if err := results.WriteJSON(&buf, []results.Summary{s}); err != nil {
 		t.Fatal(err)
 	}
 	var raw []map[string]any
@@ -55,7 +59,7 @@ func TestJSONContract(t *testing.T) {
 		t.Errorf("errors = %v; want an object", raw[0]["errors"])
 	}
 	lat, _ := raw[0]["latency"].(map[string]any)
-	for _, p := range PhaseNames {
+	for _, p := range results.PhaseNames {
 		if _, ok := lat[p]; !ok {
 			t.Errorf("latency.%s missing", p)
 		}
@@ -72,18 +76,18 @@ func TestJSONContract(t *testing.T) {
 }
 
 func TestCSVGolden(t *testing.T) {
-	ss := summariesOfFixtures(append(baseFixtures(0), verdictFixtures(false)...))
+	ss := resultstest.Summaries(append(resultstest.BaseFixtures(0), resultstest.VerdictFixtures(false)...))
 	var buf bytes.Buffer
-	if err := WriteCSV(&buf, ss); err != nil {
+	if err := results.WriteCSV(&buf, ss); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "summary.golden.csv", buf.Bytes())
+	resultstest.Golden(t, "summary.golden.csv", buf.Bytes())
 }
 
 func TestCSVColumns(t *testing.T) {
-	ss := summariesOfFixtures(baseFixtures(0))
+	ss := resultstest.Summaries(resultstest.BaseFixtures(0))
 	var buf bytes.Buffer
-	if err := WriteCSV(&buf, ss); err != nil {
+	if err := results.WriteCSV(&buf, ss); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&buf).ReadAll()
@@ -114,9 +118,9 @@ func TestCSVColumns(t *testing.T) {
 		{0, "duplicates", "412", "counters are copied", "unprocessed"},
 		{0, "unsafe", "true", "derived verdict", "payments"},
 		{2, "unsafe", "false", "setnx without fault is safe", ""},
-		{0, "acquire_p50_ns", i64(ss[0].Latency["acquire"].P50), "latency in ns", "errors_total"},
-		{0, "total_max_ns", i64(ss[0].Latency["total"].Max), "last of the distribution", "acquire_mean_ns"},
-		{0, "total_count", i64(ss[0].Latency["total"].Count), "last latency column", "errors_total"},
+		{0, "acquire_p50_ns", strconv.FormatInt(ss[0].Latency["acquire"].P50, 10), "latency in ns", "errors_total"},
+		{0, "total_max_ns", strconv.FormatInt(ss[0].Latency["total"].Max, 10), "last of the distribution", "acquire_mean_ns"},
+		{0, "total_count", strconv.FormatInt(ss[0].Latency["total"].Count, 10), "last latency column", "errors_total"},
 		{6, "errors_serialization", "2", "unknown error classes get a column", ""},
 		{6, "errors_other", "3", "known classes keep their name", "errors_serialization"},
 		{6, "errors_total", "6", "sum of the classes", "errors_timeout"},

@@ -148,16 +148,6 @@ func (l *Latency) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// fmtStat formats the statistic stat of l for people: a duration, or "—"
-// when it is not reported (the report says what the dash means).
-func fmtStat(l Latency, stat string) string {
-	v, ok := l.Value(stat)
-	if !ok {
-		return Dash
-	}
-	return FormatDuration(v)
-}
-
 // Dash is what a screen, the report and the charts show for a figure that
 // is not reported: too few samples, or no trials to take it from.
 const Dash = "—"

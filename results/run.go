@@ -27,3 +27,11 @@ type Event struct {
 	AtNs int64  `json:"at_ns"`
 	What string `json:"what"`
 }
+
+func SummariesOf(runs []Run) []Summary {
+	ss := make([]Summary, len(runs))
+	for i, r := range runs {
+		ss[i] = r.Summary
+	}
+	return ss
+}

@@ -215,12 +215,12 @@ func (s *Summary) ID() string {
 		parts = append(parts, "trial"+strconv.Itoa(s.Trial))
 	}
 	for i, p := range parts {
-		parts[i] = sanitize(p)
+		parts[i] = Sanitize(p)
 	}
 	return strings.Join(parts, ".")
 }
 
-func sanitize(s string) string {
+func Sanitize(s string) string {
 	if s == "" {
 		return "none"
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -21,7 +22,7 @@ var ErrRegression = errors.New("regression beyond --fail-on-regression")
 
 // runCompareDirs is `lockbench compare OLD NEW`: two run directories side
 // by side, cell by cell, with the significance of every change
-// (results.CompareRuns). It runs nothing; directories of every layout
+// (report.CompareRuns). It runs nothing; directories of every layout
 // lockbench wrote read, those from before trials as one trial per cell.
 func runCompareDirs(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compare", stderr)
@@ -58,14 +59,14 @@ func runCompareDirs(_ context.Context, args []string, stdout, stderr io.Writer) 
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return usageErr("compare: %s is not a run directory", dir)
 		}
-		ss, meta, err := results.ReadSummaries(dir)
+		ss, meta, err := report.ReadSummaries(dir)
 		if err != nil {
 			return usageErr("compare: %s is not a run directory: %s", dir, oneLine(err.Error()))
 		}
 		sides[i].ss, sides[i].meta = ss, meta
 	}
-	c := results.CompareRuns(sides[0].ss, sides[0].meta, sides[1].ss, sides[1].meta)
-	if err := results.WriteComparison(stdout, c, dirs[0], dirs[1]); err != nil {
+	c := report.CompareRuns(sides[0].ss, sides[0].meta, sides[1].ss, sides[1].meta)
+	if err := report.WriteComparison(stdout, c, dirs[0], dirs[1]); err != nil {
 		return err
 	}
 	if math.IsNaN(failPct) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/report"
 )
 
 // lockbenchBinary is a lockbench binary for tests that run it as a child
@@ -94,7 +94,7 @@ func TestInterruptedRunExits130(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("exit: %v; want exit status 130. stderr:\n%s", err, stderr.String())
 	}
-	ss, _, rerr := results.ReadSummaries(out)
+	ss, _, rerr := report.ReadSummaries(out)
 	if rerr != nil || len(ss) != 1 || !ss[0].Interrupted {
 		t.Errorf("summary.json: %d rows, err %v; want the one partial run, marked interrupted", len(ss), rerr)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -17,7 +18,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if err := results.Render(ctx, dir); err != nil {
+	if err := report.Render(ctx, dir); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "report: %s/%s, %s/%s\n", dir, results.ReportFile, dir, results.ReportHTMLFile)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockbench/lockbench/bench/faults"
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
 )
@@ -213,7 +214,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 			return err
 		}
 	} else {
-		results.Table(stdout, sums)
+		report.Table(stdout, sums)
 		fmt.Fprintf(stdout, "\nrun directory: %s\n", dir.dir)
 	}
 	if o.failOnUnsafe {
@@ -228,7 +229,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 
 // rowOf is row n (1-based) of the summary.json of the run directory dir.
 func rowOf(dir string, n int) (results.Summary, error) {
-	ss, _, err := results.ReadSummaries(dir)
+	ss, _, err := report.ReadSummaries(dir)
 	if err != nil {
 		return results.Summary{}, usageErr("--from: %s is not a run directory: %s", dir, oneLine(err.Error()))
 	}

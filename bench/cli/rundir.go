@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
 )
@@ -95,9 +96,9 @@ func (d *runDir) close() error {
 	}
 	err := results.WriteMeta(d.dir, d.meta)
 	if streamed {
-		err = errors.Join(err, results.Render(context.Background(), d.dir))
+		err = errors.Join(err, report.Render(context.Background(), d.dir))
 	} else {
-		err = errors.Join(err, results.RenderRuns(d.dir, d.runs, d.meta))
+		err = errors.Join(err, report.RenderRuns(d.dir, d.runs, d.meta))
 	}
 	for _, r := range d.runs {
 		if r.Log != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockbench/lockbench/loadgen"
-	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/report"
 )
 
 // --store-transport sequenced is taken where the runs have local instance
@@ -77,7 +77,7 @@ func TestStoreTransportRecorded(t *testing.T) {
 			if err := Run(ctx, args, io.Discard, &errb); err != nil {
 				t.Fatalf("lockbench %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 			}
-			sums, _, err := results.ReadSummaries(dir)
+			sums, _, err := report.ReadSummaries(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

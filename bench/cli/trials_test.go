@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -52,7 +53,7 @@ func TestTrialsBadInput(t *testing.T) {
 // readSummaries reads dir's summary.json.
 func readSummaries(t *testing.T, dir string) []results.Summary {
 	t.Helper()
-	ss, _, err := results.ReadSummaries(dir)
+	ss, _, err := report.ReadSummaries(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lockbench/lockbench/bench/faults"
 	"github.com/lockbench/lockbench/internal/atomicfile"
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
@@ -418,7 +419,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	sums := dir.summaries()
 	var table bytes.Buffer
-	if err := results.VerdictTable(&table, sums); err != nil {
+	if err := report.VerdictTable(&table, sums); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(filepath.Join(dir.dir, VerdictsMarkdownFile), table.Bytes()); err != nil {

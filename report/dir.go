@@ -1,0 +1,107 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/lockbench/lockbench/results"
+)
+
+// WriteDir writes a whole run directory at once: WriteData, then
+// RenderRuns. A command that adds runs one by one calls WriteData after
+// each and RenderRuns once at the end instead.
+func WriteDir(dir string, runs []results.Run, meta results.Meta) error {
+	if err := results.WriteData(dir, runs, meta); err != nil {
+		return err
+	}
+	return RenderRuns(dir, runs, meta)
+}
+
+// RenderRuns draws the charts of runs into dir's charts/ (PNG and SVG) and
+// writes report.md and report.html, from the runs in memory: those
+// WriteData wrote.
+// Drawing is the costly part of a run directory and only the whole set of
+// runs is worth drawing, so a command calls it once, when it ends,
+// interrupted or not. A chart that fails to draw is left out (and named in
+// report.md) and its error returned after everything else was written.
+func RenderRuns(dir string, runs []results.Run, meta results.Meta) error {
+	return renderFiles(context.Background(), dir, results.NormalizedRuns(runs), meta, results.StandardLayout)
+}
+
+// renderFiles draws the charts into l.Charts and writes report.md and
+// report.html. Once ctx is done it writes nothing more and returns its
+// error: every file already written is whole, the rest keep their old
+// content.
+func renderFiles(ctx context.Context, dir string, runs []results.Run, meta results.Meta, l results.Layout) error {
+	cs, buildErr := BuildCharts(runs)
+	errs := []error{buildErr}
+	if len(cs.Charts) > 0 {
+		if err := os.MkdirAll(filepath.Join(dir, l.Charts), 0o755); err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+	}
+	drawn := cs.Charts[:0:0]
+	for _, ch := range cs.Charts {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		err := results.WriteFileAtomic(l.ChartPath(dir, ch.Name+".png"), ch.WritePNG)
+		if err == nil {
+			err = results.WriteFileAtomic(l.ChartPath(dir, ch.Name+".svg"), ch.WriteSVG)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			cs.Missing = append(cs.Missing, fmt.Sprintf("%s: could not be written (%v).", ch.Title, err))
+			continue
+		}
+		drawn = append(drawn, ch)
+	}
+	cs.Charts = drawn
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	ss := results.SummariesOf(runs)
+	err := results.WriteFileAtomic(filepath.Join(dir, results.ReportFile), func(w io.Writer) error {
+		return WriteReport(w, ss, meta, cs, l)
+	})
+	htmlErr := results.WriteFileAtomic(filepath.Join(dir, results.ReportHTMLFile), func(w io.Writer) error {
+		return WriteHTML(w, runs, meta, cs, l)
+	})
+	return errors.Join(append(errs, err, htmlErr)...)
+}
+
+// Render re-draws the charts, report.md and report.html of a run directory from its data
+// files alone (summary.json, meta.json, the interval logs): `lockbench
+// report DIR`. It reads only the histograms the charts need, and keeps the
+// directory's layout (LayoutOf): an old flat directory gets its charts
+// redrawn at its top.
+//
+// Once ctx is done it stops (between two files, every file it wrote
+// whole) and returns ctx's error.
+func Render(ctx context.Context, dir string) error {
+	meta, ss, err := results.ReadDirData(dir)
+	if err != nil {
+		return err
+	}
+	l := results.LayoutOf(dir)
+	runs, err := results.LoadRuns(ctx, dir, l, ss, func(s *results.Summary, p results.Phase) (load, intervals bool) {
+		switch p {
+		case results.Acquire:
+			return true, false
+		case results.Total:
+			return true, s.HasFault()
+		}
+		return false, false
+	})
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return renderFiles(ctx, dir, runs, meta, l)
+}
