@@ -4,7 +4,7 @@
 GO      ?= go
 BIN     := bin/lockbench
 OUT     ?= out/bench
-RACE_PKGS := ./loadgen/... ./strategies/... ./conformance/... ./results/...
+RACE_PKGS := ./loadgen/... ./strategies/... ./conformance/... ./results/... ./report/...
 
 .PHONY: all build deps test test-short vet bench bench-go compare-redis compare-postgres reference soak clean
 
@@ -39,7 +39,7 @@ TIMEOUT ?= 6m
 test: vet build
 	@echo "etcd members run from $(BIN) (LOCKBENCH_ETCD_BIN)"
 	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TIMEOUT) -race -skip '$(SKIP)' $(RACE_PKGS)
-	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TIMEOUT) -skip '$(SKIP)' $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /conformance -e /results)
+	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TIMEOUT) -skip '$(SKIP)' $$($(GO) list ./... | grep -v -e /loadgen -e /strategies -e /conformance -e /results -e /report)
 	$(GO) test -run '^$$' -fuzz FuzzArgs -fuzztime 10s ./bench/cli/
 
 # bench: the published matrix, quick form (under 5 minutes; its verdict
