@@ -235,8 +235,7 @@ type failover struct {
 	target servers.Target
 
 	env     *loadgen.FaultEnv
-	trap    *trap
-	handles []loadgen.InstanceHandle
+	catcher *catcher
 	primary servers.Member
 	// replicas are those whose replication is held back, each with its
 	// proxy and a direct client; acked those that keep replicating
@@ -246,10 +245,9 @@ type failover struct {
 	checks   []*redis.Client
 	acked    []servers.Member
 
-	mu      sync.Mutex
-	stopped loadgen.Pauser   // a holder process we stopped, nil when none
-	killed  []servers.Member // killed and not started again
-	healed  bool
+	mu     sync.Mutex
+	killed []servers.Member // killed and not started again
+	healed bool
 	// caught is the caught holder while it is inside; contended is closed
 	// once a second holder of its lock key entered (watchContender), and
 	// written once the caught holder has been let go and has written.
@@ -300,7 +298,7 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 		return errors.New("failover: the primary has no replica to promote")
 	}
 	f.contended, f.written = make(chan struct{}), make(chan struct{})
-	f.trap = newTrap(env, f.onPrimaryOnly, f.holdHolder)
+	f.catcher = newCatcher(env, f.onPrimaryOnly, f.holdHolder)
 	env.OnEnter(f.watchContender)
 	// watchContender holds a third holder at its Enter, and the trap's
 	// filter asks the replicas from inside the Enter.
@@ -383,18 +381,7 @@ func (f *failover) onPrimaryOnly(r store.EnterReq) bool {
 // its critical section for cfg.hold, by slowing that section (an in-process
 // instance) or stopping its process (continued by Inject).
 func (f *failover) holdHolder(r store.EnterReq) {
-	h := f.handles[r.Instance]
-	how := "slowed"
-	if proc, ok := h.(loadgen.Pauser); ok {
-		f.mu.Lock()
-		if err := proc.Pause(); err == nil {
-			f.stopped = proc
-			how = "stopped"
-		}
-		f.mu.Unlock()
-	} else {
-		f.env.SlowNext(r.Instance, f.cfg.hold)
-	}
+	how, _ := f.catcher.keep(r, f.cfg.hold)
 	f.mu.Lock()
 	f.caught = &r
 	f.mu.Unlock()
@@ -407,7 +394,7 @@ func (f *failover) holdHolder(r store.EnterReq) {
 // replica, lets the holder go, and puts the replication links back.
 func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	defer f.forget() // whichever way Inject ends, nobody is held at entry after it
-	f.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
+	f.catcher.see(env.Instances)
 	if env.WaitOffered(ctx, f.cfg.at) != nil {
 		return nil
 	}
@@ -421,19 +408,18 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 			f.primary.Node.Name(), names(f.replicas), names(f.acked), names(f.acked))
 	}
 	env.Begin(what)
-	f.trap.arm()
 	tctx, cancel := context.WithTimeout(ctx, f.cfg.catch)
-	_, caught := f.trap.wait(tctx)
+	_, caught := f.catcher.catch(tctx)
 	cancel()
 	at := time.Now()
 	if !caught {
 		env.Event(fmt.Sprintf("no holder of a new payment entered within %s with replication held back (with WAIT, every lock was refused as not replicated)", ms(f.cfg.catch)))
 	}
 	if ctx.Err() != nil {
-		return errors.Join(f.resumeHolder(), f.heal())
+		return errors.Join(f.catcher.letGo(), f.heal())
 	}
 	if err := f.kill(); err != nil {
-		return errors.Join(err, f.restartOld(ctx), f.resumeHolder(), f.heal())
+		return errors.Join(err, f.restartOld(ctx), f.catcher.letGo(), f.heal())
 	}
 	if len(f.acked) > 0 {
 		env.Event(fmt.Sprintf("%s (the primary) and %s (which acknowledged its writes) killed", f.primary.Node.Name(), names(f.acked)))
@@ -443,16 +429,16 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	promoted, how, err := awaitPromotion(ctx, f.target, f.primary.Addr, f.cfg.promote)
 	if err != nil {
 		env.Event(err.Error())
-		return errors.Join(fmt.Errorf("failover: %w", err), f.restartOld(ctx), f.resumeHolder(), f.heal())
+		return errors.Join(fmt.Errorf("failover: %w", err), f.restartOld(ctx), f.catcher.letGo(), f.heal())
 	}
 	env.Event(fmt.Sprintf("%s promoted to primary %s, %s after the kill", promoted, how, ms(time.Since(at))))
 	if err := f.restartOld(ctx); err != nil {
-		return errors.Join(err, f.resumeHolder(), f.heal())
+		return errors.Join(err, f.catcher.letGo(), f.heal())
 	}
 	env.Event(fmt.Sprintf("%s started again: rejoined as replicas of %s", names(append([]servers.Member{f.primary}, f.acked...)), promoted))
 	if caught {
 		f.awaitContender(ctx, at)
-		err := f.resumeHolder()
+		err := f.catcher.letGo()
 		strategies.Sleep(ctx, writeGrace)
 		f.forget()
 		if err != nil {
@@ -481,9 +467,7 @@ func (f *failover) forget() {
 // lock key has been inside for afterContender, long enough to have
 // written. A slowed in-process holder stays the whole cfg.hold.
 func (f *failover) awaitContender(ctx context.Context, at time.Time) {
-	f.mu.Lock()
-	stopped := f.stopped != nil
-	f.mu.Unlock()
+	stopped := f.catcher.holding()
 	t := time.NewTimer(f.cfg.hold - time.Since(at))
 	defer t.Stop()
 	contended := f.contended
@@ -623,22 +607,10 @@ func (f *failover) heal() error {
 	return errors.Join(errs...)
 }
 
-// resumeHolder continues a holder process stopped by holdHolder.
-func (f *failover) resumeHolder() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.stopped == nil {
-		return nil
-	}
-	proc := f.stopped
-	f.stopped = nil
-	return proc.Resume()
-}
-
 // Close puts back whatever Inject could not: the holder, the old primary,
 // the replication links.
 func (f *failover) Close() error {
-	err := errors.Join(f.resumeHolder(), f.restartOld(context.Background()), f.heal())
+	err := errors.Join(f.catcher.letGo(), f.restartOld(context.Background()), f.heal())
 	f.forget()
 	for _, c := range f.checks {
 		_ = c.Close()

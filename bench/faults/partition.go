@@ -94,15 +94,13 @@ type partition struct {
 	proxy  *proxy      // cut, delay
 	reset  *resetProxy // reset
 
-	// mode=reset: the trap that catches a holder, and the holder it caught.
+	// mode=reset: what catches a holder, and when it caught it.
 	env     *loadgen.FaultEnv
-	trap    *trap
-	handles []loadgen.InstanceHandle // copied by Inject before the trap is armed
-	hold    time.Duration            // reset: this strike's hold, set before the trap is armed
+	catcher *catcher
+	hold    time.Duration // reset: this strike's hold, set before the trap is armed
 
-	mu      sync.Mutex
-	caught  time.Time      // when the holder was caught
-	stopped loadgen.Pauser // a holder process we stopped, nil when none
+	mu     sync.Mutex
+	caught time.Time // when the holder was caught
 }
 
 var _ striker = (*partition)(nil)
@@ -138,14 +136,16 @@ func (f *partition) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	env.Lock = routed
 	if f.cfg.mode == "reset" {
 		f.env = env
-		f.trap = newTrap(env, nil, f.holdHolder)
+		f.catcher = newCatcher(env, nil, f.holdHolder)
 	}
 	return nil
 }
 
 // Inject strikes on the fault's schedule.
 func (f *partition) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
-	f.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
+	if f.catcher != nil {
+		f.catcher.see(env.Instances)
+	}
 	return inject(ctx, env, f.cfg.sched, f)
 }
 
@@ -189,8 +189,7 @@ func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur 
 	if !f.cfg.hold.isZero() {
 		f.hold = d.of(f.cfg.hold)
 	}
-	f.trap.arm()
-	if _, ok := f.trap.wait(ctx); !ok {
+	if _, ok := f.catcher.catch(ctx); !ok {
 		env.Event(fmt.Sprintf("partition not injected: no holder of a new payment entered %s", f.cfg.sched.when()))
 		return nil
 	}
@@ -208,7 +207,7 @@ func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur 
 	left := f.hold - time.Since(f.caught)
 	f.mu.Unlock()
 	strategies.Sleep(ctx, left)
-	if err := f.resumeHolder(); err != nil {
+	if err := f.catcher.letGo(); err != nil {
 		return err
 	}
 	env.End("holder's critical section over")
@@ -222,37 +221,19 @@ func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur 
 func (f *partition) holdHolder(r store.EnterReq) {
 	f.mu.Lock()
 	f.caught = time.Now()
-	how := "held"
-	if proc, ok := f.handles[r.Instance].(loadgen.Pauser); ok {
-		if err := proc.Pause(); err == nil {
-			f.stopped = proc
-			how = "stopped"
-		}
-	} else {
-		f.env.SlowNext(r.Instance, f.hold)
-		how = "slowed"
-	}
 	f.mu.Unlock()
+	how, err := f.catcher.keep(r, f.hold)
+	if err != nil {
+		how = "held"
+	}
 	f.env.Begin(fmt.Sprintf("holder caught inside its critical section (%s for %s): instance %d, key %s, payment %d, token %d",
 		how, ms(f.hold), r.Instance, r.LockKey, r.Payment, r.Token))
-}
-
-// resumeHolder continues a holder process stopped by holdHolder.
-func (f *partition) resumeHolder() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.stopped == nil {
-		return nil
-	}
-	proc := f.stopped
-	f.stopped = nil
-	return proc.Resume()
 }
 
 // Close continues a holder Inject could not, and stops the proxy: the run
 // is over, nobody uses the rerouted config.
 func (f *partition) Close() error {
-	return errors.Join(f.resumeHolder(), f.closeProxy())
+	return errors.Join(f.catcher.letGo(), f.closeProxy())
 }
 
 func (f *partition) closeProxy() error {

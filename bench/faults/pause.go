@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/lockbench/lockbench/internal/usage"
@@ -92,12 +91,7 @@ func (c outlastConfig) check(name string, sc loadgen.Scenario) error {
 type pause struct {
 	cfg     outlastConfig
 	env     *loadgen.FaultEnv
-	trap    *trap
-	handles []loadgen.InstanceHandle // copied by Inject before the trap is armed
-
-	mu      sync.Mutex
-	proc    loadgen.Pauser // the process stopped
-	stopped bool           // it is stopped by us and not yet continued
+	catcher *catcher
 }
 
 var _ striker = (*pause)(nil)
@@ -116,7 +110,7 @@ func (p *pause) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 		p.cfg.dur = fixed(outlast(env.Info, env.Scenario.TTL))
 	}
 	p.env = env
-	p.trap = newTrap(env, p.cfg.wants, p.stop)
+	p.catcher = newCatcher(env, p.cfg.wants, p.stop)
 	return nil
 }
 
@@ -125,38 +119,23 @@ func (p *pause) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 // certainly inside its critical section, and reads (once continued) what
 // the store had before anyone else could take the lock.
 func (p *pause) stop(r store.EnterReq) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	proc := p.handles[r.Instance].(loadgen.Pauser) // checked by Inject
-	if err := proc.Pause(); err != nil {
+	proc, err := p.catcher.stop(r) // a Pauser: checked by Inject
+	if err != nil {
 		p.env.Event(fmt.Sprintf("could not stop instance %d (%s): %v", r.Instance, proc.Process(), err))
 		return
 	}
-	p.proc, p.stopped = proc, true
 	p.env.Begin(fmt.Sprintf("instance %d (%s) stopped inside its critical section: key %s, payment %d, token %d",
 		r.Instance, proc.Process(), r.LockKey, r.Payment, r.Token))
 }
 
-// resume continues the process if it is stopped, and reports which it was
-// (nil: none).
-func (p *pause) resume() (loadgen.Pauser, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.stopped {
-		return nil, nil
-	}
-	p.stopped = false
-	return p.proc, p.proc.Resume()
-}
-
 // Inject strikes on the fault's schedule.
 func (p *pause) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
-	p.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
-	for i, h := range p.handles {
+	for i, h := range env.Instances {
 		if _, ok := h.(loadgen.Pauser); !ok {
 			return fmt.Errorf("pause: instance %d is not a process", i)
 		}
 	}
+	p.catcher.see(env.Instances)
 	return inject(ctx, env, p.cfg.sched, p)
 }
 
@@ -164,15 +143,14 @@ func (p *pause) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 // for= (or until ctx ends).
 func (p *pause) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) error {
 	dur := d.of(p.cfg.dur)
-	p.trap.arm()
-	r, ok := p.trap.wait(ctx)
+	r, ok := p.catcher.catch(ctx)
 	if !ok {
 		env.Event(fmt.Sprintf("pause not injected: no holder of a new payment (%s) entered %s", p.cfg.who(), p.cfg.sched.when()))
 		return nil
 	}
 	start := time.Now()
 	strategies.Sleep(ctx, dur)
-	proc, err := p.resume()
+	proc, err := p.catcher.resume()
 	if err != nil {
 		return fmt.Errorf("resume instance %d (%s): %w", r.Instance, proc.Process(), err)
 	}
@@ -183,7 +161,4 @@ func (p *pause) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) err
 }
 
 // Close continues the process if Inject could not.
-func (p *pause) Close() error {
-	_, err := p.resume()
-	return err
-}
+func (p *pause) Close() error { return p.catcher.letGo() }

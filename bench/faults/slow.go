@@ -36,10 +36,10 @@ func init() {
 
 // slow makes one critical section last longer than the lock.
 type slow struct {
-	cfg  outlastConfig
-	env  *loadgen.FaultEnv
-	trap *trap
-	dur  time.Duration // this strike's length, set before the trap is armed
+	cfg     outlastConfig
+	env     *loadgen.FaultEnv
+	catcher *catcher
+	dur     time.Duration // this strike's length, set before the trap is armed
 }
 
 var _ striker = (*slow)(nil)
@@ -55,7 +55,7 @@ func (s *slow) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 		s.cfg.dur = fixed(outlast(env.Info, env.Scenario.TTL))
 	}
 	s.env = env
-	s.trap = newTrap(env, s.cfg.wants, s.slowDown)
+	s.catcher = newCatcher(env, s.cfg.wants, s.slowDown)
 	return nil
 }
 
@@ -79,8 +79,7 @@ func (s *slow) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 // section.
 func (s *slow) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) error {
 	s.dur = d.of(s.cfg.dur)
-	s.trap.arm()
-	if _, ok := s.trap.wait(ctx); !ok {
+	if _, ok := s.catcher.catch(ctx); !ok {
 		env.Event(fmt.Sprintf("slow not injected: no holder of a new payment (%s) entered %s", s.cfg.who(), s.cfg.sched.when()))
 		return nil
 	}

@@ -89,14 +89,12 @@ type strike struct {
 	cut     []*proxy      // split: proxies of the nodes refused to the holder
 	cutIdx  []int
 	checks  []*redis.Client // split: direct clients of those nodes
-	trap    *trap
-	handles []loadgen.InstanceHandle // copied by Inject before arming
-	hold    time.Duration            // this strike's hold, set before arming
+	catcher *catcher
+	hold    time.Duration // this strike's hold, set before arming
 
-	mu      sync.Mutex
-	stopped loadgen.Pauser // a holder process we stopped, nil when none
-	undone  bool           // this strike's undo ran (or is not needed)
-	acted   bool           // this strike failed the node
+	mu     sync.Mutex
+	undone bool // this strike's undo ran (or is not needed)
+	acted  bool // this strike failed the node
 }
 
 var _ striker = (*strike)(nil)
@@ -151,7 +149,7 @@ func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 		}
 		want = s.holdsFirstQuorumOnly
 	}
-	s.trap = newTrap(env, want, s.holdHolder)
+	s.catcher = newCatcher(env, want, s.holdHolder)
 	return nil
 }
 
@@ -160,18 +158,7 @@ func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 // in-process instance: FaultEnv.SlowNext) or by stopping its process
 // (resumed by Inject).
 func (s *strike) holdHolder(r store.EnterReq) {
-	h := s.handles[r.Instance]
-	how := "slowed"
-	if proc, ok := h.(loadgen.Pauser); ok {
-		s.mu.Lock()
-		if err := proc.Pause(); err == nil {
-			s.stopped = proc
-			how = "stopped"
-		}
-		s.mu.Unlock()
-	} else {
-		s.env.SlowNext(r.Instance, s.hold)
-	}
+	how, _ := s.catcher.keep(r, s.hold)
 	what := fmt.Sprintf("holder caught inside its critical section (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
 		how, ms(s.hold), r.Instance, r.LockKey, r.Payment, r.Token)
 	if len(s.cut) > 0 {
@@ -183,7 +170,7 @@ func (s *strike) holdHolder(r store.EnterReq) {
 
 // Inject strikes on the fault's schedule.
 func (s *strike) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
-	s.handles = append([]loadgen.InstanceHandle(nil), env.Instances...)
+	s.catcher.see(env.Instances)
 	return inject(ctx, env, s.cfg.sched, s)
 }
 
@@ -200,9 +187,7 @@ func (s *strike) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) er
 		}
 		env.Begin(fmt.Sprintf("%s refused to every instance: a lock taken now holds the first quorum only", s.cutNames()))
 	}
-	s.trap.arm()
-	_, ok := s.trap.wait(ctx)
-	if !ok {
+	if _, ok := s.catcher.catch(ctx); !ok {
 		err := s.heal()
 		env.End(fmt.Sprintf("%s not injected: no holder of a new payment entered %s", s.name, s.cfg.sched.when()))
 		return err
@@ -218,14 +203,14 @@ func (s *strike) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) er
 	}
 	what, err := s.act(ctx, s)
 	if err != nil {
-		return errors.Join(fmt.Errorf("%s %s: %w", s.name, s.node.Name(), err), s.resumeHolder())
+		return errors.Join(fmt.Errorf("%s %s: %w", s.name, s.node.Name(), err), s.catcher.letGo())
 	}
 	s.mu.Lock()
 	s.acted = true
 	s.mu.Unlock()
 	env.Event(what)
 	strategies.Sleep(ctx, s.hold-time.Since(caught))
-	if err := s.resumeHolder(); err != nil {
+	if err := s.catcher.letGo(); err != nil {
 		return err
 	}
 	env.End("holder's critical section over")
@@ -241,18 +226,6 @@ func (s *strike) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) er
 	return nil
 }
 
-// resumeHolder continues a holder process stopped by holdHolder.
-func (s *strike) resumeHolder() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped == nil {
-		return nil
-	}
-	proc := s.stopped
-	s.stopped = nil
-	return proc.Resume()
-}
-
 func (s *strike) doUndo() (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,7 +238,7 @@ func (s *strike) doUndo() (string, error) {
 
 // Close puts back whatever Inject could not.
 func (s *strike) Close() error {
-	err := s.resumeHolder()
+	err := s.catcher.letGo()
 	_, uerr := s.doUndo()
 	s.closeSplit()
 	return errors.Join(err, uerr)
