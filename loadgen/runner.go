@@ -171,13 +171,11 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		}
 	}
 
-	seq := o.StoreTransport == TransportSequenced
-	if why := sequencedBar(sc, info, env.holdsEnters); seq && why != "" {
-		seq = false
-		if o.Fallback != nil {
-			o.Fallback(why)
-		}
+	transport, why := storeTransport(sc, info, o.StoreTransport, env.holdsEnters)
+	if why != "" && o.Fallback != nil {
+		o.Fallback(why)
 	}
+	seq := transport == TransportSequenced
 	insts, sq, stopAll, err := startInstances(ctx, sc, o.Strategy, seq, env.Lock, st, o.Spawner, o.Log)
 	if err != nil {
 		return results.Run{}, err
@@ -194,7 +192,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	sq.watchFailure(runCtx.Done(), cancelRun)
-	pulled, fd := pullFeed(sc, insts, o.Store, sq != nil)
+	pulled, fd := pullFeed(sc, insts, o.Store, seq)
 	if pulled != nil {
 		pulled.feed = fd
 		env.offers = &fd.offers // before anything reads them
@@ -285,7 +283,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	sum := summarize(o, info, sc, env, counts, snap, col.total, end.Sub(measureStart), behind)
 	sum.LatencyByOutcome = outcomes.Latencies()
 	sum.Interrupted = ctx.Err() != nil
-	sum.Params.StoreTransport = transportUsed(sc, sq)
+	sum.Params.StoreTransport = transport
 	if n := sq.storeErrors(); n > 0 {
 		sum.Errors[ErrClassStore] += n
 	}

@@ -58,6 +58,24 @@ func checkTransport(o Options) error {
 	return usageErr("store-transport", "want %s or %s, got %q", TransportSync, TransportSequenced, o.StoreTransport)
 }
 
+// storeTransport decides, once, the store transport of a run of sc with
+// a strategy of info that asked for asked: "" for in-process instances,
+// which call the store directly; TransportSequenced when asked for and
+// nothing keeps the run off it; else TransportSync, with why (not "") when
+// the run asked for the sequenced store and sequencedBar keeps it sync.
+func storeTransport(sc Scenario, info strategies.Info, asked string, holdsEnters bool) (used, why string) {
+	if sc.InstanceMode != "process" {
+		return "", ""
+	}
+	if asked != TransportSequenced {
+		return TransportSync, ""
+	}
+	if why := sequencedBar(sc, info, holdsEnters); why != "" {
+		return TransportSync, why
+	}
+	return TransportSequenced, ""
+}
+
 // sequencedBar is what keeps a run of sc with a strategy of info, which
 // asked for the sequenced store, on the synchronous one ("" for nothing):
 // the sequenced store serves the memory store and a critical section of
@@ -96,19 +114,6 @@ func (s *seqStore) setSync(on bool) {
 		return
 	}
 	s.page.SetSync(on)
-}
-
-// transportUsed is the store transport a run of sc used, sq its
-// sequenced store (nil for none): "" for in-process instances, which have
-// none.
-func transportUsed(sc Scenario, sq *seqStore) string {
-	switch {
-	case sc.InstanceMode != "process":
-		return ""
-	case sq != nil:
-		return TransportSequenced
-	}
-	return TransportSync
 }
 
 // newSeqStore makes a run's page and a sequencer applying to st, for
