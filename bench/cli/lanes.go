@@ -85,7 +85,7 @@ func openLanes(ctx context.Context, sess *session, ef endpointFlags, need server
 			close()
 			return nil, func() {}, fmt.Errorf("lane %d: %w", i+1, err)
 		}
-		s.live, s.trials, s.firstSeed, s.progress = sess.live, sess.trials, sess.firstSeed, false
+		s.live, s.trials, s.progress = sess.live, sess.trials, false
 		all = append(all, s)
 	}
 	if lanes > 1 {

@@ -78,17 +78,3 @@ func (s *session) observe(o *loadgen.Options, fault string, trial int) (end func
 	o.Interval = run.Interval
 	return run.End
 }
-
-// trialOf is which trial of its cell a run of scenario sc is, from its
-// seed: runTrial gives trial k the seed of the first plus k−1
-// (trialSeed), and runDir.describe tells the session the command's trials
-// and first seed. 0 when the command runs one trial.
-func (s *session) trialOf(sc loadgen.Scenario) int {
-	if s.trials <= 1 {
-		return 0
-	}
-	if t := int(sc.Seed-s.firstSeed) + 1; t >= 1 && t <= s.trials {
-		return t
-	}
-	return 0
-}

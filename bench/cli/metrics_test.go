@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/lockbench/lockbench/bench/metrics"
-	"github.com/lockbench/lockbench/loadgen"
 )
 
 // scrape fetches url and parses it with the Prometheus text parser.
@@ -144,30 +143,6 @@ func TestMetricsAddrUsage(t *testing.T) {
 		code := ExitCode(Run(context.Background(), []string{"run", "--metrics-addr", v}, io.Discard, &errb), &errb)
 		if code != 2 || !strings.Contains(errb.String(), "-metrics-addr") {
 			t.Errorf("--metrics-addr %s: exit %d, stderr %q; want 2 naming the flag", v, code, errb.String())
-		}
-	}
-}
-
-// A run's trial comes from its seed: trial k of a cell runs with the
-// first trial's seed plus k−1.
-func TestTrialOf(t *testing.T) {
-	cases := []struct {
-		trials int
-		first  int64
-		seed   int64
-		want   int
-	}{
-		{1, 1, 1, 0},   // one trial: none to name
-		{3, 1, 1, 1},   // the first
-		{3, 10, 12, 3}, // the third, from seed 10
-		{3, 10, 9, 0},  // not one of this command's seeds
-	}
-	for _, c := range cases {
-		s := &session{trials: c.trials, firstSeed: c.first}
-		sc := loadgen.DefaultScenario()
-		sc.Seed = c.seed
-		if got := s.trialOf(sc); got != c.want {
-			t.Errorf("trials %d from seed %d, seed %d: trial %d; want %d", c.trials, c.first, c.seed, got, c.want)
 		}
 	}
 }

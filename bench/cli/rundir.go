@@ -52,7 +52,7 @@ func newRunDir(out, kind string, args []string) (*runDir, error) {
 // session started.
 func (d *runDir) describe(ctx context.Context, sess *session, trials int, seed int64) {
 	d.meta.Trials, d.meta.Seed = trials, seed
-	sess.trials, sess.firstSeed = trials, seed
+	sess.trials = trials
 	sess.streamDir = filepath.Join(d.dir, results.HlogDir)
 	if v := sess.cluster.Versions(ctx); len(v) > 0 {
 		d.meta.Servers = v

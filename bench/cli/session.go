@@ -52,11 +52,8 @@ type session struct {
 	progress bool
 	// live serves --metrics-addr (serveMetrics); nil when off.
 	live *liveMetrics
-	// trials and firstSeed are the command's trials per cell and its first
-	// trial's seed (runDir.describe), from which trialOf tells a run's
-	// trial.
-	trials    int
-	firstSeed int64
+	// trials is the command's trials per cell (runDir.describe).
+	trials int
 	// redisWait and redisWaitTimeout are the WAIT single-node Redis
 	// strategies send on a replicated Redis (--redis-wait); verdicts sets
 	// redisWait per cell.
@@ -154,9 +151,10 @@ func (s *session) store(ctx context.Context, kind string) (store.Store, error) {
 	return st, nil
 }
 
-// run runs one strategy through one scenario under one fault (the zero
-// Spec, or none: no fault), built on the servers the strategy uses.
-func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spec faults.Spec) (results.Run, error) {
+// run runs trial (1-based) of one strategy through one scenario under one
+// fault (the zero Spec, or none: no fault), built on the servers the
+// strategy uses.
+func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spec faults.Spec, trial int) (results.Run, error) {
 	info, ok := strategies.Lookup(name)
 	if !ok {
 		return results.Run{}, fmt.Errorf("unknown strategy %q", name)
@@ -179,7 +177,10 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 		o.Spawner = s.agents
 		o.Scenario.InstanceMode = "process" // on agents every instance is a process
 	}
-	faultName, trial := results.FaultNone, s.trialOf(sc)
+	faultName := results.FaultNone
+	if s.trials <= 1 {
+		trial = 0 // one trial a cell: none to name
+	}
 	if fault != nil {
 		faultName = fault.Name()
 	}

@@ -31,7 +31,7 @@ func runTrial(ctx context.Context, sess *session, name string, sc loadgen.Scenar
 		// On agents every instance is a process: record it so.
 		sc.InstanceMode = "process"
 	}
-	r, err := sess.run(ctx, name, sc, spec)
+	r, err := sess.run(ctx, name, sc, spec, trial)
 	r.Summary.Trial = trial
 	used := r.Summary.Params.StoreTransport // the run's, not the scenario's
 	r.Summary.Params = paramsOf(sc, spec)
