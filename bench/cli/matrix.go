@@ -71,75 +71,60 @@ const matrixSLOP99 = 250 * time.Millisecond
 
 // matrixOptions are the parsed and checked input of `lockbench matrix`.
 type matrixOptions struct {
-	ef     endpointFlags
-	mf     metricsFlag
-	names  []string
-	cases  []verdictCase
-	size   matrixPlan
-	notes  []string
-	out    string
-	dryRun bool
-	trials int
+	cellOptions
+	names []string
+	size  matrixPlan
+	notes []string
 	// sweepTrials are the contention and rate sweeps' trials
 	// (--sweep-trials; default trials).
 	sweepTrials int
-	lanes       int
-	seed        int64
 }
 
 // parseMatrix parses and checks the input of `lockbench matrix` and builds
 // its cells, starting nothing.
 func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err error) {
 	fs := newFlagSet("matrix", stderr)
-	var ef endpointFlags
-	ef.register(fs)
-	var mf metricsFlag
-	mf.register(fs)
+	var cf cellFlags
+	cf.register(fs, "matrix", cellHelp{
+		strategy: "comma-separated strategies, or all",
+		fault:    "comma-separated faults for the verdict part, none to skip it; or one NAME:key=value,…",
+		dryRun:   "print the runs the matrix would make, with an estimated time, and run nothing",
+	})
 	quick := fs.Bool("quick", false, "the quick matrix (under 5 minutes on 2 cores)")
-	strategyList := fs.String("strategy", "all", "comma-separated strategies, or all")
-	faultList := faultsFlag(fs, "all", "comma-separated faults for the verdict part, none to skip it; or one NAME:key=value,…")
-	out := fs.String("out", "", "run directory (default out/matrix-DATE-TIME)")
-	trials := trialsFlag(fs)
 	sweepTrials := fs.Int("sweep-trials", 0, fmt.Sprintf("trials of the contention and rate sweeps' cells, 1..%d (default: --trials); the base scenario and the verdict cells take --trials", maxTrials))
-	lanes := lanesFlag(fs)
-	seed := seedFlag(fs)
-	dryRun := fs.Bool("dry-run", false, "print the runs the matrix would make, with an estimated time, and run nothing")
-	if err := parseFlags(fs, args, stdout); err != nil {
-		return o, err
-	}
-	if err := checkLanes(*lanes, ef); err != nil {
+	if err := cf.parse(fs, args, stdout); err != nil {
 		return o, err
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var notes []string
 	if !given["sweep-trials"] {
-		*sweepTrials = *trials
+		*sweepTrials = *cf.trials
 	}
 	if *sweepTrials < 1 || *sweepTrials > maxTrials {
 		return o, usageErr("--sweep-trials: want a number of trials 1..%d", maxTrials)
 	}
-	if *sweepTrials < *trials {
-		notes = append(notes, fmt.Sprintf("The contention and rate sweeps ran %d trial(s) a cell, the base scenario and the verdict cells %d.", *sweepTrials, *trials))
+	if *sweepTrials < *cf.trials {
+		notes = append(notes, fmt.Sprintf("The contention and rate sweeps ran %d trial(s) a cell, the base scenario and the verdict cells %d.", *sweepTrials, *cf.trials))
 	}
 	if *quick && !given["strategy"] {
-		*strategyList = strings.Join(quickStrategies, ",")
-		notes = append(notes, "Quick matrix: a representative subset of the strategies ("+*strategyList+"); `lockbench matrix` runs them all.")
+		*cf.strategy = strings.Join(quickStrategies, ",")
+		notes = append(notes, "Quick matrix: a representative subset of the strategies ("+*cf.strategy+"); `lockbench matrix` runs them all.")
 	}
 	if *quick && !given["fault"] {
-		faultList.def = strings.Join(quickFaults, ",")
-		notes = append(notes, "Quick matrix: the faults "+faultList.def+"; `lockbench matrix` runs every fault.")
+		cf.fault.def = strings.Join(quickFaults, ",")
+		notes = append(notes, "Quick matrix: the faults "+cf.fault.def+"; `lockbench matrix` runs every fault.")
 	}
-	if *trials == 1 {
+	if *cf.trials == 1 {
 		notes = append(notes, "One trial per cell: the figures have no error bars; `--trials 6` gives 95% confidence intervals.")
 	}
-	names, err := parseStrategies(*strategyList)
+	names, err := parseStrategies(*cf.strategy)
 	if err != nil {
 		return o, err
 	}
 	var faultNames []string
-	if faultList.String() != "none" {
-		if faultNames, err = parseFaults(faultList.list()); err != nil {
+	if cf.fault.String() != "none" {
+		if faultNames, err = parseFaults(cf.fault.list()); err != nil {
 			return o, err
 		}
 	}
@@ -154,23 +139,17 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 	}
 	for i := range cases {
 		// WAIT, when asked for, in every Redis cell rather than beside.
-		cases[i].wait = ef.wait
-	}
-	for i := range cases {
-		cases[i].sc.Seed = *seed
+		cases[i].wait = cf.ef.wait
 	}
 	size := fullMatrix
 	if *quick {
 		size = quickMatrix
 	}
-	if _, err := ef.endpoints(); err != nil {
+	co, err := cf.options(cases)
+	if err != nil {
 		return o, err
 	}
-	if err := ef.checkSequencedCells(cases); err != nil {
-		return o, err
-	}
-	return matrixOptions{ef: ef, mf: mf, names: names, cases: cases, size: size, notes: notes, out: *out,
-		dryRun: *dryRun, trials: *trials, sweepTrials: *sweepTrials, lanes: *lanes, seed: *seed}, nil
+	return matrixOptions{cellOptions: co, names: names, size: size, notes: notes, sweepTrials: *sweepTrials}, nil
 }
 
 // runMatrix is `lockbench matrix`: every strategy through the base scenario,
