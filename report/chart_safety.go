@@ -24,6 +24,9 @@ var (
 	notRunText  = color.RGBA{0x88, 0x88, 0x88, 0xff}
 )
 
+// safetyGridName is the safety grid's name, of its files and in the page.
+const safetyGridName = "safety-grid"
+
 // Safety-grid geometry.
 const (
 	gridRowPx       = 56  // height of one row of cells
@@ -70,7 +73,7 @@ func SafetyGrid(ss []results.Summary) (*Chart, error) {
 	sortFaults(faults)
 
 	trials := results.MaxTrials(ss) > 1
-	ch := newChart("safety-grid", "Safety under faults: unsafe outcomes per run", "fault injected", "")
+	ch := newChart(safetyGridName, "Safety under faults: unsafe outcomes per run", "fault injected", "")
 	ch.Caption = "A cell is one strategy under one fault: \"safe\" (green) means no duplicate, lost, " +
 		"overdrawn, overwritten or stale-accepted payment; a number (red) counts them; " +
 		"a percentage underneath is the share of payments processed when some were not."

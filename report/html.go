@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/lockbench/lockbench/results"
@@ -40,9 +41,12 @@ type htmlPage struct {
 	Header      []htmlField
 	Empty       bool
 	Interrupted bool
-	Scenarios   []htmlBlock
-	Verdicts    []htmlBlock
-	Results     []htmlBlock
+	// Glance is the verdicts at a glance, the safety grid with a reading
+	// per strategy, which opens the page when faults ran.
+	Glance    *htmlChart
+	Scenarios []htmlBlock
+	Verdicts  []htmlBlock
+	Results   []htmlBlock
 	// Reading is report.md's "How to read the figures".
 	Reading []htmlBlock
 	Charts  []htmlChart
@@ -76,7 +80,7 @@ type htmlData struct {
 }
 
 // WriteHTML writes report.html: what report.md holds (the header, the
-// scenario table, the verdict table when faults ran, the results, how to
+// verdicts at a glance when faults ran, the scenario table, the verdict table when faults ran, the results, how to
 // read them and the charts of cs, the tables and notes written by
 // report.md's own writers), as one self-contained page, with sortable tables
 // and every chart of cs as an interactive plot (hover for values and, over
@@ -113,6 +117,7 @@ func WriteHTML(w io.Writer, runs []results.Run, meta results.Meta, cs ChartSet, 
 			page.Interrupted = page.Interrupted || ss[i].Interrupted
 		}
 		page.Charts = htmlCharts(runs, cs, l)
+		page.Glance = htmlGlance(ss, cs, l)
 		page.Missing = cs.Missing
 		page.Files = htmlFiles(ss, cs, l)
 		for _, ch := range page.Charts {
@@ -129,6 +134,24 @@ func WriteHTML(w io.Writer, runs []results.Run, meta results.Meta, cs ChartSet, 
 		return fmt.Errorf("results: writing report.html: %w", err)
 	}
 	return nil
+}
+
+// htmlGlance is the verdicts at a glance of ss, the safety grid drawn as
+// a table with a reading per strategy, linking the grid's PNG and SVG
+// when cs drew them; nil when no fault ran.
+func htmlGlance(ss []results.Summary, cs ChartSet, l results.Layout) *htmlChart {
+	g := htmlSafetyGrid(results.VerdictRuns(ss))
+	if g == nil {
+		return nil
+	}
+	g.Name, g.Title, g.Caption = safetyGridName, "Verdicts at a glance", glanceNote("")
+	for _, ch := range cs.Charts {
+		if ch.Name == safetyGridName {
+			file := path.Join(l.Charts, ch.Name) // a link: slashes on every OS
+			g.PNG, g.SVG = file+".png", file+".svg"
+		}
+	}
+	return g
 }
 
 func htmlHeader(meta results.Meta) []htmlField {

@@ -43,7 +43,8 @@ func chromium() string {
 // report.html works in a real browser, from disk and offline: no console
 // error, no uncaught exception, no request beyond the file itself; every
 // chart drew every series (pixels of its colour on the canvas, alone) with
-// a legend entry per strategy; a legend click hides a series, a drag zooms
+// a legend entry per strategy; the first table is the safety grid, on the
+// first screen; a legend click hides a series, a drag zooms
 // the latency axis in and a double-click out again, hovering over a chart
 // with trials shows their interval, a header click sorts its table. The
 // screenshot is saved in the test's directory (and with -update for the
@@ -182,6 +183,23 @@ func TestReportHTMLInBrowser(t *testing.T) {
 			if i >= len(got.Pixels) || got.Pixels[i] == 0 || got.Points[i] == 0 {
 				t.Errorf("%s: series %q drew nothing (pixels %v, points %v)", ch.Name, l, got.Pixels, got.Points)
 			}
+		}
+	}
+
+	// The first screen answers the question: the first table on the page
+	// is the safety grid, and it starts inside the window.
+	if len(results.VerdictRuns(results.SummariesOf(runs))) > 0 {
+		type first struct {
+			Grid bool
+			Top  float64
+		}
+		got, err := chromedp.Run(step, chromedp.Evaluate[first](`(() => { const t = document.querySelector("table");
+			return {Grid: t.classList.contains("grid"), Top: t.getBoundingClientRect().top + window.scrollY}; })()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Grid || got.Top > 1000 {
+			t.Errorf("first table: safety grid %v, at %gpx; want the safety grid, within the first 1000px", got.Grid, got.Top)
 		}
 	}
 

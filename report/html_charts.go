@@ -133,7 +133,8 @@ func cssColor(strategy string) string {
 }
 
 // htmlCharts returns the interactive charts for the charts of cs, in its
-// order, from runs (the runs cs was built from). A chart of cs that no
+// order, from runs (the runs cs was built from), but for the safety grid,
+// which opens the page instead (htmlGlance). A chart of cs that no
 // builder here knows comes back Static.
 func htmlCharts(runs []results.Run, cs ChartSet, l results.Layout) []htmlChart {
 	ss := results.SummariesOf(runs)
@@ -149,8 +150,8 @@ func htmlCharts(runs []results.Run, cs ChartSet, l results.Layout) []htmlChart {
 			hc = htmlContention(sweepSummaries(ss, results.ScenarioContention))
 		case ch.Name == "latency-throughput":
 			hc = htmlLatencyThroughput(sweepSummaries(ss, results.ScenarioSweep))
-		case ch.Name == "safety-grid":
-			hc = htmlSafetyGrid(results.VerdictRuns(ss))
+		case ch.Name == safetyGridName:
+			continue // it opens the page (htmlGlance)
 		case strings.HasPrefix(ch.Name, "latency-timeline-"):
 			faults, byFault := faultRunsWithIntervals(runs)
 			for _, f := range faults {

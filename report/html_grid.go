@@ -10,17 +10,17 @@ import (
 )
 
 // htmlGrid is the safety grid of report.html: strategies (rows) against
-// faults (columns), as SafetyGrid draws it, each cell with the full
-// figures in its hover text.
+// faults (columns), as SafetyGrid draws it and report.md's verdicts at a
+// glance write it, each cell with the full figures in its hover text.
 type htmlGrid struct {
 	Faults []string
 	Rows   []htmlGridRow
 }
 
-// htmlGridRow is one strategy's row.
+// htmlGridRow is one strategy's row, with its reading (glance.reading).
 type htmlGridRow struct {
-	Label, Strategy, Color string
-	Cells                  []htmlGridCell
+	Label, Strategy, Color, Reading string
+	Cells                           []htmlGridCell
 }
 
 // htmlGridCell is one strategy under one fault. State is "safe",
@@ -48,90 +48,68 @@ func (c htmlGridCell) Style() template.CSS {
 	return template.CSS(fmt.Sprintf("background:#%02x%02x%02x;color:#%02x%02x%02x", notRunFill.R, notRunFill.G, notRunFill.B, notRunText.R, notRunText.G, notRunText.B))
 }
 
-// htmlSafetyGrid is SafetyGrid's data. A cell of several runs (trials)
-// shows the least safe one, as the PNG does, and says in how many of them
-// safety was lost, with the Wilson interval of that rate in its hover.
+// htmlSafetyGrid is the grid of the verdict runs ss (glanceOf), which
+// opens report.html: each cell the verdict with its unsafe trials as k of
+// N and its exposure, as report.md's grid has them, on the PNG's colours.
+// A cell of several runs (trials) is shaded by the least safe one, as the
+// PNG does, and its hover has that run's figures and the Wilson interval
+// of the unsafe rate.
 func htmlSafetyGrid(ss []results.Summary) *htmlChart {
-	if len(ss) == 0 {
+	gl := glanceOf(ss)
+	if gl == nil {
 		return nil
 	}
-	lb := newLabeler(ss)
-	keys := sortedKeys(ss)
-	var faults []string
-	seen := map[string]bool{}
-	cells := map[seriesKey]map[string][]*results.Summary{}
-	for i := range ss {
-		s := &ss[i]
-		f := s.Fault
-		if f == "" {
-			f = results.FaultNone
-		}
-		if !seen[f] {
-			seen[f] = true
-			faults = append(faults, f)
-		}
-		k := keyOf(s)
-		if cells[k] == nil {
-			cells[k] = map[string][]*results.Summary{}
-		}
-		cells[k][f] = append(cells[k][f], s)
-	}
-	sortFaults(faults)
-	g := &htmlGrid{Faults: faults}
-	for _, k := range keys {
-		row := htmlGridRow{Label: lb.label(k), Strategy: k.Strategy, Color: cssColor(k.Strategy)}
-		for _, f := range faults {
-			row.Cells = append(row.Cells, gridCellOf(row.Label, f, cells[k][f]))
+	g := &htmlGrid{Faults: gl.Faults}
+	for _, r := range gl.Rows {
+		row := htmlGridRow{Label: r.Label, Strategy: r.Key.Strategy, Color: cssColor(r.Key.Strategy), Reading: gl.reading(r)}
+		for i, c := range r.Cells {
+			row.Cells = append(row.Cells, gridCellOf(row.Label, gl.Faults[i], c))
 		}
 		g.Rows = append(g.Rows, row)
 	}
 	return &htmlChart{Kind: htmlKindGrid, Grid: g}
 }
 
-// gridCellOf is the cell of the runs of one strategy under fault f.
-func gridCellOf(label, f string, runs []*results.Summary) htmlGridCell {
-	if len(runs) == 0 {
+// gridCellOf is the cell of one strategy under fault f; c is nil when
+// it was not run.
+func gridCellOf(label, f string, c *glanceCell) htmlGridCell {
+	if c == nil {
 		return htmlGridCell{Text: "not run", State: "none", Title: label + " × " + f + ": not run"}
 	}
-	worst, unsafeRuns := runs[0], 0
-	var strikes, unsafeStrikes int64
-	for _, s := range runs {
-		if results.IsUnsafe(s) {
-			unsafeRuns++
-		}
-		strikes += s.Strikes
-		unsafeStrikes += s.UnsafeStrikes
-		if s.UnsafeCount() > worst.UnsafeCount() || (results.IsUnsafe(s) && !results.IsUnsafe(worst)) {
-			worst = s
-		}
+	worst := worstOf(c.Runs)
+	out := htmlGridCell{Text: "SAFE", Sub: c.figures(), State: "safe"}
+	if c.unsafe() {
+		out.Text, out.State = "UNSAFE", "unsafe"
+		out.Shade = math.Min(1, math.Log10(float64(max(worst.UnsafeCount(), 1)))/unsafeDecades)
 	}
-	c := htmlGridCell{Text: unsafeLabel(worst), State: "safe"}
-	if results.IsUnsafe(worst) {
-		c.State = "unsafe"
-		c.Shade = math.Min(1, math.Log10(float64(max(worst.UnsafeCount(), 1)))/unsafeDecades)
-	}
-	n := len(runs)
-	switch {
-	case n > 1:
-		c.Sub = fmt.Sprintf("unsafe %d/%d", unsafeRuns, n)
-	case worst.Payments > 0 && worst.Availability < 1:
-		c.Sub = "avail " + fmtPercent(worst.Availability)
+	n := c.Trials
+	if n == 1 && worst.Payments > 0 && worst.Availability < 1 {
+		if out.Sub != "" {
+			out.Sub += " · "
+		}
+		out.Sub += "avail " + fmtPercent(worst.Availability)
 	}
 	var t strings.Builder
 	fmt.Fprintf(&t, "%s × %s: %s", label, f, verdictOf(worst))
 	fmt.Fprintf(&t, "\nduplicates %d, lost %d, overdrafts %d, lost updates %d, stale accepted %d",
 		worst.Duplicates, worst.Lost, worst.Overdrafts, worst.LostUpdates, worst.StaleAccepted)
 	fmt.Fprintf(&t, "\noverlaps %d, stale rejected %d, availability %s", worst.Overlaps, worst.StaleRejected, fmtPercent(worst.Availability))
+	if e := c.exposure(); e != "" {
+		fmt.Fprintf(&t, "\nexposure (longest overlap) %s", e)
+		if n > 1 {
+			t.WriteString(", median over the trials")
+		}
+	}
 	if n > 1 {
-		ci := results.Wilson(unsafeRuns, n)
-		fmt.Fprintf(&t, "\nunsafe in %d of %d trials (%s, 95%% CI %s–%s); figures above: the least safe trial",
-			unsafeRuns, n, fmtPercent(float64(unsafeRuns)/float64(n)), fmtPercent(ci[0]), fmtPercent(ci[1]))
+		ci := c.UnsafeRateCI95
+		fmt.Fprintf(&t, "\nunsafe in %d of %d trials (%s, 95%% CI %s–%s); counts above: the least safe trial",
+			c.UnsafeTrials, n, fmtPercent(c.UnsafeRate), fmtPercent(ci[0]), fmtPercent(ci[1]))
 	}
-	if strikes > 0 {
-		ci := results.Wilson(int(unsafeStrikes), int(strikes))
+	if c.Strikes > 0 {
+		ci := results.Wilson(int(c.UnsafeStrikes), int(c.Strikes))
 		fmt.Fprintf(&t, "\nunsafe strikes %d of %d (%s, 95%% CI %s–%s)",
-			unsafeStrikes, strikes, fmtPercent(float64(unsafeStrikes)/float64(strikes)), fmtPercent(ci[0]), fmtPercent(ci[1]))
+			c.UnsafeStrikes, c.Strikes, fmtPercent(float64(c.UnsafeStrikes)/float64(c.Strikes)), fmtPercent(ci[0]), fmtPercent(ci[1]))
 	}
-	c.Title = t.String()
-	return c
+	out.Title = t.String()
+	return out
 }

@@ -184,3 +184,42 @@ func TestHTMLBlocks(t *testing.T) {
 		t.Errorf("rows = %+v; want %+v", tb.Rows, want)
 	}
 }
+
+// report.html opens with the verdicts at a glance: its first section and
+// first table is the safety grid, whose cells have their unsafe trials as
+// k of N and their exposure, with a reading per strategy under it; the
+// charts do not repeat it.
+func TestWriteHTMLOpensWithGlance(t *testing.T) {
+	var ss []results.Summary
+	ss = append(ss, glanceTrials("setnx", results.FaultNone, false, 6, nil, 0)...)
+	ss = append(ss, glanceTrials("setnx", "pause", false, 6, map[int]bool{2: true, 4: true, 5: true}, 200e6)...)
+	runs := make([]results.Run, len(ss))
+	for i, s := range ss {
+		runs[i] = results.Run{Summary: s}
+	}
+	page, _ := renderHTML(t, runs, resultstest.TestMeta())
+	html := string(page)
+	first := strings.Index(html, "<table")
+	if first < 0 {
+		t.Fatal("report.html has no table")
+	}
+	if !strings.HasPrefix(html[first:], `<table class="grid">`) {
+		t.Errorf("the first table is %q; want the safety grid", html[first:first+40])
+	}
+	glance, scenarios := strings.Index(html, `<section id="glance">`), strings.Index(html, `<section id="scenarios">`)
+	if glance < 0 || scenarios < glance || first < glance || first > scenarios {
+		t.Errorf("sections at %d (glance) and %d (scenarios), first table at %d; want the grid first, in the glance section", glance, scenarios, first)
+	}
+	for _, want := range []string{
+		`<span class="v">UNSAFE</span><span class="sub">3 of 6 · 700ms</span>`,
+		`<span class="v">SAFE</span><span class="sub">0 of 6</span>`,
+		"<b>setnx</b>: unsafe under pause (3 of 6)</li>",
+	} {
+		if !strings.Contains(html[glance:scenarios], want) {
+			t.Errorf("the verdicts at a glance lack %q", want)
+		}
+	}
+	if n := strings.Count(html, `<table class="grid">`); n != 1 {
+		t.Errorf("%d safety grids on the page; want 1", n)
+	}
+}
