@@ -153,7 +153,7 @@ func benchLock(b *testing.B, info strategies.Info, n int, lock strategies.Config
 	sc := loadgen.DefaultScenario()
 	sc.Name = "bench"
 	if info.Transactional {
-		sc.Store = "postgres"
+		sc.Store = loadgen.StorePostgres
 	}
 	sc.Instances, sc.Workers, sc.Deliveries = n, 1, n
 	sc.Accounts = 1
@@ -326,7 +326,7 @@ func transportLock(b *testing.B, name string) (strategies.Config, bool) {
 func runTransport(b *testing.B, name, mode, transport string, lock strategies.Config, sp loadgen.Spawner) {
 	sc := loadgen.DefaultScenario()
 	sc.Name = "transport"
-	sc.Instances, sc.Deliveries, sc.InstanceMode = 2, 1, mode
+	sc.Instances, sc.Deliveries, sc.InstanceMode = 2, 1, loadgen.InstanceMode(mode)
 	sc.Payments = max(b.N, 1000)
 	sc.Hold, _ = loadgen.ParseHold("0s")
 	sc.Rate = 0

@@ -118,7 +118,7 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 		// Postgres store, over the instance's own connection (as an app
 		// would have), at the strategy's endpoint: a partition of it cuts
 		// them.
-		if cfg.Scenario.Store != "postgres" {
+		if cfg.Scenario.Store != StorePostgres {
 			_ = s.Close()
 			return nil, usageErr("store", "%s takes no lock and needs the Postgres store (--store postgres)", cfg.Strategy)
 		}

@@ -14,8 +14,8 @@ func (s *Scenario) Params() results.Params {
 	return results.Params{
 		Instances: s.Instances, Workers: s.Workers, DeliveriesEach: s.Deliveries,
 		Accounts: s.Accounts, AccountDist: s.AccountDist.String(), LockKey: s.LockKey,
-		Rate: s.Rate, Hold: s.Hold.String(), TTLNs: int64(s.TTL), Store: s.Store,
-		InstanceMode: s.InstanceMode, Seed: s.Seed,
+		Rate: s.Rate, Hold: s.Hold.String(), TTLNs: int64(s.TTL), Store: string(s.Store),
+		InstanceMode: string(s.InstanceMode), Seed: s.Seed,
 		Payments: s.Payments, DurationNs: int64(s.Duration), WarmupNs: int64(s.Warmup),
 		Funding: s.Funding, AcquireTimeoutNs: int64(s.AcquireTimeout), Retry: s.Retry.String(),
 		Fencing: s.Fencing, FencingStrict: s.Fencing && s.FencingStrict, IntervalNs: int64(s.LatencyInterval()),
@@ -31,7 +31,7 @@ func ScenarioOf(p results.Params, name, variant string) (Scenario, error) {
 	sc.Name, sc.Variant = name, variant
 	sc.Instances, sc.Workers, sc.Deliveries = p.Instances, p.Workers, p.DeliveriesEach
 	sc.Accounts, sc.LockKey, sc.Rate = p.Accounts, p.LockKey, p.Rate
-	sc.TTL, sc.Store, sc.InstanceMode, sc.Seed = time.Duration(p.TTLNs), p.Store, p.InstanceMode, p.Seed
+	sc.TTL, sc.Store, sc.InstanceMode, sc.Seed = time.Duration(p.TTLNs), StoreKind(p.Store), InstanceMode(p.InstanceMode), p.Seed
 	sc.Payments, sc.Duration, sc.Warmup = p.Payments, time.Duration(p.DurationNs), time.Duration(p.WarmupNs)
 	sc.Fencing, sc.FencingStrict, sc.Interval = p.Fencing, p.FencingStrict, time.Duration(p.IntervalNs)
 	if p.Funding > 0 {

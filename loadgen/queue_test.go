@@ -35,7 +35,7 @@ func TestQueueRun(t *testing.T) {
 		t.Fatalf("start NATS: %v", err)
 	}
 	defer c.Stop()
-	for _, mode := range []string{"goroutine", "process", "goroutine"} {
+	for _, mode := range []InstanceMode{InstanceGoroutine, InstanceProcess, InstanceGoroutine} {
 		o, _ := quick("queue", func(s *Scenario) { s.InstanceMode = mode; s.Payments = 300 })
 		o.Lock = strategies.Config{NATSURL: c.Endpoints().NATSURL}
 		r, err := Run(ctx, o)

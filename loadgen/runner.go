@@ -140,7 +140,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		return results.Run{}, err
 	}
 	if info.Transactional {
-		if _, ok := o.Store.(store.Transactor); !ok || sc.Store != "postgres" {
+		if _, ok := o.Store.(store.Transactor); !ok || sc.Store != StorePostgres {
 			return results.Run{}, usageErr("store", "%s takes no lock: each delivery is a transaction on the Postgres store; want --store postgres", o.Strategy)
 		}
 	}
@@ -503,9 +503,9 @@ func startInstances(ctx context.Context, sc Scenario, name string, seq bool, loc
 			_ = pl.Close()
 		}
 	}
-	serve := store.ServeOptions{Inline: sc.Store == "memory"}
+	serve := store.ServeOptions{Inline: sc.Store == StoreMemory}
 	switch {
-	case sc.InstanceMode == "process" && sp != nil:
+	case sc.InstanceMode == InstanceProcess && sp != nil:
 		var err error
 		if seq {
 			sq = newArriveStore()
@@ -514,7 +514,7 @@ func startInstances(ctx context.Context, sc Scenario, name string, seq bool, loc
 		if pl, err = sp.Place(st, serve); err != nil {
 			return nil, nil, nil, err
 		}
-	case sc.InstanceMode == "process":
+	case sc.InstanceMode == InstanceProcess:
 		var err error
 		if seq {
 			if sq, err = newSeqStore(st, sc.Instances); err != nil {
@@ -533,7 +533,7 @@ func startInstances(ctx context.Context, sc Scenario, name string, seq bool, loc
 		cfg := InstanceConfig{ID: id, Strategy: name, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil}
 		var in instance
 		var err error
-		if sc.InstanceMode == "process" {
+		if sc.InstanceMode == InstanceProcess {
 			var addr string
 			if ln != nil {
 				addr = ln.Addr().String()

@@ -30,8 +30,8 @@ func quick(name string, mut func(*Scenario)) (Options, Scenario) {
 // deliveries always shows duplicates, and without duplicates concurrent
 // read-modify-writes of one account show lost updates.
 func TestCheckerCatchesNoLock(t *testing.T) {
-	for _, mode := range []string{"goroutine", "process"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []InstanceMode{InstanceGoroutine, InstanceProcess} {
+		t.Run(string(mode), func(t *testing.T) {
 			o, _ := quick("nolock", func(s *Scenario) { s.InstanceMode = mode })
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
@@ -82,7 +82,7 @@ func TestMutexOneInstance(t *testing.T) {
 // time. The in-process mutex excludes them; nolock processes the payment
 // twice. Both instance modes route the copies to distinct workers.
 func TestMonolithTwoDeliveries(t *testing.T) {
-	for _, mode := range []string{"goroutine", "process"} {
+	for _, mode := range []InstanceMode{InstanceGoroutine, InstanceProcess} {
 		for _, tc := range []struct {
 			strategy string
 			unsafe   bool
@@ -90,7 +90,7 @@ func TestMonolithTwoDeliveries(t *testing.T) {
 			{"nolock", true},
 			{"mutex", false},
 		} {
-			t.Run(mode+"/"+tc.strategy, func(t *testing.T) {
+			t.Run(string(mode)+"/"+tc.strategy, func(t *testing.T) {
 				o, _ := quick(tc.strategy, func(s *Scenario) {
 					s.Instances, s.Deliveries, s.Workers, s.InstanceMode = 1, 2, 4, mode
 				})

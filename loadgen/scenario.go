@@ -80,6 +80,29 @@ const (
 	MaxNameLen = 64
 )
 
+// StoreKind names the store that judges a run (--store).
+type StoreKind string
+
+// The stores.
+const (
+	// StoreMemory is the store in the coordinator's memory.
+	StoreMemory StoreKind = "memory"
+	// StorePostgres is the store kept in PostgreSQL (store.Postgres).
+	StorePostgres StoreKind = "postgres"
+)
+
+// InstanceMode is how a run's instances run (--instance-mode).
+type InstanceMode string
+
+// The instance modes.
+const (
+	// InstanceGoroutine runs every instance in the coordinator's process.
+	InstanceGoroutine InstanceMode = "goroutine"
+	// InstanceProcess runs each instance as a process of its own (local,
+	// or on agents).
+	InstanceProcess InstanceMode = "process"
+)
+
 // Scenario is everything that shapes a run. Its YAML keys are the flag
 // names with dashes turned to underscores, so a published scenario file can
 // be re-run exactly.
@@ -104,9 +127,9 @@ type Scenario struct {
 	TTL            time.Duration `yaml:"ttl"`
 	AcquireTimeout time.Duration `yaml:"acquire_timeout"`
 	Retry          RetrySpec     `yaml:"retry"`
-	Store          string        `yaml:"store"`
+	Store          StoreKind     `yaml:"store"`
 	Fencing        bool          `yaml:"fencing"`
-	InstanceMode   string        `yaml:"instance_mode"`
+	InstanceMode   InstanceMode  `yaml:"instance_mode"`
 	// Interval is the length of the run's latency intervals (the time
 	// resolution of its interval logs and timeline); 0 means
 	// IntervalLength. Fault runs, a few seconds long, use a shorter one.
@@ -149,9 +172,9 @@ func DefaultScenario() Scenario {
 		TTL:            DefaultTTL,
 		AcquireTimeout: DefaultAcquireTimeout,
 		Retry:          retry,
-		Store:          "memory",
+		Store:          StoreMemory,
 		Fencing:        true,
-		InstanceMode:   "goroutine",
+		InstanceMode:   InstanceGoroutine,
 	}
 }
 
@@ -200,9 +223,9 @@ func (s *Scenario) Validate() error {
 		return usageErr("ttl", "want a duration in %s..%s (%s is the strategies' resolution), got %s", MinTTL, MaxTTL, MinTTL, s.TTL)
 	case s.AcquireTimeout < MinAcquireTimeout || s.AcquireTimeout > MaxAcquireTimeout:
 		return usageErr("acquire-timeout", "want a duration in %s..%s, got %s", MinAcquireTimeout, MaxAcquireTimeout, s.AcquireTimeout)
-	case s.Store != "memory" && s.Store != "postgres":
+	case s.Store != StoreMemory && s.Store != StorePostgres:
 		return usageErr("store", "want memory or postgres, got %q", s.Store)
-	case s.InstanceMode != "goroutine" && s.InstanceMode != "process":
+	case s.InstanceMode != InstanceGoroutine && s.InstanceMode != InstanceProcess:
 		return usageErr("instance-mode", "want goroutine or process, got %q", s.InstanceMode)
 	case s.Hold.text == "":
 		return usageErr("hold", "want a duration (2ms), uniform:MIN-MAX or exp:MEAN")

@@ -50,7 +50,7 @@ func checkTransport(o Options) error {
 	case "", TransportSync:
 		return nil
 	case TransportSequenced:
-		if o.Scenario.InstanceMode != "process" {
+		if o.Scenario.InstanceMode != InstanceProcess {
 			return usageErr("store-transport", "sequenced needs instance processes; want --instance-mode process, or --agents")
 		}
 		return nil
@@ -64,7 +64,7 @@ func checkTransport(o Options) error {
 // nothing keeps the run off it; else TransportSync, with why (not "") when
 // the run asked for the sequenced store and sequencedBar keeps it sync.
 func storeTransport(sc Scenario, info strategies.Info, asked string, holdsEnters bool) (used, why string) {
-	if sc.InstanceMode != "process" {
+	if sc.InstanceMode != InstanceProcess {
 		return "", ""
 	}
 	if asked != TransportSequenced {
@@ -85,8 +85,8 @@ func sequencedBar(sc Scenario, info strategies.Info, holdsEnters bool) string {
 	switch {
 	case info.Transactional:
 		return "its deliveries are transactions on the Postgres store"
-	case sc.Store != "memory":
-		return "the store is " + sc.Store + ", not memory"
+	case sc.Store != StoreMemory:
+		return "the store is " + string(sc.Store) + ", not memory"
 	case info.Redelivers:
 		return "its deliveries process redelivered messages"
 	case holdsEnters:

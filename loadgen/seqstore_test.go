@@ -251,7 +251,7 @@ func TestSequencedBar(t *testing.T) {
 		// The case it is for.
 		{name: "memory store", want: ""},
 		// The Postgres store keeps the synchronous protocol.
-		{name: "postgres", mut: func(s *Scenario, _ *strategies.Info) { s.Store = "postgres" }, want: "postgres"},
+		{name: "postgres", mut: func(s *Scenario, _ *strategies.Info) { s.Store = StorePostgres }, want: "postgres"},
 		// pg-unique's deliveries are transactions.
 		{name: "transactional", mut: func(_ *Scenario, i *strategies.Info) { i.Transactional = true }, want: "transactions"},
 		// The queue's redeliveries.
@@ -278,7 +278,7 @@ func TestCheckTransport(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		transport string
-		mode      string
+		mode      InstanceMode
 		sp        Spawner
 		ok        bool
 	}{
@@ -312,10 +312,11 @@ func TestTransportRecorded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
-		name, mode, transport string
-		holds                 bool
-		want                  string // Params.StoreTransport
-		fallbacks             int
+		name, transport string
+		mode            InstanceMode
+		holds           bool
+		want            string // Params.StoreTransport
+		fallbacks       int
 	}{
 		{name: "goroutine", mode: "goroutine", want: ""},
 		{name: "process", mode: "process", want: TransportSync},

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/agent"
 )
 
@@ -137,7 +138,7 @@ func TestAgentsAcrossNamespacesPostgres(t *testing.T) {
 		t.Fatalf("summary.json has %d runs; want 2", len(ss))
 	}
 	for _, s := range ss {
-		if s.Processed != s.Payments || len(s.Errors) != 0 || s.Unsafe || s.Params.InstanceMode != "process" {
+		if s.Processed != s.Payments || len(s.Errors) != 0 || s.Unsafe || s.Params.InstanceMode != string(loadgen.InstanceProcess) {
 			t.Errorf("%s on agents in namespaces: processed %d/%d, errors %v, unsafe %v, instance mode %q; want all processed, no errors, safe, process",
 				s.Strategy, s.Processed, s.Payments, s.Errors, s.Unsafe, s.Params.InstanceMode)
 		}

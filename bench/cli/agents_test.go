@@ -329,7 +329,7 @@ func TestAgentsSlow(t *testing.T) {
 		for _, e := range s.FaultEvents {
 			slowed = slowed || strings.Contains(e.What, "critical section made to last")
 		}
-		if !slowed || s.Params.InstanceMode != "process" {
+		if !slowed || s.Params.InstanceMode != string(loadgen.InstanceProcess) {
 			t.Errorf("%s: fault events %v, instance mode %q; want a section made to last D, process", s.Strategy, s.FaultEvents, s.Params.InstanceMode)
 		}
 		if s.Unsafe != want[s.Strategy] {
@@ -372,7 +372,7 @@ func TestAgentsTLS(t *testing.T) {
 	if len(ss) != 1 {
 		t.Fatalf("summary.json has %d runs; want 1", len(ss))
 	}
-	if s := ss[0]; s.Processed != 600 || s.Unsafe || len(s.Errors) != 0 || s.Params.InstanceMode != "process" {
+	if s := ss[0]; s.Processed != 600 || s.Unsafe || len(s.Errors) != 0 || s.Params.InstanceMode != string(loadgen.InstanceProcess) {
 		t.Errorf("setnx on a TLS agent: processed %d, unsafe %v, errors %v, mode %q; want 600, safe, none, process",
 			s.Processed, s.Unsafe, s.Errors, s.Params.InstanceMode)
 	}

@@ -162,7 +162,7 @@ func verdictCases(names, faultNames []string) ([]verdictCase, error) {
 					base.Payments = verdictRandomPayments
 				}
 				if info.Transactional {
-					base.Store = "postgres" // it takes no lock: the store is its protection
+					base.Store = loadgen.StorePostgres // it takes no lock: the store is its protection
 				}
 				sc, err := spec.Adjust(base)
 				if err != nil {

@@ -34,13 +34,13 @@ type scenarioFlags struct {
 	// storeSet is true when --store was given, intervalSet when
 	// --interval was; mode is --instance-mode's value, "" when not given.
 	storeSet, intervalSet bool
-	mode                  string
+	mode                  loadgen.InstanceMode
 }
 
 // checkAgentsMode refuses --instance-mode goroutine beside --agents: the
 // instances of a run with agents are processes on the agents.
 func (sf *scenarioFlags) checkAgentsMode(ef *endpointFlags) error {
-	if ef.agents != "" && sf.mode == "goroutine" {
+	if ef.agents != "" && sf.mode == loadgen.InstanceGoroutine {
 		return usageErr("--instance-mode: with --agents every instance is a process on an agent; want process, or leave --instance-mode out")
 	}
 	return nil
@@ -147,11 +147,12 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.Func("store", "the protected store: memory or postgres (default memory)", func(v string) error {
-		if v != "memory" && v != "postgres" {
+		kind := loadgen.StoreKind(v)
+		if kind != loadgen.StoreMemory && kind != loadgen.StorePostgres {
 			return errors.New("want memory or postgres")
 		}
 		sf.storeSet = true
-		set(func(s *loadgen.Scenario) { s.Store = v })
+		set(func(s *loadgen.Scenario) { s.Store = kind })
 		return nil
 	})
 	fs.Func("fencing", "store checks fencing tokens: on (refuse a token older than the newest seen), strict (also one no newer than the last applied write's: a token handed out twice) or off (default on)", func(v string) error {
@@ -171,11 +172,12 @@ func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.Func("instance-mode", "instances as goroutine or process (default goroutine; with --agents, process)", func(v string) error {
-		if v != "goroutine" && v != "process" {
+		mode := loadgen.InstanceMode(v)
+		if mode != loadgen.InstanceGoroutine && mode != loadgen.InstanceProcess {
 			return errors.New("want goroutine or process")
 		}
-		sf.mode = v
-		set(func(s *loadgen.Scenario) { s.InstanceMode = v })
+		sf.mode = mode
+		set(func(s *loadgen.Scenario) { s.InstanceMode = mode })
 		return nil
 	})
 }
@@ -216,10 +218,10 @@ func (sf *scenarioFlags) storeFor(names []string, sc *loadgen.Scenario) error {
 		if !info.Transactional {
 			continue
 		}
-		if sf.storeSet && sc.Store != "postgres" {
+		if sf.storeSet && sc.Store != loadgen.StorePostgres {
 			return usageErr("--store: %s takes no lock and runs on the Postgres store; want --store postgres, or leave --store out", name)
 		}
-		sc.Store = "postgres"
+		sc.Store = loadgen.StorePostgres
 	}
 	return nil
 }
@@ -362,7 +364,7 @@ func (ef *endpointFlags) checkSequencedCells(cases []verdictCase) error {
 		return nil
 	}
 	for _, c := range cases {
-		if c.sc.InstanceMode == "process" {
+		if c.sc.InstanceMode == loadgen.InstanceProcess {
 			return nil
 		}
 	}
@@ -380,9 +382,9 @@ func (ef *endpointFlags) checkSequenced(sf *scenarioFlags, scs ...loadgen.Scenar
 	if !ef.sequenced() || ef.agents != "" {
 		return nil
 	}
-	goroutines := sf.mode == "goroutine"
+	goroutines := sf.mode == loadgen.InstanceGoroutine
 	for _, sc := range scs {
-		goroutines = goroutines || sc.InstanceMode != "process"
+		goroutines = goroutines || sc.InstanceMode != loadgen.InstanceProcess
 	}
 	if goroutines {
 		return usageErr("--store-transport: sequenced needs instance processes; want --instance-mode process (or --agents), or --store-transport sync")
@@ -547,7 +549,7 @@ func needs(names []string, sc loadgen.Scenario) servers.Needs {
 		info, _ := strategies.Lookup(name)
 		n.Add(info.Need)
 	}
-	if sc.Store == "postgres" {
+	if sc.Store == loadgen.StorePostgres {
 		n.Add(storeNeed)
 	}
 	return n

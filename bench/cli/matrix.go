@@ -299,7 +299,7 @@ func (m matrixPlan) baseCells(locks, onPostgres []string) []matrixCell {
 	for _, name := range onPostgres {
 		sc := loadgen.DefaultScenario()
 		sc.Name = ScenarioBasePostgres
-		sc.Store = "postgres"
+		sc.Store = loadgen.StorePostgres
 		sc.Payments = m.basePayments
 		out = append(out, matrixCell{"base-pg", name, sc})
 	}

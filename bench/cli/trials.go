@@ -29,7 +29,7 @@ func runTrial(ctx context.Context, sess *session, name string, sc loadgen.Scenar
 	sc.Seed = trialSeed(sc.Seed, trial)
 	if sess.agents != nil {
 		// On agents every instance is a process: record it so.
-		sc.InstanceMode = "process"
+		sc.InstanceMode = loadgen.InstanceProcess
 	}
 	r, err := sess.run(ctx, name, sc, spec, trial)
 	r.Summary.Trial = trial
@@ -104,7 +104,7 @@ const (
 // estimate is how long one run of sc is expected to take.
 func estimate(sc loadgen.Scenario) time.Duration {
 	d := sc.Warmup + estimateOverhead
-	if sc.InstanceMode == "process" {
+	if sc.InstanceMode == loadgen.InstanceProcess {
 		d += estimateProcessOverhead - estimateOverhead
 	}
 	switch {

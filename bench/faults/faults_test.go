@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -140,7 +141,7 @@ func TestSlowProcess(t *testing.T) {
 	} {
 		t.Run(tc.strategy, func(t *testing.T) {
 			sc := small(pausePayments, false)
-			sc.InstanceMode = "process"
+			sc.InstanceMode = loadgen.InstanceProcess
 			r := run(ctx, t, tc.strategy, "slow", sc)
 			struck(t, r)
 			slowedSection(t, r)

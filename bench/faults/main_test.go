@@ -112,7 +112,7 @@ func run(ctx context.Context, t *testing.T, strategy, fault string, sc loadgen.S
 		t.Fatal(err)
 	}
 	var st store.Store = store.NewMemory()
-	if sc.Store == "postgres" {
+	if sc.Store == loadgen.StorePostgres {
 		pg, err := store.NewPostgres(ctx, c.Endpoints().PostgresDSN)
 		if err != nil {
 			t.Fatal(err)

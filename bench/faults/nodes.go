@@ -20,7 +20,7 @@ func serverNode(fault string, env *loadgen.FaultEnv, target servers.Target, i in
 		return nil, fmt.Errorf("%s: %s has no server to act on", fault, env.Strategy)
 	}
 	// The Postgres store lives on the strategy's Postgres server.
-	if env.Scenario.Store == "postgres" && target.Need.Backend == strategies.BackendPostgres {
+	if env.Scenario.Store == loadgen.StorePostgres && target.Need.Backend == strategies.BackendPostgres {
 		return nil, fmt.Errorf("%s: with --store postgres the store lives on the Postgres server too; killing it would end the run (use --store memory)", fault)
 	}
 	n, err := target.Node(i)

@@ -28,7 +28,7 @@ func init() {
 			if err := c.check("pause", sc); err != nil {
 				return sc, err
 			}
-			sc.InstanceMode = "process"
+			sc.InstanceMode = loadgen.InstanceProcess
 			return sc, nil
 		},
 		New: func(p map[string]string, _ servers.Target) (loadgen.Fault, error) {
@@ -103,7 +103,7 @@ func (p *pause) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	if err := p.cfg.check("pause", env.Scenario); err != nil {
 		return err
 	}
-	if env.Scenario.InstanceMode != "process" {
+	if env.Scenario.InstanceMode != loadgen.InstanceProcess {
 		return errors.New("pause needs instance processes (--instance-mode process)")
 	}
 	if p.cfg.dur.isZero() {

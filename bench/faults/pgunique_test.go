@@ -2,6 +2,8 @@ package faults_test
 
 import (
 	"testing"
+
+	"github.com/lockbench/lockbench/loadgen"
 )
 
 // pg-unique takes no lock: the processed marker's unique constraint and the
@@ -15,7 +17,7 @@ func TestPgUniqueSafe(t *testing.T) {
 	for _, fault := range []string{"pause", "slow", "partition"} {
 		t.Run(fault, func(t *testing.T) {
 			sc := small(pausePayments, false)
-			sc.Store = "postgres"
+			sc.Store = loadgen.StorePostgres
 			r := run(ctx, t, "pg-unique", fault, sc)
 			struck(t, r)
 			if fault == "slow" {

@@ -50,7 +50,7 @@ func TestPauseSequenced(t *testing.T) {
 		r := run(ctx, t, "setnx", "pause", small(pausePayments, false))
 		done()
 		struck(t, r)
-		if s := r.Summary; s.Overlaps == 0 || s.Duplicates == 0 || !s.Unsafe || s.Params.InstanceMode != "process" {
+		if s := r.Summary; s.Overlaps == 0 || s.Duplicates == 0 || !s.Unsafe || s.Params.InstanceMode != string(loadgen.InstanceProcess) {
 			t.Errorf("overlaps %d, duplicates %d, unsafe %v, mode %s; want overlaps > 0, duplicates > 0, unsafe, process", s.Overlaps, s.Duplicates, s.Unsafe, s.Params.InstanceMode)
 		}
 	})

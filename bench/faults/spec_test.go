@@ -97,7 +97,7 @@ func TestAdjust(t *testing.T) {
 	base.TTL = time.Second
 	cases := []struct {
 		fault    string
-		wantMode string
+		wantMode loadgen.InstanceMode
 		wantErr  string
 	}{
 		// pause stops a process: the instances must be processes.
