@@ -73,9 +73,18 @@ compare-postgres: build
 # --sweep-trials 1 --lanes 3 --dry-run` estimates it at about 40 minutes
 # on two cores; failover cells need --redis-topology sentinel and are
 # listed as not run here.
-reference: build
+#
+# It refuses a dirty work tree: a published figure must come from a commit
+# (meta.json's build, and `lockbench pack`, which refuses a modified build).
+# The run is then packed (docs/run-directory.md): its data in one archive,
+# data.tar.zst, beside meta.json, the reports and the PNG charts.
+reference:
+	@status=$$(git status --porcelain) || exit 1; \
+	test -z "$$status" || { echo "make reference: the work tree is dirty (git status --porcelain); commit first, a published run must come from a commit"; exit 1; }
+	$(MAKE) build
 	rm -rf results/reference
 	$(BIN) matrix --trials 6 --sweep-trials 1 --lanes 3 --out results/reference
+	$(BIN) pack results/reference
 
 # soak: a 3-minute closed-loop nolock run at full rate with its resident
 # memory sampled every second; fails when the figure at minute 3 is over

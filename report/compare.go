@@ -364,7 +364,8 @@ func WriteComparison(w io.Writer, c Comparison, oldName, newName string) error {
 
 // ReadSummaries reads the summaries and Meta of a run directory without
 // its interval logs: summary.json and meta.json (zero Meta when missing).
-// Directories of every layout lockbench wrote read.
+// Directories of every layout lockbench wrote read, packed
+// (results.Pack) or not.
 func ReadSummaries(dir string) ([]results.Summary, results.Meta, error) {
 	meta, ss, err := results.ReadDirData(dir)
 	return ss, meta, err

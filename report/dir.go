@@ -78,17 +78,23 @@ func renderFiles(ctx context.Context, dir string, runs []results.Run, meta resul
 // files alone (summary.json, meta.json, the interval logs): `lockbench
 // report DIR`. It reads only the histograms the charts need, and keeps the
 // directory's layout (LayoutOf): an old flat directory gets its charts
-// redrawn at its top.
+// redrawn at its top. A packed directory (results.Pack) is read through
+// its archive (results.OpenDir); what Render draws is written beside it,
+// into the directory itself.
 //
 // Once ctx is done it stops (between two files, every file it wrote
 // whole) and returns ctx's error.
 func Render(ctx context.Context, dir string) error {
-	meta, ss, err := results.ReadDirData(dir)
+	fsys, err := results.OpenDir(dir)
 	if err != nil {
 		return err
 	}
-	l := results.LayoutOf(dir)
-	runs, err := results.LoadRuns(ctx, dir, l, ss, func(s *results.Summary, p results.Phase) (load, intervals bool) {
+	meta, ss, err := results.ReadDirDataFS(fsys)
+	if err != nil {
+		return err
+	}
+	l := results.LayoutOfFS(fsys)
+	runs, err := results.LoadRuns(ctx, fsys, l, ss, func(s *results.Summary, p results.Phase) (load, intervals bool) {
 		switch p {
 		case results.Acquire:
 			return true, false

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 )
 
@@ -42,8 +44,8 @@ const (
 // Layout is where a run directory keeps its interval logs and its charts:
 // directories relative to its top, "" being the top itself. WriteData and
 // RenderRuns write Layout{HlogDir, ChartsDir}; the zero Layout is that of
-// the flat directories lockbench wrote before hlog/ and charts/ existed
-// (results/reference among them), which LoadDir and Render still read.
+// the flat directories lockbench wrote before hlog/ and charts/ existed,
+// which LoadDir and Render still read.
 type Layout struct {
 	Hlog, Charts string
 }
@@ -51,16 +53,27 @@ type Layout struct {
 // StandardLayout is the layout of every directory lockbench writes.
 var StandardLayout = Layout{Hlog: HlogDir, Charts: ChartsDir}
 
-// LayoutOf returns the layout of the run directory dir: the flat one when
-// dir has interval logs at its top and no hlog/ directory, the standard
-// one otherwise. Render draws a flat directory's charts next to its
-// report.md, where the links of its old report and of anything else that
-// points into it (the README's, for results/reference) expect them.
+// LayoutOf returns the layout of the run directory dir, packed or not
+// (LayoutOfFS of OpenDir's view; of the directory alone when its archive
+// does not open, an error its reader will meet).
 func LayoutOf(dir string) Layout {
-	if _, err := os.Stat(filepath.Join(dir, HlogDir)); err == nil {
+	fsys, err := OpenDir(dir)
+	if err != nil {
+		fsys = os.DirFS(dir)
+	}
+	return LayoutOfFS(fsys)
+}
+
+// LayoutOfFS returns the layout of the run directory fsys: the flat one
+// when it has interval logs at its top and no hlog/ directory, the
+// standard one otherwise. Render draws a flat directory's charts next to
+// its report.md, where the links of its old report and of anything else
+// that points into it expect them.
+func LayoutOfFS(fsys fs.FS) Layout {
+	if _, err := fs.Stat(fsys, HlogDir); err == nil {
 		return StandardLayout
 	}
-	if old, _ := filepath.Glob(filepath.Join(dir, "*.hlog")); len(old) > 0 {
+	if old, _ := fs.Glob(fsys, "*.hlog"); len(old) > 0 {
 		return Layout{}
 	}
 	return StandardLayout
@@ -70,6 +83,11 @@ func LayoutOf(dir string) Layout {
 // id id, in the run directory dir.
 func (l Layout) hlogPath(dir, id string, p Phase) string {
 	return filepath.Join(dir, l.Hlog, HlogName(id, p))
+}
+
+// hlogFile is hlogPath's name in a run directory's file system.
+func (l Layout) hlogFile(id string, p Phase) string {
+	return path.Join(l.Hlog, HlogName(id, p))
 }
 
 // ChartPath is the path of a chart file (name and extension) in dir.
@@ -170,7 +188,8 @@ func writeMeta(w io.Writer, meta Meta) error {
 	return nil
 }
 
-// LoadDir reads a run directory written by WriteData back: the summaries
+// LoadDir reads a run directory written by WriteData back, packed (Pack)
+// or not: the summaries
 // from summary.json, the histograms from the interval logs in hlog/ (or at
 // the top of an old flat directory, see LayoutOf; Total is the merge of a
 // run's intervals), and meta.json (zero Meta when missing). A missing
@@ -179,11 +198,15 @@ func writeMeta(w io.Writer, meta Meta) error {
 // them (its log holds one WholeRunTag histogram). Memory: every interval of every phase is held, about
 // a quarter of a megabyte per histogram.
 func LoadDir(dir string) ([]Run, Meta, error) {
-	meta, ss, err := ReadDirData(dir)
+	fsys, err := OpenDir(dir)
 	if err != nil {
 		return nil, Meta{}, err
 	}
-	runs, err := LoadRuns(context.Background(), dir, LayoutOf(dir), ss, func(*Summary, Phase) (bool, bool) { return true, true })
+	meta, ss, err := ReadDirDataFS(fsys)
+	if err != nil {
+		return nil, Meta{}, err
+	}
+	runs, err := LoadRuns(context.Background(), fsys, LayoutOfFS(fsys), ss, func(*Summary, Phase) (bool, bool) { return true, true })
 	if err != nil {
 		return nil, Meta{}, err
 	}
@@ -193,16 +216,24 @@ func LoadDir(dir string) ([]Run, Meta, error) {
 	return runs, meta, nil
 }
 
+// ReadDirData reads the run directory dir's meta.json (zero Meta when
+// missing) and summary.json, packed or not (OpenDir).
 func ReadDirData(dir string) (Meta, []Summary, error) {
-	var meta Meta
-	if data, err := os.ReadFile(filepath.Join(dir, MetaFile)); err == nil {
-		if err := json.Unmarshal(data, &meta); err != nil {
-			return Meta{}, nil, fmt.Errorf("results: %s: %w", MetaFile, err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return Meta{}, nil, fmt.Errorf("results: %w", err)
+	fsys, err := OpenDir(dir)
+	if err != nil {
+		return Meta{}, nil, err
 	}
-	f, err := os.Open(filepath.Join(dir, SummaryJSONFile))
+	return ReadDirDataFS(fsys)
+}
+
+// ReadDirDataFS is ReadDirData of a run directory's file system, as
+// OpenDir returns it.
+func ReadDirDataFS(fsys fs.FS) (Meta, []Summary, error) {
+	meta, err := readMeta(fsys)
+	if err != nil {
+		return Meta{}, nil, err
+	}
+	f, err := fsys.Open(SummaryJSONFile)
 	if err != nil {
 		return Meta{}, nil, fmt.Errorf("results: %w", err)
 	}
@@ -214,11 +245,28 @@ func ReadDirData(dir string) (Meta, []Summary, error) {
 	return meta, ss, nil
 }
 
-// LoadRuns reads the interval logs of ss. want says, per run and phase,
+// readMeta reads fsys's meta.json; zero Meta when there is none.
+func readMeta(fsys fs.FS) (Meta, error) {
+	var meta Meta
+	data, err := fs.ReadFile(fsys, MetaFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return meta, nil
+	}
+	if err != nil {
+		return Meta{}, fmt.Errorf("results: %w", err)
+	}
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return Meta{}, fmt.Errorf("results: %s: %w", MetaFile, err)
+	}
+	return meta, nil
+}
+
+// LoadRuns reads the interval logs of ss from the run directory fsys
+// (OpenDir), laid out as l. want says, per run and phase,
 // whether to read the log at all and whether to keep its intervals (else
 // only their merge, Total, is kept). It stops with ctx's error once ctx is
 // done.
-func LoadRuns(ctx context.Context, dir string, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
+func LoadRuns(ctx context.Context, fsys fs.FS, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
 	ids := FileIDs(ss)
 	runs := make([]Run, len(ss))
 	for i := range ss {
@@ -232,7 +280,7 @@ func LoadRuns(ctx context.Context, dir string, l Layout, ss []Summary, want func
 			if !load {
 				continue
 			}
-			ivs, err := readHlogFile(l.hlogPath(dir, ids[i], p), p)
+			ivs, err := readHlogFile(fsys, l.hlogFile(ids[i], p), p)
 			if err != nil {
 				return nil, err
 			}
@@ -261,10 +309,11 @@ func LoadRuns(ctx context.Context, dir string, l Layout, ss []Summary, want func
 	return runs, nil
 }
 
-// readHlogFile reads one interval log; a missing file is no intervals.
-func readHlogFile(path string, p Phase) ([]Interval, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+// readHlogFile reads the interval log name of fsys; a missing file is no
+// intervals.
+func readHlogFile(fsys fs.FS, name string, p Phase) ([]Interval, error) {
+	f, err := fsys.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -273,7 +322,7 @@ func readHlogFile(path string, p Phase) ([]Interval, error) {
 	defer f.Close()
 	ivs, err := ReadHlog(f, p)
 	if err != nil {
-		return nil, fmt.Errorf("results: %s: %w", path, err)
+		return nil, fmt.Errorf("results: %s: %w", name, err)
 	}
 	return ivs, nil
 }

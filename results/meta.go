@@ -54,6 +54,9 @@ type Meta struct {
 	Seed   int64 `json:"seed,omitempty"`
 	// Notes are free-form remarks, one bullet each in report.md.
 	Notes []string `json:"notes,omitempty"`
+	// Archive describes the directory's packed data (Pack), absent while
+	// it is unpacked.
+	Archive *ArchiveInfo `json:"archive,omitempty"`
 }
 
 // LoadAvg is the 1-, 5- and 15-minute load averages of a host.

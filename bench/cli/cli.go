@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lockbench/lockbench/bench/selfcheck"
 	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/servers"
 )
@@ -45,10 +46,11 @@ func commands() []command {
 		{"verdicts", "[flags]", "every strategy under every fault: the verdict table", runVerdicts},
 		{"matrix", "[--quick]", "the published matrix: strategies × contention × faults", runMatrix},
 		{"report", "DIR", "re-render charts and report.md from a run directory", runReport},
+		{"pack", "DIR", "pack a finished run directory for publishing", runPack},
 		{"plan", "[flags]", "capacity planning from a rate sweep", runPlan},
 		{"compare", "OLD NEW", "two run directories side by side, with significance", runCompareDirs},
-		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runCompare},
-		{"compare-postgres", "[flags]", "pg-onconflict's lock-cycle rate against pgbench's (harness check)", runComparePG},
+		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runSelfCheck(selfcheck.Redis)},
+		{"compare-postgres", "[flags]", "pg-onconflict's lock-cycle rate against pgbench's (harness check)", runSelfCheck(selfcheck.Postgres)},
 		{"agent", "[flags]", "run instances here for a coordinator elsewhere (--listen HOST:PORT; see --agents)", runAgent},
 	}
 }
@@ -71,8 +73,8 @@ var checks = map[string]func(args []string) error{
 	"compare": func(args []string) error {
 		return runCompareDirs(context.Background(), args, io.Discard, io.Discard)
 	},
-	"compare-redis":    checkOf(parseCompare),
-	"compare-postgres": checkOf(parseComparePG),
+	"compare-redis":    checkOf(parseSelfCheck(selfcheck.Redis)),
+	"compare-postgres": checkOf(parseSelfCheck(selfcheck.Postgres)),
 	"agent":            checkOf(parseAgent),
 }
 
@@ -152,8 +154,12 @@ func names() []string {
 func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "lockbench: speed and safety of distributed locks, side by side")
 	fmt.Fprintln(w)
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  lockbench %-13s %-10s %s\n", c.name, c.args, c.help)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  lockbench %-*s %-10s %s\n", width, c.name, c.args, c.help)
 	}
 	fmt.Fprintln(w, "\n`lockbench COMMAND -h` lists a command's flags.")
 }

@@ -90,7 +90,7 @@ func parseFlagsAllowArgs(fs *flag.FlagSet, args []string, stdout io.Writer) erro
 		return flag.ErrHelp
 	}
 	if err != nil {
-		return usageErr("%s", err)
+		return flagUsageErr(fs, err)
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 		return flag.ErrHelp
 	}
 	if err != nil {
-		return usageErr("%s", err)
+		return flagUsageErr(fs, err)
 	}
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q (flags go as --name value)", fs.Arg(0))
@@ -42,12 +42,29 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	return nil
 }
 
+// flagUsageErr is the one usage line for a flag package error of fs: an
+// unknown flag points to the command's -h, a bad boolean says what it
+// takes; other errors name the flag and the value already.
+func flagUsageErr(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return usageErr("unknown flag %s (%s -h lists the flags)", name, fs.Name())
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid boolean value "); ok {
+		if value, flagName, ok := strings.Cut(rest, " for "); ok {
+			flagName, _, _ = strings.Cut(flagName, ":")
+			return usageErr("%s: want true or false, got %s", flagName, value)
+		}
+	}
+	return usageErr("%s", err)
+}
+
 // session is a set of servers (started or given) and a store, shared by the
 // runs of one command.
 type session struct {
 	ep       servers.Endpoints
 	cluster  *servers.Cluster
-	stores   map[string]store.Store
+	stores   map[loadgen.StoreKind]store.Store
 	stderr   io.Writer
 	progress bool
 	// live serves --metrics-addr (serveMetrics); nil when off.
@@ -103,7 +120,7 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 		}
 		return nil, fmt.Errorf("servers: %s", servers.Redact(err.Error()))
 	}
-	s := &session{ep: ep, cluster: cluster, stores: map[string]store.Store{}, stderr: stderr,
+	s := &session{ep: ep, cluster: cluster, stores: map[loadgen.StoreKind]store.Store{}, stderr: stderr,
 		redisWait: ef.wait, redisWaitTimeout: ef.waitTimeout, agents: pool, transport: ef.transport}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		s.progress = true
@@ -135,7 +152,7 @@ func (s *session) target(info strategies.Info) (servers.Target, error) {
 	return t, nil
 }
 
-func (s *session) store(ctx context.Context, kind string) (store.Store, error) {
+func (s *session) store(ctx context.Context, kind loadgen.StoreKind) (store.Store, error) {
 	if st, ok := s.stores[kind]; ok {
 		return st, nil
 	}
@@ -175,7 +192,7 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Fault: fault}
 	if s.agents != nil {
 		o.Spawner = s.agents
-		o.Scenario.InstanceMode = "process" // on agents every instance is a process
+		o.Scenario.InstanceMode = loadgen.InstanceProcess // on agents every instance is a process
 	}
 	faultName := results.FaultNone
 	if s.trials <= 1 {
@@ -184,7 +201,7 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	if fault != nil {
 		faultName = fault.Name()
 	}
-	if o.Scenario.InstanceMode == "process" {
+	if o.Scenario.InstanceMode == loadgen.InstanceProcess {
 		o.StoreTransport = s.transport
 		o.Fallback = func(why string) { s.fellBack(name, faultName, why) }
 	}

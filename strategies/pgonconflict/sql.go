@@ -71,6 +71,14 @@ RETURNING token`
 const releaseSQL = `UPDATE lockbench_locks SET expires_at = '-infinity'
 WHERE key = $1 AND owner = $2 AND token = $3 AND expires_at > now()`
 
+// ClaimSQL and ReleaseSQL are claimSQL and releaseSQL, exported for the
+// harness self-check (bench/selfcheck), whose bare pgx loop and pgbench
+// script must run exactly the statements of this strategy's lock cycle.
+const (
+	ClaimSQL   = claimSQL
+	ReleaseSQL = releaseSQL
+)
+
 // extendSQL makes $1's claim by owner $2 with token $3 last at least the
 // interval $4 from now(), if it is still that claim and has not expired. The
 // owner and token in the WHERE are what keep it to the lease's own claim:

@@ -1,4 +1,4 @@
-package cli
+package selfcheck
 
 import (
 	"context"
@@ -22,48 +22,19 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockbench/lockbench/loadgen"
-	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/pgonconflict"
 )
 
-// pgClaimSQL and pgReleaseSQL are pg-onconflict's claim and release
-// statements (claimSQL and releaseSQL in strategies/pgonconflict/sql.go,
-// unexported there), which pgx alone and pgbench run.
-// TestComparePostgresStatements keeps them the same.
-const (
-	pgClaimSQL = `INSERT INTO lockbench_locks AS l (key, owner, token, expires_at)
-SELECT $1::text, $2::text, nextval('lockbench_lock_tokens'), now() + $3::interval
-WHERE NOT EXISTS (SELECT 1 FROM lockbench_locks WHERE key = $1::text AND expires_at > now())
-ON CONFLICT (key) DO UPDATE
-	SET owner = EXCLUDED.owner,
-	    token = nextval('lockbench_lock_tokens'),
-	    expires_at = EXCLUDED.expires_at
-	WHERE l.expires_at <= now()
-RETURNING token`
-	pgReleaseSQL = `UPDATE lockbench_locks SET expires_at = '-infinity'
-WHERE key = $1 AND owner = $2 AND token = $3 AND expires_at > now()`
-)
-
-// parseComparePG parses and checks the flags of compare-postgres.
-func parseComparePG(args []string, stdout, stderr io.Writer) (compareOptions, error) {
-	fs := newFlagSet("compare-postgres", stderr)
-	o := compareOptions{clients: 16, n: 40000}
-	o.register(fs, "pgbench -c", "pgbench run", "pgx alone")
-	if err := parseFlags(fs, args, stdout); err != nil {
-		return o, err
-	}
-	return o, o.check()
-}
-
-// runComparePG is `lockbench compare-postgres` (`make compare-postgres`):
-// compare-redis's check against Postgres. pgbench (-M prepared) runs
-// pg-onconflict's own claim and release statements, with the same client
-// count and key space, against the local Postgres lockbench starts; then
-// the same cycle from pgx alone (the strategy's pool settings and
-// statement timeouts, no harness); then lockbench's pg-onconflict with
-// zero hold and --lock-key payment, one instance of --clients workers.
+// runPostgres is Postgres's run, `lockbench compare-postgres` (`make
+// compare-postgres`): the Redis check's against Postgres. pgbench (-M
+// prepared) runs pg-onconflict's own claim and release statements, with
+// the same client count and key space, against the local Postgres the
+// check starts; then the same cycle from pgx alone (the strategy's pool
+// settings and statement timeouts, no harness); then lockbench's
+// pg-onconflict with zero hold and --lock-key payment, one instance of
+// --clients workers.
 //
 // The key space is one key per lock cycle of a measurement, the same
 // keys every round (lockbench's payment ids; pgbench's client c takes
@@ -71,18 +42,14 @@ func parseComparePG(args []string, stdout, stderr io.Writer) (compareOptions, er
 // claim takes the update path of the ON CONFLICT, as lockbench's do.
 // pgbench's keys are the numbers themselves (its scripts cannot build
 // strings), lockbench's and pgx's "lockbench:pay:N".
-func runComparePG(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseComparePG(args, stdout, stderr)
-	if err != nil {
-		return err
-	}
+func runPostgres(ctx context.Context, cfg Config, open OpenHarness, stdout, stderr io.Writer) error {
 	bin, err := findPgbench()
 	if err != nil {
 		return err
 	}
 	// Whole cycles per client: pgbench's -t counts per client.
-	perClient := (o.n + o.clients - 1) / o.clients
-	n := perClient * o.clients
+	perClient := (cfg.Requests + cfg.Clients - 1) / cfg.Clients
+	n := perClient * cfg.Clients
 	cluster, err := servers.Start(ctx, servers.Needs{Postgres: true}, servers.Options{})
 	if err != nil {
 		return err
@@ -90,19 +57,12 @@ func runComparePG(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	defer cluster.Stop()
 	dsn := cluster.Endpoints().PostgresDSN
 
-	sc := loadgen.DefaultScenario()
-	sc.Name = "compare-postgres"
-	sc.Instances, sc.Workers, sc.Deliveries = 1, o.clients, 1
-	sc.Payments = n
-	sc.LockKey = "payment" // one key per cycle, as pgbench's
-	sc.Accounts = 1000
-	sc.Hold, _ = loadgen.ParseHold("0s")
-	sc.Warmup = 0
-	sess := &session{ep: cluster.Endpoints(), stderr: stderr, stores: map[string]store.Store{}}
-	defer sess.Close()
-	if err := sess.serveMetrics(o.mf); err != nil {
+	sc := lockbenchScenario("compare-postgres", cfg.Clients, n)
+	h, err := open(cluster.Endpoints())
+	if err != nil {
 		return err
 	}
+	defer h.Close()
 	// The lock table and its sequence, as the strategy makes them, before
 	// pgbench runs first.
 	lock := strategies.Config{PostgresDSN: dsn, TTL: sc.TTL, Owner: "compare-postgres"}
@@ -128,7 +88,7 @@ func runComparePG(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return nil
 	}
 
-	script, err := writePgbenchScript(o.clients)
+	script, err := writePgbenchScript(cfg.Clients)
 	if err != nil {
 		return err
 	}
@@ -139,8 +99,8 @@ func runComparePG(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	ttl := sc.TTL.Truncate(time.Microsecond)
 	pgbench := func() (cycleRate, error) {
-		c := exec.CommandContext(ctx, bin, "-n", "-M", "prepared", "-c", strconv.Itoa(o.clients), "-t", strconv.Itoa(perClient),
-			"-f", script, "-D", "n=0", "-D", "nclients="+strconv.Itoa(o.clients), "-D", "owner="+owner,
+		c := exec.CommandContext(ctx, bin, "-n", "-M", "prepared", "-c", strconv.Itoa(cfg.Clients), "-t", strconv.Itoa(perClient),
+			"-f", script, "-D", "n=0", "-D", "nclients="+strconv.Itoa(cfg.Clients), "-D", "owner="+owner,
 			"-D", fmt.Sprintf("ttl=%d microseconds", ttl.Microseconds()), dsn)
 		var errb strings.Builder
 		c.Stderr = &errb
@@ -149,31 +109,31 @@ func runComparePG(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			if ctx.Err() != nil {
 				return cycleRate{}, ctx.Err()
 			}
-			return cycleRate{}, fmt.Errorf("pgbench: %w: %s", err, servers.Redact(oneLine(errb.String())))
+			return cycleRate{}, fmt.Errorf("pgbench: %w: %s", err, servers.Redact(strings.Join(strings.Fields(errb.String()), " ")))
 		}
 		tps, err := parsePgbenchTPS(out)
 		return cycleRate{perSec: tps, cpu: childCPU(c.ProcessState) / time.Duration(n)}, err
 	}
 
-	fmt.Fprintf(stdout, "lock cycles/s: pg-onconflict's claim then release, %d clients, %d cycles a measurement (one key each), local Postgres\n", o.clients, n)
-	fmt.Fprintf(stdout, "pgbench is `pgbench -M prepared -c %d` on the same two statements; lockbench is `run --strategy pg-onconflict --instances 1 --workers %d --deliveries 1 --hold 0 --lock-key payment`\n", o.clients, o.clients)
+	fmt.Fprintf(stdout, "lock cycles/s: pg-onconflict's claim then release, %d clients, %d cycles a measurement (one key each), local Postgres\n", cfg.Clients, n)
+	fmt.Fprintf(stdout, "pgbench is `pgbench -M prepared -c %d` on the same two statements; lockbench is `run --strategy pg-onconflict --instances 1 --workers %d --deliveries 1 --hold 0 --lock-key payment`\n", cfg.Clients, cfg.Clients)
 	cmp := comparison{
 		name:   "compare-postgres",
 		native: "pgbench", bare: "pgx alone", ours: "lockbench pg-onconflict",
 		nativeShort: "pgbench", bareShort: "pgx",
 		bareWhy:   "the Go client's cost against pgbench's C",
-		rounds:    o.rounds,
-		failBelow: o.failBelow,
-		profile:   o.cpuProfile,
+		rounds:    cfg.Rounds,
+		failBelow: cfg.FailBelow,
+		profile:   cfg.CPUProfile,
 		library:   []string{"github.com/jackc/"}, // pgx and its pool's puddle
 		settle:    vacuum,
 		measure: [3]func() (cycleRate, error){
 			pgbench,
 			func() (cycleRate, error) {
-				return measured(ctx, "bare", func() (cycleRate, error) { return pgxCycles(ctx, dsn, o.clients, n, ttl) })
+				return measured(ctx, "bare", func() (cycleRate, error) { return pgxCycles(ctx, dsn, cfg.Clients, n, ttl) })
 			},
 			func() (cycleRate, error) {
-				return measured(ctx, "lockbench", func() (cycleRate, error) { return lockbenchCycles(ctx, sess, "pg-onconflict", sc) })
+				return measured(ctx, "lockbench", func() (cycleRate, error) { return lockbenchCycles(ctx, h, "pg-onconflict", sc) })
 			},
 		},
 	}
@@ -205,8 +165,8 @@ func findPgbench() (string, error) {
 // the claim, its token kept (\gset), then the release. Client c's n-th
 // cycle takes key c + clients·(n−1).
 func pgbenchScript() string {
-	claim := strings.NewReplacer("$1", ":key", "$2", ":owner", "$3", ":ttl").Replace(pgClaimSQL)
-	release := strings.NewReplacer("$1", ":key", "$2", ":owner", "$3", ":token").Replace(pgReleaseSQL)
+	claim := strings.NewReplacer("$1", ":key", "$2", ":owner", "$3", ":ttl").Replace(pgonconflict.ClaimSQL)
+	release := strings.NewReplacer("$1", ":key", "$2", ":owner", "$3", ":token").Replace(pgonconflict.ReleaseSQL)
 	return `\set n :n + 1
 \set key :client_id + :nclients * (:n - 1)
 ` + claim + ` \gset
@@ -297,13 +257,13 @@ func pgxCycles(ctx context.Context, dsn string, clients, n int, ttl time.Duratio
 	cycle := func(key string) error {
 		sctx, cancel := context.WithTimeout(ctx, pgonconflict.DefaultStatementTimeout)
 		var token int64
-		err := pool.QueryRow(sctx, pgClaimSQL, key, owner, ttl).Scan(&token)
+		err := pool.QueryRow(sctx, pgonconflict.ClaimSQL, key, owner, ttl).Scan(&token)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("claim %s: %w", key, err)
 		}
 		sctx, cancel = context.WithTimeout(ctx, pgonconflict.DefaultStatementTimeout)
-		tag, err := pool.Exec(sctx, pgReleaseSQL, key, owner, token)
+		tag, err := pool.Exec(sctx, pgonconflict.ReleaseSQL, key, owner, token)
 		cancel()
 		if err == nil && tag.RowsAffected() != 1 {
 			err = errors.New("not the owner")

@@ -1,4 +1,4 @@
-package cli
+package selfcheck
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/lockbench/lockbench/internal/usage"
 )
 
 // A comparison's rates and its CPU times per cycle are each measured over
@@ -113,7 +115,7 @@ func openRoundsProfile(path string) (*roundsProfile, error) {
 	if path != "" {
 		f, err := os.Create(path)
 		if err != nil {
-			return nil, usageErr("--cpuprofile: %v", err)
+			return nil, usage.Errorf("cpuprofile", "%v", err)
 		}
 		rp.file = f
 	}

@@ -1,8 +1,6 @@
-package cli
+package selfcheck
 
 import (
-	"bytes"
-	"context"
 	"go/ast"
 	"go/constant"
 	"go/parser"
@@ -10,11 +8,13 @@ import (
 	"go/types"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/lockbench/lockbench/strategies/pgonconflict"
 )
 
-// pgx alone and pgbench run exactly pg-onconflict's statements: the copies
-// here are the constants of strategies/pgonconflict/sql.go.
+// pgx alone and pgbench run exactly pg-onconflict's statements: what they
+// run, pgonconflict.ClaimSQL and ReleaseSQL, is what the strategy runs,
+// the constants claimSQL and releaseSQL of strategies/pgonconflict/sql.go.
 func TestComparePostgresStatements(t *testing.T) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "../../strategies/pgonconflict/sql.go", nil, 0)
@@ -40,7 +40,7 @@ func TestComparePostgresStatements(t *testing.T) {
 			}
 		}
 	}
-	for name, ours := range map[string]string{"claimSQL": pgClaimSQL, "releaseSQL": pgReleaseSQL} {
+	for name, ours := range map[string]string{"claimSQL": pgonconflict.ClaimSQL, "releaseSQL": pgonconflict.ReleaseSQL} {
 		if got[name] != ours {
 			t.Errorf("pgonconflict's %s = %q; compare-postgres runs %q", name, got[name], ours)
 		}
@@ -68,39 +68,5 @@ func TestPgbenchScript(t *testing.T) {
 	tps, err := parsePgbenchTPS([]byte("number of transactions actually processed: 16000/16000\ntps = 10234.567890 (without initial connection time)\n"))
 	if err != nil || tps != 10234.567890 {
 		t.Errorf("parsePgbenchTPS = %v, %v; want 10234.56789", tps, err)
-	}
-}
-
-// compare-postgres runs pgbench, pgx alone and lockbench's pg-onconflict in
-// interleaved rounds against the Postgres it starts, and prints compare-redis's
-// table and closing lines.
-func TestComparePostgres(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Postgres and pgbench; skipped with -short")
-	}
-	if _, err := findPgbench(); err != nil {
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var out, errb bytes.Buffer
-	err := Run(ctx, []string{"compare-postgres", "--rounds", "2", "--requests", "2000", "--clients", "4"}, &out, &errb)
-	if err != nil && strings.HasPrefix(err.Error(), "servers:") {
-		t.Skipf("local servers unavailable: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("compare-postgres: %v\n%s", err, errb.String())
-	}
-	t.Logf("\n%s", out.String())
-	compareTable(t, out.String(), 2)
-	for _, want := range []string{
-		"ratio lockbench / pgbench:   ", "median of 2 rounds",
-		"ratio lockbench / pgx alone: ", "target ≥ 0.95",
-		"ratio pgx / pgbench:         ",
-		"cpu per cycle (medians): pgbench ",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("no %q in:\n%s", want, out.String())
-		}
 	}
 }

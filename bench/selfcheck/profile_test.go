@@ -1,4 +1,4 @@
-package cli
+package selfcheck
 
 import (
 	"bytes"
@@ -106,7 +106,7 @@ func TestComparisonProfile(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "cpu.prof")
 	// spin burns about d of CPU, a share of it in a function standing for
-	// the library (the test binary's own package, cli, is the library
+	// the library (the test binary's own package, selfcheck, is the library
 	// here: its frames are the only ones both loops share by name).
 	spin := func(d time.Duration, library float64) cycleRate {
 		end := time.Now().Add(d)
@@ -120,7 +120,7 @@ func TestComparisonProfile(t *testing.T) {
 	}
 	c := comparison{name: "test", native: "tool", bare: "client alone", ours: "lockbench x",
 		nativeShort: "tool", bareShort: "client", bareWhy: "why", rounds: 2, profile: path,
-		library: []string{"github.com/lockbench/lockbench/bench/cli.burn"}}
+		library: []string{"github.com/lockbench/lockbench/bench/selfcheck.burn"}}
 	c.measure[0] = func() (cycleRate, error) { return cycleRate{perSec: 2000, cpu: 5 * time.Microsecond}, nil }
 	c.measure[1] = func() (cycleRate, error) {
 		return measured(context.Background(), "bare", func() (cycleRate, error) { return spin(1500*time.Millisecond, 0.9), nil })

@@ -1,0 +1,35 @@
+// Package selfcheck holds lockbench's harness self-checks, the engines of
+// `lockbench compare-redis` and `lockbench compare-postgres`: is the
+// harness what is being measured? Each check (Redis, Postgres) measures
+// one lock cycle three ways against a local server it starts: with the
+// server's own benchmark tool (redis-benchmark, pgbench), with the Go
+// client alone (go-redis, pgx, with the strategy's client settings and no
+// harness), and with lockbench's strategy (setnx, pg-onconflict) at zero
+// hold. It prints their rates, CPU per cycle and ratios round by round,
+// then the medians against the targets (lockbench at least 0.95 of the
+// bare client's rate, at most 1/0.95 of its CPU per cycle). The method and
+// the figures are in docs/harness-cost.md.
+//
+// This is the command layer: package cli parses the flags (Check.Register,
+// Config.Validate) and supplies lockbench's side of a check (Harness, its
+// session: the store and the live metrics), and nothing below the command
+// (loadgen, strategies) imports this package.
+//
+// # Caveats
+//
+//   - The checks are measurements, not tests: the client, lockbench and the
+//     server share the machine, and on a shared machine the rates drift by
+//     tens of percent within a minute. Rounds interleave the three
+//     measurements (roundOrder) and each ratio is taken within a round; the
+//     result is the median of the rounds' ratios, with its interval.
+//   - They need the native tools installed (redis-benchmark from
+//     redis-tools; pgbench from a PostgreSQL server package) and start
+//     their own servers on loopback; they never run against the user's.
+//   - The CPU profile split (--cpuprofile, profile.go) counts the harness's
+//     own code only: it is blind to the harness making the client
+//     library's calls slower (evicting their memory from the caches), which
+//     the measured CPU per cycle includes.
+//   - Check.Run profiles the process's CPU: one profile runs at a time, so
+//     without --cpuprofile a profile already running (a test binary's
+//     -cpuprofile) only means no split is printed.
+package selfcheck
