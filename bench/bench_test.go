@@ -163,7 +163,7 @@ func benchLock(b *testing.B, info strategies.Info, n int, lock strategies.Config
 
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st})
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategies.MustLookup(name), Scenario: sc, Lock: lock, Store: st})
 	if err != nil {
 		b.Fatal(servers.Redact(err.Error()))
 	}
@@ -201,7 +201,7 @@ func BenchmarkHarnessCeiling(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	var cpu time.Duration
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: "nolock", Scenario: sc, Store: st, LoadSpan: loadSpan(b, cpuTime, &cpu)})
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategies.MustLookup("nolock"), Scenario: sc, Store: st, LoadSpan: loadSpan(b, cpuTime, &cpu)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 	var cpu, cpu0 time.Duration
 	var sw, sw0 int64
 	span := loadSpan(b, cpuTimeAll, &cpu)
-	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: func() func() {
+	o := loadgen.Options{Strategy: strategies.MustLookup(name), Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: func() func() {
 		end := span()
 		cpu0, sw0 = usageAll()
 		return func() {

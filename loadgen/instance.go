@@ -20,6 +20,10 @@ import (
 type InstanceConfig struct {
 	ID       int
 	Strategy string
+	// Info is the strategy's registry entry, when the instance is built
+	// in the process that looked it up (Run); an instance process looks
+	// its Strategy up itself.
+	Info     strategies.Info `json:"-"`
 	Scenario Scenario
 	Lock     strategies.Config
 	// StoreArrive makes an instance process's store client an arrival
@@ -100,7 +104,14 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 	lock := cfg.Lock
 	lock.Owner = InstanceOwner(cfg.ID)
 	lock.TTL = cfg.Scenario.TTL
-	s, err := strategies.New(ctx, cfg.Strategy, lock)
+	info := cfg.Info
+	if info.New == nil {
+		var ok bool
+		if info, ok = strategies.Lookup(cfg.Strategy); !ok {
+			return nil, fmt.Errorf("loadgen: unknown strategy %q", cfg.Strategy)
+		}
+	}
+	s, err := info.Open(ctx, lock)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +122,6 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 			in.accountKeys[a] = formatLockKey(sc.LockKey, 0, int32(a))
 		}
 	}
-	info, _ := strategies.Lookup(cfg.Strategy)
 	in.keepsNoContext = info.KeepsNoContext
 	if info.Transactional {
 		// A transactional strategy's deliveries are transactions on the

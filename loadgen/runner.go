@@ -21,7 +21,8 @@ const IntervalLength = time.Second
 
 // Options are one run: one strategy through one scenario, with one fault.
 type Options struct {
-	Strategy string
+	// Strategy is the strategy's registry entry (strategies.Lookup).
+	Strategy strategies.Info
 	Scenario Scenario
 	// Lock holds the servers' endpoints (TTL and Owner are set per instance).
 	Lock strategies.Config
@@ -132,16 +133,16 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	if err := sc.Validate(); err != nil {
 		return results.Run{}, err
 	}
-	info, ok := strategies.Lookup(o.Strategy)
-	if !ok {
-		return results.Run{}, usageErr("strategy", "unknown strategy %q (known: %v)", o.Strategy, strategies.Names())
+	info := o.Strategy
+	if info.New == nil {
+		return results.Run{}, usageErr("strategy", "no strategy given (known: %v)", strategies.Names())
 	}
 	if err := checkTransport(o); err != nil {
 		return results.Run{}, err
 	}
 	if info.Transactional {
 		if _, ok := o.Store.(store.Transactor); !ok || sc.Store != StorePostgres {
-			return results.Run{}, usageErr("store", "%s takes no lock: each delivery is a transaction on the Postgres store; want --store postgres", o.Strategy)
+			return results.Run{}, usageErr("store", "%s takes no lock: each delivery is a transaction on the Postgres store; want --store postgres", info.Name)
 		}
 	}
 	wl := NewWorkload(&sc)
@@ -156,7 +157,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		return results.Run{}, fmt.Errorf("store reset: %w", err)
 	}
 	bound, _ := sc.PaymentBound()
-	env := &FaultEnv{Strategy: o.Strategy, Info: info, Scenario: sc, Lock: o.Lock, total: bound, slows: make([]atomic.Int64, sc.Instances)}
+	env := &FaultEnv{Strategy: info.Name, Info: info, Scenario: sc, Lock: o.Lock, total: bound, slows: make([]atomic.Int64, sc.Instances)}
 	env.strikes.watch(o.Store, max(sc.TTL, MinStrikeGrace))
 	// The fault's hooks and slow orders ride on the store's Enter; with no
 	// fault there are none, and the workers call the store itself (a
@@ -176,7 +177,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		o.Fallback(why)
 	}
 	seq := transport == TransportSequenced
-	insts, sq, stopAll, err := startInstances(ctx, sc, o.Strategy, seq, env.Lock, st, o.Spawner, o.Log)
+	insts, sq, stopAll, err := startInstances(ctx, sc, info, seq, env.Lock, st, o.Spawner, o.Log)
 	if err != nil {
 		return results.Run{}, err
 	}
@@ -487,7 +488,7 @@ func (l *loopTimes) stop() {
 // returns a function that stops them all, for the error paths, and the
 // run's sequenced store when seq asks for one (local processes only;
 // else nil).
-func startInstances(ctx context.Context, sc Scenario, name string, seq bool, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, *seqStore, func(), error) {
+func startInstances(ctx context.Context, sc Scenario, info strategies.Info, seq bool, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, *seqStore, func(), error) {
 	var insts []instance
 	var sq *seqStore
 	var ln net.Listener
@@ -530,7 +531,7 @@ func startInstances(ctx context.Context, sc Scenario, name string, seq bool, loc
 		go func() { _ = store.ServeWith(ln, st, serve) }()
 	}
 	for id := range sc.Instances {
-		cfg := InstanceConfig{ID: id, Strategy: name, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil}
+		cfg := InstanceConfig{ID: id, Strategy: info.Name, Info: info, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil}
 		var in instance
 		var err error
 		if sc.InstanceMode == InstanceProcess {
@@ -549,7 +550,7 @@ func startInstances(ctx context.Context, sc Scenario, name string, seq bool, loc
 		if err != nil {
 			stopAll()
 			sq.close()
-			return nil, nil, nil, fmt.Errorf("instance %d (%s): %w", id, name, err)
+			return nil, nil, nil, fmt.Errorf("instance %d (%s): %w", id, info.Name, err)
 		}
 		insts = append(insts, in)
 	}
@@ -561,7 +562,7 @@ func progress(o Options, env *FaultEnv, insts []instance, col *collector, start 
 	for _, in := range insts {
 		snap.Add(in.Counts())
 	}
-	p := Progress{Strategy: o.Strategy, Elapsed: time.Since(start), Offered: env.offerCounts().offered.Load(), Total: env.total, Done: snap.Deliveries, Cycles: snap}
+	p := Progress{Strategy: o.Strategy.Name, Elapsed: time.Since(start), Offered: env.offerCounts().offered.Load(), Total: env.total, Done: snap.Deliveries, Cycles: snap}
 	if s := p.Elapsed.Seconds(); s > 0 {
 		p.RatePerS = float64(p.Offered) / s
 	}
@@ -580,7 +581,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 	}
 	payments := env.offerCounts().offered.Load()
 	s := results.Summary{
-		Strategy:      o.Strategy,
+		Strategy:      o.Strategy.Name,
 		Scenario:      sc.Name,
 		Variant:       sc.Variant,
 		Fault:         faultName,

@@ -23,7 +23,7 @@ func quick(name string, mut func(*Scenario)) (Options, Scenario) {
 	sc.Payments = 600
 	sc.Hold, _ = ParseHold("200us")
 	mut(&sc)
-	return Options{Strategy: name, Scenario: sc, Store: store.NewMemory()}, sc
+	return Options{Strategy: strategies.MustLookup(name), Scenario: sc, Store: store.NewMemory()}, sc
 }
 
 // The checker must catch a missing lock every time: nolock with duplicate

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // EnvSoak names the duration of TestSoak (e.g. 3m); unset, the test is
@@ -43,7 +44,7 @@ func TestSoak(t *testing.T) {
 	}
 	defer stream.Close()
 	mem := store.NewMemory()
-	o := Options{Strategy: "nolock", Scenario: sc, Store: mem, IntervalLog: stream.Write}
+	o := Options{Strategy: strategies.MustLookup("nolock"), Scenario: sc, Store: mem, IntervalLog: stream.Write}
 	marks := [2]time.Duration{d / 3, d - 3*time.Second}
 	var highest [2]int64
 	done := make(chan struct{})

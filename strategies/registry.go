@@ -158,6 +158,16 @@ func Lookup(name string) (Info, bool) {
 	return info, ok
 }
 
+// MustLookup is Lookup for a name known to be registered (a test's, a
+// program's own constant); it panics on an unknown one.
+func MustLookup(name string) Info {
+	info, ok := Lookup(name)
+	if !ok {
+		panic(fmt.Sprintf("strategies: unknown strategy %q", name))
+	}
+	return info
+}
+
 // All returns every registered strategy in the canonical order (built-ins first,
 // then any others by name).
 func All() []Info {
@@ -193,5 +203,10 @@ func New(ctx context.Context, name string, cfg Config) (Strategy, error) {
 	if !ok {
 		return nil, fmt.Errorf("strategies: unknown strategy %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	return info.New(ctx, cfg.WithDefaults())
+	return info.Open(ctx, cfg)
+}
+
+// Open builds the strategy i registers, with cfg's defaults filled in.
+func (i Info) Open(ctx context.Context, cfg Config) (Strategy, error) {
+	return i.New(ctx, cfg.WithDefaults())
 }

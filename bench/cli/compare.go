@@ -11,7 +11,6 @@ import (
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
-	"github.com/lockbench/lockbench/strategies"
 )
 
 // selfCheckOptions are the parsed and checked flags of a harness
@@ -70,11 +69,7 @@ type checkSession struct{ *session }
 // Run runs o, its strategy on the session's servers, with the session's
 // store and live metrics.
 func (s checkSession) Run(ctx context.Context, o loadgen.Options) (results.Run, error) {
-	info, ok := strategies.Lookup(o.Strategy)
-	if !ok {
-		return results.Run{}, fmt.Errorf("unknown strategy %q", o.Strategy)
-	}
-	target, err := s.target(info)
+	target, err := s.target(o.Strategy)
 	if err != nil {
 		return results.Run{}, err
 	}
@@ -86,7 +81,7 @@ func (s checkSession) Run(ctx context.Context, o loadgen.Options) (results.Run, 
 	run, err := loadgen.Run(ctx, o)
 	endMetrics()
 	if err != nil {
-		return run, fmt.Errorf("%s: %s", o.Strategy, servers.Redact(err.Error()))
+		return run, fmt.Errorf("%s: %s", o.Strategy.Name, servers.Redact(err.Error()))
 	}
 	return run, nil
 }

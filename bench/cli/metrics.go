@@ -65,7 +65,7 @@ func (s *session) observe(o *loadgen.Options, fault string, trial int) (end func
 		return func() {}
 	}
 	run := s.live.exporter.Run(metrics.Labels{
-		Strategy: o.Strategy, Scenario: o.Scenario.Name, Fault: fault,
+		Strategy: o.Strategy.Name, Scenario: o.Scenario.Name, Fault: fault,
 		Variant: o.Scenario.Variant, Trial: metrics.TrialLabel(trial),
 	})
 	show := o.Progress

@@ -189,7 +189,7 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 		return results.Run{}, err
 	}
 	lock, sc := s.lockOf(info, target, sc)
-	o := loadgen.Options{Strategy: name, Scenario: sc, Lock: lock, Store: st, Fault: fault}
+	o := loadgen.Options{Strategy: info, Scenario: sc, Lock: lock, Store: st, Fault: fault}
 	if s.agents != nil {
 		o.Spawner = s.agents
 		o.Scenario.InstanceMode = loadgen.InstanceProcess // on agents every instance is a process

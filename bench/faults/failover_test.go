@@ -79,7 +79,7 @@ func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy
 	sc.FencingStrict = strict
 	mem := store.NewMemory()
 	began := time.Now()
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategy, Scenario: sc, Lock: lock, Store: mem, Fault: f})
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategies.MustLookup(strategy), Scenario: sc, Lock: lock, Store: mem, Fault: f})
 	if err != nil {
 		t.Fatalf("%s under %s: %v", strategy, fault, err)
 	}

@@ -122,7 +122,7 @@ func run(ctx context.Context, t *testing.T, strategy, fault string, sc loadgen.S
 	}
 	began := time.Now()
 	r, err := loadgen.Run(ctx, loadgen.Options{
-		Strategy: strategy,
+		Strategy: strategies.MustLookup(strategy),
 		Scenario: sc,
 		Lock:     target.Config,
 		Store:    st,

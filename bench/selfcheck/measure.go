@@ -2,12 +2,14 @@ package selfcheck
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime/pprof"
 	"syscall"
 	"time"
 
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // lockbenchScenario is lockbench's side of a check named name: one
@@ -34,8 +36,12 @@ func lockbenchScenario(name string, clients, payments int) loadgen.Scenario {
 // cycle while the load ran (loadgen.Options.LoadSpan: without the run's
 // set-up, as the rate is).
 func lockbenchCycles(ctx context.Context, h Harness, name string, sc loadgen.Scenario) (cycleRate, error) {
+	info, ok := strategies.Lookup(name)
+	if !ok {
+		return cycleRate{}, fmt.Errorf("unknown strategy %q", name)
+	}
 	var cpu time.Duration
-	o := loadgen.Options{Strategy: name, Scenario: sc,
+	o := loadgen.Options{Strategy: info, Scenario: sc,
 		LoadSpan: func() func() {
 			cpu0 := processCPU()
 			return func() { cpu = processCPU() - cpu0 }
