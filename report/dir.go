@@ -21,7 +21,8 @@ func WriteDir(dir string, runs []results.Run, meta results.Meta) error {
 	return RenderRuns(dir, runs, meta)
 }
 
-// RenderRuns draws the charts of runs into dir's charts/ (PNG and SVG) and
+// RenderRuns draws the charts of runs into dir's charts/ (PNG and SVG; PNG
+// alone in a packed directory, whose archive holds the SVGs) and
 // writes report.md and report.html, from the runs in memory: those
 // WriteData wrote.
 // Drawing is the costly part of a run directory and only the whole set of
@@ -50,7 +51,7 @@ func renderFiles(ctx context.Context, dir string, runs []results.Run, meta resul
 			return ctx.Err()
 		}
 		err := results.WriteFileAtomic(l.ChartPath(dir, ch.Name+".png"), ch.WritePNG)
-		if err == nil {
+		if err == nil && meta.Archive == nil { // a packed directory's SVGs are in its archive
 			err = results.WriteFileAtomic(l.ChartPath(dir, ch.Name+".svg"), ch.WriteSVG)
 		}
 		if err != nil {

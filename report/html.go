@@ -118,8 +118,16 @@ func WriteHTML(w io.Writer, runs []results.Run, meta results.Meta, cs ChartSet, 
 		}
 		page.Charts = htmlCharts(runs, cs, l)
 		page.Glance = htmlGlance(ss, cs, l)
+		if meta.Archive != nil { // a packed directory's SVGs are in its archive
+			for i := range page.Charts {
+				page.Charts[i].SVG = ""
+			}
+			if page.Glance != nil {
+				page.Glance.SVG = ""
+			}
+		}
 		page.Missing = cs.Missing
-		page.Files = htmlFiles(ss, cs, l)
+		page.Files = htmlFiles(ss, meta, cs, l)
 		for _, ch := range page.Charts {
 			if !ch.Static && ch.Kind == htmlKindLines {
 				page.Data.Charts = append(page.Data.Charts, ch)
@@ -171,8 +179,10 @@ func htmlHeader(meta results.Meta) []htmlField {
 	return out
 }
 
-// htmlFiles lists the directory's files, as report.md's Files section.
-func htmlFiles(ss []results.Summary, cs ChartSet, l results.Layout) []htmlFile {
+// htmlFiles lists the directory's files, as report.md's Files section. In
+// a packed directory the data files are in the archive: listed, not
+// linked (Href "").
+func htmlFiles(ss []results.Summary, meta results.Meta, cs ChartSet, l results.Layout) []htmlFile {
 	files := []htmlFile{
 		{results.SummaryJSONFile, results.SummaryJSONFile, "every run's counters and latencies (times in ns)"},
 		{results.SummaryCSVFile, results.SummaryCSVFile, "the same, one row per run"},
@@ -186,9 +196,22 @@ func htmlFiles(ss []results.Summary, cs ChartSet, l results.Layout) []htmlFile {
 	if l.Charts != "" && len(cs.Charts) > 0 {
 		files = append(files, htmlFile{l.Charts + "/", l.Charts + "/", "every chart as PNG and SVG"})
 	}
-	return append(files,
+	files = append(files,
 		htmlFile{results.BenchFile, results.BenchFile, "Go benchmark format, for benchstat old/bench.txt new/bench.txt"},
 		htmlFile{results.ReportFile, results.ReportFile, "this report in Markdown"},
 		htmlFile{results.MetaFile, results.MetaFile, "how and where this was run; lockbench report DIR redraws the charts and both reports"},
 	)
+	if a := meta.Archive; a != nil {
+		for i := range files {
+			switch files[i].Name {
+			case l.Charts + "/":
+				files[i].What = "every chart as PNG (the SVGs are in the archive)"
+			case results.ReportFile, results.MetaFile:
+			default:
+				files[i].Href, files[i].What = "", files[i].What+" (in the archive)"
+			}
+		}
+		files = append([]htmlFile{{a.File, a.File, fmt.Sprintf("the packed data: %d files, sha256 %s; tar --zstd -xf %s unpacks it, and lockbench reads it as it is", a.Files, a.SHA256, a.File)}}, files...)
+	}
+	return files
 }

@@ -84,7 +84,11 @@ func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartS
 	b.WriteString("\n## Charts\n")
 	for _, ch := range cs.Charts {
 		file := path.Join(l.Charts, ch.Name)
-		fmt.Fprintf(&b, "\n### %s\n\n![%s](%s.png)\n\n%s ([SVG](%s.svg))\n", ch.Title, ch.Title, file, ch.Caption, file)
+		svg := fmt.Sprintf(" ([SVG](%s.svg))", file)
+		if meta.Archive != nil {
+			svg = "" // in the archive
+		}
+		fmt.Fprintf(&b, "\n### %s\n\n![%s](%s.png)\n\n%s%s\n", ch.Title, ch.Title, file, ch.Caption, svg)
 	}
 	if len(cs.Missing) > 0 {
 		b.WriteString("\nNot drawn:\n\n")
@@ -94,6 +98,9 @@ func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartS
 	}
 
 	b.WriteString("\n## Files\n\n")
+	if a := meta.Archive; a != nil {
+		fmt.Fprintf(&b, "- `%s`: the packed data, every file below but meta.json and the PNG charts (%d files, sha256 `%s`); `tar --zstd -xf %s` unpacks it, and lockbench reads it as it is.\n", a.File, a.Files, a.SHA256, a.File)
+	}
 	b.WriteString("- `summary.json`, `summary.csv`: every run's counters and latencies (times in ns).\n")
 	if len(results.VerdictRuns(ss)) > 0 {
 		b.WriteString("- `verdicts.json`: the runs behind the verdict table.\n")
@@ -107,7 +114,11 @@ func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartS
 		b.WriteString("- `*.hlog`: HdrHistogram interval logs per run and phase, for HistogramLogAnalyzer.\n")
 	}
 	if l.Charts != "" && len(cs.Charts) > 0 {
-		fmt.Fprintf(&b, "- `%s/`: the charts above, PNG and SVG.\n", l.Charts)
+		what := "PNG and SVG"
+		if meta.Archive != nil {
+			what = "PNG (the SVGs are in the archive)"
+		}
+		fmt.Fprintf(&b, "- `%s/`: the charts above, %s.\n", l.Charts, what)
 	}
 	b.WriteString("- `bench.txt`: Go benchmark format; compare two directories with `benchstat old/bench.txt new/bench.txt`.\n")
 	b.WriteString("- `meta.json`: how and where this was run. `lockbench report DIR` redraws the charts and this file.\n")

@@ -76,6 +76,7 @@ var checks = map[string]func(args []string) error{
 	"compare-redis":    checkOf(parseSelfCheck(selfcheck.Redis)),
 	"compare-postgres": checkOf(parseSelfCheck(selfcheck.Postgres)),
 	"agent":            checkOf(parseAgent),
+	"pack":             checkOf(parsePack),
 }
 
 // checkOf is the check of a command whose parse step is parse.

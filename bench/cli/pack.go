@@ -4,19 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 )
-
-// The check of `lockbench pack`, kept beside the command.
-func init() { checks["pack"] = checkOf(parsePack) }
 
 // runPack is `lockbench pack DIR`: pack a finished run directory for
 // publishing (results.Pack). Its data go into one archive, whose SHA-256
 // meta.json records; meta.json, report.md, report.html and the PNG charts
-// stay beside it. `lockbench report` and `lockbench compare` read the
+// stay beside it, redrawn from the archive (report.Render), which proves
+// it reads back. `lockbench report` and `lockbench compare` read the
 // packed directory as they read the unpacked one. It refuses a directory
 // written by a build with uncommitted changes.
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -27,7 +25,11 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := results.Pack(dir); err != nil {
 		return err
 	}
-	// Read it back as report and compare will, archive checked.
+	// Redrawn from the archive, as report and compare read it: the
+	// reports link the charts that stay beside it.
+	if err := report.Render(ctx, dir); err != nil {
+		return err
+	}
 	meta, _, err := results.ReadDirData(dir)
 	if err != nil {
 		return err
@@ -41,17 +43,5 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // parsePack parses and checks the arguments of `lockbench pack`: the run
 // directory.
 func parsePack(args []string, stdout, stderr io.Writer) (string, error) {
-	fs := newFlagSet("pack", stderr)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return "", parseFlags(fs, args, stdout)
-	}
-	if fs.NArg() != 1 {
-		return "", usageErr("pack: want exactly one run directory, got %d arguments", fs.NArg())
-	}
-	dir := fs.Arg(0)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return "", usageErr("pack: %q is not a run directory", dir)
-	}
-	return dir, nil
+	return parseRunDirArg("pack", args, stdout, stderr)
 }

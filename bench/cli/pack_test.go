@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -39,9 +40,12 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// TestPackThenReadBack packs a run directory with `lockbench pack`; then
-// `lockbench report` redraws the very report.md it drew before, and
-// `lockbench compare` reads the packed directory beside an unpacked copy.
+// TestPackThenReadBack packs a run directory with `lockbench pack`, which
+// redraws the reports from the archive: the same report.md as before
+// packing but for the SVG links and the file list (the SVGs and the data
+// are in the archive), no SVG left on disk, and `lockbench report` redraws
+// the very same again. `lockbench compare` reads the packed directory
+// beside an unpacked copy.
 func TestPackThenReadBack(t *testing.T) {
 	dir := packableDir(t, false)
 	if code, _, stderr := runCLI("report", dir); code != 0 {
@@ -63,20 +67,47 @@ func TestPackThenReadBack(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, results.HlogDir)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("hlog/ after pack: %v; want it packed away", err)
 	}
+	if svgs, _ := filepath.Glob(filepath.Join(dir, results.ChartsDir, "*.svg")); len(svgs) > 0 {
+		t.Errorf("SVG charts on disk after pack: %v; want them in the archive only", svgs)
+	}
+	packed, err := os.ReadFile(filepath.Join(dir, results.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(packed, []byte("[SVG](")) || !bytes.Contains(packed, []byte(results.ArchiveFile)) {
+		t.Errorf("report.md of the packed directory links SVGs or does not name %s", results.ArchiveFile)
+	}
+	if got, want := beforeFiles(packed), beforeFiles(svgLinksOut(before)); got != want {
+		t.Errorf("report.md redrawn from the packed directory differs from the one drawn before packing (SVG links and file list aside):\n%s\n---\n%s", got, want)
+	}
 
 	if code, _, stderr := runCLI("report", dir); code != 0 {
 		t.Fatalf("report after pack: exit %d: %s", code, stderr)
 	}
-	after, err := os.ReadFile(filepath.Join(dir, results.ReportFile))
+	again, err := os.ReadFile(filepath.Join(dir, results.ReportFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(after, before) {
-		t.Errorf("report.md redrawn from the packed directory differs from the one drawn before packing")
+	if !bytes.Equal(again, packed) {
+		t.Errorf("lockbench report on the packed directory drew another report.md than pack did")
+	}
+	if svgs, _ := filepath.Glob(filepath.Join(dir, results.ChartsDir, "*.svg")); len(svgs) > 0 {
+		t.Errorf("SVG charts on disk after report of a packed directory: %v", svgs)
 	}
 	if code, stdout, stderr := runCLI("compare", unpacked, dir); code != 0 || stdout == "" {
 		t.Errorf("compare unpacked packed: exit %d, stderr %q; want 0 and a comparison", code, stderr)
 	}
+}
+
+// svgLinksOut is report.md without its " ([SVG](…))" links.
+func svgLinksOut(md []byte) []byte {
+	return regexp.MustCompile(` \(\[SVG\]\([^)]*\)\)`).ReplaceAll(md, nil)
+}
+
+// beforeFiles is report.md up to its list of files.
+func beforeFiles(md []byte) string {
+	s, _, _ := strings.Cut(string(md), "\n## Files\n")
+	return s
 }
 
 func TestPackRefuses(t *testing.T) {

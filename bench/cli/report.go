@@ -28,17 +28,23 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // parseReport parses and checks the arguments of `lockbench report`: the
 // run directory.
 func parseReport(args []string, stdout, stderr io.Writer) (string, error) {
-	fs := newFlagSet("report", stderr)
+	return parseRunDirArg("report", args, stdout, stderr)
+}
+
+// parseRunDirArg parses the arguments of command, which takes one run
+// directory and no flags.
+func parseRunDirArg(command string, args []string, stdout, stderr io.Writer) (string, error) {
+	fs := newFlagSet(command, stderr)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return "", parseFlags(fs, args, stdout)
 	}
 	if fs.NArg() != 1 {
-		return "", usageErr("report: want exactly one run directory, got %d arguments", fs.NArg())
+		return "", usageErr("%s: want exactly one run directory, got %d arguments", command, fs.NArg())
 	}
 	dir := fs.Arg(0)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return "", usageErr("report: %q is not a run directory", dir)
+		return "", usageErr("%s: %q is not a run directory", command, dir)
 	}
 	return dir, nil
 }
