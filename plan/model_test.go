@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/lockbench/lockbench/results/resultstest"
 	"github.com/lockbench/lockbench/strategies"
 )
 
@@ -98,5 +99,5 @@ func TestReportJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plan.golden.json", append(b, '\n'))
+	resultstest.Golden(t, "plan.golden.json", append(b, '\n'))
 }

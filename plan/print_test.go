@@ -2,34 +2,12 @@ package plan
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/results/resultstest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\ngot:\n%s\nwant:\n%s", name, got, want)
-	}
-}
 
 // printFixture is a plan with one line of each kind the table shows.
 func printFixture() (Report, Config) {
@@ -66,12 +44,12 @@ func TestPrint(t *testing.T) {
 	rep, cfg := printFixture()
 	var b bytes.Buffer
 	Print(&b, rep, cfg)
-	golden(t, "print.golden.txt", b.Bytes())
+	resultstest.Golden(t, "print.golden.txt", b.Bytes())
 
 	// Without a target there are no fit columns and no fit summary.
 	rep.TargetRate = 0
 	cfg.Confirm = false
 	b.Reset()
 	Print(&b, rep, cfg)
-	golden(t, "print-no-target.golden.txt", b.Bytes())
+	resultstest.Golden(t, "print-no-target.golden.txt", b.Bytes())
 }
