@@ -121,7 +121,7 @@ func serveChild(ctx context.Context, inst *Instance, in io.Reader, send func(chi
 	stats := func(kind string) error {
 		defer set.Reset()
 		inst.Swap(set)
-		m := childMsg{Kind: kind, Counts: inst.Counts()}
+		m := childMsg{Kind: kind, Counts: inst.Counts(), History: inst.DrainHistory(nil)}
 		for _, h := range set {
 			m.Hists = append(m.Hists, sparseOf(h))
 		}

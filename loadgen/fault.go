@@ -187,7 +187,7 @@ func (e *FaultEnv) Event(what string) {
 // see strikeLog).
 func (e *FaultEnv) Begin(what string) {
 	e.Event(what)
-	e.strikes.begin()
+	e.strikes.begin(what)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.window == nil {

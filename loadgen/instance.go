@@ -30,6 +30,9 @@ type InstanceConfig struct {
 	// one (store.Client.Arrive): set for instances on agents when the run
 	// asked for the sequenced store transport.
 	StoreArrive bool `json:",omitempty"`
+	// History makes the workers record their events for the run's
+	// history (Options.History).
+	History bool `json:",omitempty"`
 }
 
 // Instance is one app server: its own strategy object (so a mutex excludes

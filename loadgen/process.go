@@ -47,6 +47,9 @@ type childMsg struct {
 	Hists  []sparseHist // one per phase: what was recorded since the last stats
 	// Outcomes is the acquire latency by outcome since the last stats.
 	Outcomes []sparseHist
+	// History is the holders' events since the last stats, when the run
+	// keeps a history (InstanceConfig.History), on the process's clock.
+	History []clientEvent
 }
 
 // ChildConfig is the configuration an instance process is started with,

@@ -112,14 +112,22 @@ func (w *worker) consumed(cx cycleCtx, d Delivery, lease strategies.Lease, t0 in
 			w.c.Redeliveries.Add(1)
 			again = true
 		}
+		if w.hb != nil {
+			w.note(clientEvent{Kind: evMessage, Payment: p.Payment, Account: p.Account, Key: in.lockKey(p),
+				Inv: cx.clock.unixNano(cx.clock.now()), Redelivery: again})
+		}
 		w.critical(cx, p, in.lockKey(p), lease)
 		t2 := cx.clock.now()
 		rctx := cx.release.begin(&calls[1], t2)
-		if err := lease.Release(rctx); err != nil {
-			w.c.Errors[classify(err)].Add(1)
+		rerr := lease.Release(rctx)
+		if rerr != nil {
+			w.c.Errors[classify(rerr)].Add(1)
 		}
 		cx.release.end(rctx)
 		t3 := cx.clock.now()
+		if w.hb != nil {
+			w.noteRelease(cx, p, in.lockKey(p), "ack", t2, t3, rerr)
+		}
 		if d.Record {
 			w.c.Measured.Add(1)
 			w.rec.RecordCycleOutcome(results.FirstTry, t1, time.Duration(t2-t0)-t1, time.Duration(t3-t2), d.total(cx.clock, t0, t3))

@@ -38,8 +38,10 @@ type remoteInstance struct {
 	// outcomes is every outcome latency the process reported.
 	outcomes results.OutcomeSet
 	counts   Snapshot
-	err      error
-	stopped  bool
+	// history is the holders' events reported since the last drain.
+	history []clientEvent
+	err     error
+	stopped bool
 }
 
 var (
@@ -122,6 +124,16 @@ func (r *remoteInstance) read(stdout io.Reader, ready chan<- error) {
 					s.mergeInto(r.outcomes[o])
 				}
 			}
+			for i := range m.History {
+				// Onto the coordinator's clock.
+				ev := &m.History[i]
+				ev.Inv -= r.offset
+				ev.Ret -= r.offset
+				if ev.Claim != 0 {
+					ev.Claim -= r.offset
+				}
+			}
+			r.history = append(r.history, m.History...)
 			r.mu.Unlock()
 			if m.Kind == "done" {
 				return
@@ -160,6 +172,16 @@ func (r *remoteInstance) isLost() bool {
 	default:
 		return false
 	}
+}
+
+// DrainHistory appends the holders' events the process reported since
+// the last drain, on the coordinator's clock, to into.
+func (r *remoteInstance) DrainHistory(into []clientEvent) []clientEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	into = append(into, r.history...)
+	r.history = r.history[:0]
+	return into
 }
 
 // Pid is a local instance process's pid; 0 for one on an agent.

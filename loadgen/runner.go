@@ -78,6 +78,10 @@ type Options struct {
 	// strategies) and judging after (BenchmarkHarnessCeiling measures its
 	// CPU).
 	LoadSpan func() (end func())
+	// History, if set, is the path of the run's history file
+	// (docs/history.md): every delivery's events, as zstd-compressed JSON
+	// lines. Its run name is the file's name without .jsonl.zst.
+	History string
 }
 
 // Progress is the live state of a run.
@@ -177,11 +181,23 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		o.Fallback(why)
 	}
 	seq := transport == TransportSequenced
-	insts, sq, stopAll, err := startInstances(ctx, sc, info, seq, env.Lock, st, o.Spawner, o.Log)
+	insts, sq, stopAll, err := startInstances(ctx, sc, info, seq, o.History != "", env.Lock, st, o.Spawner, o.Log)
 	if err != nil {
 		return results.Run{}, err
 	}
 	defer func() { stopAll() }()
+	hw, err := startHistory(o, info, setup, insts)
+	if err != nil {
+		return results.Run{}, err
+	}
+	if hw != nil {
+		defer func() {
+			if hw != nil {
+				hw.abort() // a run that fails leaves it unfinished
+			}
+		}()
+		env.strikes.history(hw, faultName(o.Fault))
+	}
 	defer sq.close()
 	if sq != nil {
 		env.syncWith(sq.setSync)
@@ -230,6 +246,9 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		endSpan = o.LoadSpan()
 	}
 	offerer, _ := o.Store.(store.Offerer)
+	if hw != nil && offerer != nil {
+		offerer = historyOfferer{Offerer: offerer, w: hw}
+	}
 	var behind time.Duration
 	var dispatchErr error
 	if fd != nil {
@@ -282,6 +301,13 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		outcomes.Merge(in.Outcomes())
 	}
 	sum := summarize(o, info, sc, env, counts, snap, col.total, end.Sub(measureStart), behind)
+	if hw != nil {
+		h := hw
+		hw = nil // finished: nothing to abort
+		if err := h.close(sum.Payments); err != nil {
+			return results.Run{}, err
+		}
+	}
 	sum.LatencyByOutcome = outcomes.Latencies()
 	sum.Interrupted = ctx.Err() != nil
 	sum.Params.StoreTransport = transport
@@ -344,7 +370,13 @@ func (b *batch) fill(ctx context.Context, wl *Workload, k, n int, st store.Offer
 	if st == nil || n == 0 {
 		return nil
 	}
-	return st.Offer(ctx, b.payments[0].ID, b.accounts)
+	if err := st.Offer(ctx, b.payments[0].ID, b.accounts); err != nil {
+		return err
+	}
+	if r, ok := st.(offerRecorder); ok {
+		r.offered(b.payments)
+	}
+	return nil
 }
 
 // dispatch offers every payment to its target instances at its intended
@@ -488,7 +520,7 @@ func (l *loopTimes) stop() {
 // returns a function that stops them all, for the error paths, and the
 // run's sequenced store when seq asks for one (local processes only;
 // else nil).
-func startInstances(ctx context.Context, sc Scenario, info strategies.Info, seq bool, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, *seqStore, func(), error) {
+func startInstances(ctx context.Context, sc Scenario, info strategies.Info, seq, history bool, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, *seqStore, func(), error) {
 	var insts []instance
 	var sq *seqStore
 	var ln net.Listener
@@ -531,7 +563,7 @@ func startInstances(ctx context.Context, sc Scenario, info strategies.Info, seq 
 		go func() { _ = store.ServeWith(ln, st, serve) }()
 	}
 	for id := range sc.Instances {
-		cfg := InstanceConfig{ID: id, Strategy: info.Name, Info: info, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil}
+		cfg := InstanceConfig{ID: id, Strategy: info.Name, Info: info, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil, History: history}
 		var in instance
 		var err error
 		if sc.InstanceMode == InstanceProcess {
@@ -581,33 +613,34 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 	}
 	payments := env.offerCounts().offered.Load()
 	s := results.Summary{
-		Strategy:      o.Strategy.Name,
-		Scenario:      sc.Name,
-		Variant:       sc.Variant,
-		Fault:         faultName,
-		Fencing:       sc.Fencing && info.Fencing,
-		Payments:      payments,
-		Deliveries:    payments * int64(sc.Deliveries),
-		Processed:     c.Processed,
-		Duplicates:    c.Duplicates,
-		Lost:          c.Lost,
-		Unprocessed:   max(0, payments-c.Processed),
-		Overdrafts:    c.Overdrafts,
-		LostUpdates:   c.LostUpdates,
-		Overlaps:      c.Overlaps,
-		OverlapNs:     c.OverlapNs,
-		OverlapMaxNs:  c.OverlapMaxNs,
-		StaleRejected: c.StaleRejected,
-		StaleAccepted: c.StaleAccepted,
-		TokenReused:   c.TokenReused,
-		NotAcquired:   snap.NotAcquired,
-		Redeliveries:  snap.Redeliveries,
-		Errors:        snap.ErrorMap(),
-		Latency:       total.Latencies(),
-		DurationNs:    int64(measured),
-		StartUnixNs:   env.start.UnixNano(),
-		BehindNs:      int64(behind),
-		Params:        sc.Params(),
+		Strategy:       o.Strategy.Name,
+		Scenario:       sc.Name,
+		Variant:        sc.Variant,
+		Fault:          faultName,
+		Fencing:        sc.Fencing && info.Fencing,
+		Payments:       payments,
+		Deliveries:     payments * int64(sc.Deliveries),
+		Processed:      c.Processed,
+		Duplicates:     c.Duplicates,
+		Lost:           c.Lost,
+		Unprocessed:    max(0, payments-c.Processed),
+		Overdrafts:     c.Overdrafts,
+		LostUpdates:    c.LostUpdates,
+		Overlaps:       c.Overlaps,
+		OverlapNs:      c.OverlapNs,
+		OverlapMaxNs:   c.OverlapMaxNs,
+		StaleRejected:  c.StaleRejected,
+		StaleAccepted:  c.StaleAccepted,
+		TokenReused:    c.TokenReused,
+		TokenRegressed: c.TokenRegressed,
+		NotAcquired:    snap.NotAcquired,
+		Redeliveries:   snap.Redeliveries,
+		Errors:         snap.ErrorMap(),
+		Latency:        total.Latencies(),
+		DurationNs:     int64(measured),
+		StartUnixNs:    env.start.UnixNano(),
+		BehindNs:       int64(behind),
+		Params:         sc.Params(),
 	}
 	if secs := measured.Seconds(); secs > 0 {
 		s.OpsPerSec = float64(snap.Measured) / secs

@@ -45,6 +45,22 @@ type strikeLog struct {
 	gen             int   // the strike the grace timer belongs to
 	timer           *time.Timer
 	closed          bool // the run is over: the log is final
+
+	// hist, when set, gets each strike's line as its window closes;
+	// fault names the fault, cur is the strike whose window is open.
+	hist  *historyWriter
+	fault string
+	cur   struct {
+		target     string
+		start, end int64
+	}
+}
+
+// history makes the log write each strike into the run's history.
+func (l *strikeLog) history(w *historyWriter, fault string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hist, l.fault = w, fault
 }
 
 // watch makes the log judge strikes by st's counts, with the given grace.
@@ -70,8 +86,9 @@ func (l *strikeLog) read() (int64, bool) {
 	return unsafeCount(c), err == nil
 }
 
-// begin counts a strike, closing the window of the one before.
-func (l *strikeLog) begin() {
+// begin counts a strike (what it does), closing the window of the one
+// before.
+func (l *strikeLog) begin(what string) {
 	u, ok := l.read()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -84,6 +101,7 @@ func (l *strikeLog) begin() {
 	l.strikes++
 	l.gen++
 	l.open, l.ended, l.before, l.beforeOK = true, false, u, ok
+	l.cur.target, l.cur.start, l.cur.end = what, time.Now().UnixNano(), 0
 }
 
 // end starts the current strike's grace; its window closes when the
@@ -95,6 +113,7 @@ func (l *strikeLog) end() {
 		return
 	}
 	l.ended = true
+	l.cur.end = time.Now().UnixNano()
 	gen := l.gen
 	l.timer = time.AfterFunc(l.grace, func() {
 		u, ok := l.read()
@@ -114,6 +133,14 @@ func (l *strikeLog) judge(u int64, ok bool) {
 		l.unsafe++
 	}
 	l.open = false
+	if l.hist != nil {
+		now := time.Now().UnixNano()
+		end := l.cur.end
+		if end == 0 {
+			end = now // cut short before it was undone
+		}
+		l.hist.strike(l.strikes, l.fault, l.cur.target, l.cur.start, end, now)
+	}
 }
 
 // finish closes the log with the run's final counts and returns the

@@ -29,7 +29,7 @@ func TestStrikeLog(t *testing.T) {
 	l.watch(st, 50*time.Millisecond)
 
 	// 1: a duplicate inside the strike: unsafe.
-	l.begin()
+	l.begin("strike")
 	st.dups.Add(1)
 	l.end()
 	time.Sleep(100 * time.Millisecond)
@@ -37,21 +37,21 @@ func TestStrikeLog(t *testing.T) {
 	st.dups.Add(1)
 
 	// 2: nothing happens: safe, closed by its grace.
-	l.begin()
+	l.begin("strike")
 	l.end()
 	time.Sleep(100 * time.Millisecond)
 
 	// 3: a duplicate within the grace after the end: unsafe.
-	l.begin()
+	l.begin("strike")
 	l.end()
 	st.dups.Add(1)
 	time.Sleep(100 * time.Millisecond)
 
 	// 4: ended, closed early by the next Begin before the grace: safe;
 	// 5: a duplicate, then the run ends inside the grace: unsafe.
-	l.begin()
+	l.begin("strike")
 	l.end()
-	l.begin()
+	l.begin("strike")
 	st.dups.Add(1)
 	l.end()
 	strikes, unsafe := l.finish(store.Counts{Duplicates: st.dups.Load()})
@@ -59,7 +59,7 @@ func TestStrikeLog(t *testing.T) {
 		t.Errorf("strikes %d, unsafe %d; want 5 strikes, 3 unsafe", strikes, unsafe)
 	}
 	// Marks after the run's end change nothing.
-	l.begin()
+	l.begin("strike")
 	if s, u := l.finish(store.Counts{}); s != 5 || u != 3 {
 		t.Errorf("after finish: strikes %d, unsafe %d; want 5, 3", s, u)
 	}

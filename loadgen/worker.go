@@ -113,6 +113,18 @@ type workerState struct {
 	rng   *rand.Rand
 	rec   results.Recorder
 	c     Counters
+	// id is the worker's number in its instance; hb, when the run keeps
+	// a history, its events (after the hot lines: a cycle without a
+	// history reads hb only).
+	id int32
+	hb *histBuf
+}
+
+// note records ev, one of the worker's events, when the run keeps a
+// history.
+func (w *worker) note(ev clientEvent) {
+	ev.Instance, ev.Worker = int32(w.inst.cfg.ID), w.id
+	w.hb.add(ev)
 }
 
 // lockKey names the lock guarding d: from the instance's table of account
@@ -234,6 +246,16 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	lease, attempts, err := strategies.AcquireRetry(actx, in.strategy, key, sc.Retry.Retry)
 	cx.acquire.end(actx)
 	t1 := time.Duration(cx.clock.now() - t0)
+	if w.hb != nil {
+		ev := clientEvent{Kind: evAcquire, Payment: d.Payment, Account: d.Account, Key: key,
+			Inv: cx.clock.unixNano(t0), Ret: cx.clock.unixNano(t0) + int64(t1), OK: err == nil}
+		if err == nil {
+			ev.Token = lease.Token()
+		} else {
+			ev.Err = acquireErr(cx, actx, err)
+		}
+		w.note(ev)
+	}
 	if err != nil {
 		// A give-up still has an acquire time: how long it tried.
 		w.gaveUp(cx, d, actx, err, t1)
@@ -251,15 +273,33 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	// Release with a fresh bound: the run's ctx may be ending, and a lock
 	// left behind would only expire by its TTL.
 	rctx := cx.release.begin(&calls[1], t2)
-	if err := lease.Release(rctx); err != nil {
-		w.c.Errors[classify(err)].Add(1)
+	rerr := lease.Release(rctx)
+	if rerr != nil {
+		w.c.Errors[classify(rerr)].Add(1)
 	}
 	cx.release.end(rctx)
 	t3 := cx.clock.now()
+	if w.hb != nil {
+		w.noteRelease(cx, d, key, "release", t2, t3, rerr)
+	}
 	if d.Record {
 		w.c.Measured.Add(1)
 		w.rec.RecordCycleOutcome(outcome, t1, time.Duration(t2-t0)-t1, time.Duration(t3-t2), d.total(cx.clock, t0, t3))
 	}
+}
+
+// noteRelease records a release (or a queue's ack) that ran from t2 to t3
+// (clock readings) and returned err.
+func (w *worker) noteRelease(cx cycleCtx, d Delivery, key, kind string, t2, t3 int64, err error) {
+	ev := clientEvent{Kind: evRelease, Payment: d.Payment, Account: d.Account, Key: key,
+		Inv: cx.clock.unixNano(t2), Ret: cx.clock.unixNano(t3), OK: err == nil}
+	if kind == "ack" {
+		ev.Kind = evAck
+	}
+	if err != nil {
+		ev.Err = releaseErr(err)
+	}
+	w.note(ev)
 }
 
 // transact handles one delivery of a transactional strategy (pg-unique): one
@@ -284,9 +324,9 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	t0 := time.Now()
 	var t1 time.Time
 	entered := false
-	_, err := in.tx.Process(ctx, store.TxReq{Payment: d.Payment, Account: d.Account, Amount: d.Amount}, func(ctx context.Context) error {
+	txr, err := in.tx.Process(ctx, store.TxReq{Payment: d.Payment, Account: d.Account, Amount: d.Amount}, func(ctx context.Context) error {
 		t1 = time.Now()
-		read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Waiting: true})
+		read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Worker: w.id, Waiting: true})
 		if err != nil {
 			return fmt.Errorf("%w: %w", errStore, err)
 		}
@@ -315,6 +355,14 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 		}
 	}
 	claimed := !t1.IsZero()
+	if w.hb != nil {
+		ev := clientEvent{Kind: evTx, Payment: d.Payment, Account: d.Account, Key: key,
+			Inv: t0.UnixNano(), Ret: t2.UnixNano(), OK: err == nil, Claimed: err == nil && txr.Claimed, Debited: err == nil && txr.Debited}
+		if claimed {
+			ev.Claim = t1.UnixNano()
+		}
+		w.note(ev)
+	}
 	if !claimed {
 		t1 = t2
 	}
@@ -366,7 +414,7 @@ func (w *worker) critical(cx cycleCtx, d Delivery, key string, lease strategies.
 	in := w.inst
 	ctx := cx.run
 	token := lease.Token()
-	read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Token: token, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Waiting: true})
+	read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Token: token, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Worker: w.id, Waiting: true})
 	if err != nil {
 		w.c.Errors[ecStore].Add(1)
 		return
@@ -401,5 +449,11 @@ func (w *worker) critical(cx cycleCtx, d Delivery, key string, lease strategies.
 func newWorker(in *Instance, rng *rand.Rand) *worker {
 	w := &worker{}
 	w.inst, w.rng = in, rng
+	if in != nil {
+		w.id = int32(len(in.workers))
+		if in.cfg.History {
+			w.hb = &histBuf{}
+		}
+	}
 	return w
 }

@@ -56,6 +56,7 @@ var benchMetrics = []benchMetric{
 	{"lost-updates", "", count(func(s *Summary) int64 { return s.LostUpdates })},
 	{"stale-accepted", "", count(func(s *Summary) int64 { return s.StaleAccepted })},
 	{"stale-rejected", "", count(func(s *Summary) int64 { return s.StaleRejected })},
+	{"token-regressed", "", count(func(s *Summary) int64 { return s.TokenRegressed })},
 	{"overlaps", "", count(func(s *Summary) int64 { return s.Overlaps })},
 	{"unprocessed", "", count(func(s *Summary) int64 { return s.Unprocessed })},
 	{"not-acquired", "", count(func(s *Summary) int64 { return s.NotAcquired })},

@@ -46,6 +46,8 @@ var fixedCSVColumns = []csvColumn{
 	{"unsafe_strikes", func(s *Summary) string { return i64(s.UnsafeStrikes) }},
 	{"stale_rejected", func(s *Summary) string { return i64(s.StaleRejected) }},
 	{"stale_accepted", func(s *Summary) string { return i64(s.StaleAccepted) }},
+	{"token_regressed", func(s *Summary) string { return i64(s.TokenRegressed) }},
+	{"token_reused", func(s *Summary) string { return i64(s.TokenReused) }},
 	{"not_acquired", func(s *Summary) string { return i64(s.NotAcquired) }},
 	{"availability", func(s *Summary) string { return f64(s.Availability) }},
 	{"ops_per_sec", func(s *Summary) string { return f64(s.OpsPerSec) }},

@@ -37,6 +37,11 @@ const (
 	// HlogDir holds an HdrHistogram interval log per run and phase
 	// (HlogName, WriteHlog).
 	HlogDir = "hlog"
+	// HistoryDir holds the runs' histories (docs/history.md), one file
+	// per run: <run id> + HistoryExt.
+	HistoryDir = "history"
+	// HistoryExt ends a history's file name: zstd-compressed JSON lines.
+	HistoryExt = ".jsonl.zst"
 	// ChartsDir holds every chart as <Chart.Name>.png and .svg.
 	ChartsDir = "charts"
 )

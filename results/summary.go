@@ -46,7 +46,13 @@ type Summary struct {
 	// counter does after a failover lost its increments): refused by
 	// --fencing strict, applied otherwise.
 	TokenReused int64 `json:"token_reused"`
-	NotAcquired int64 `json:"not_acquired"`
+	// TokenRegressed counts writes by holders nobody superseded whose
+	// token was older than the newest the key had seen (a fencing counter
+	// that restarted and handed out smaller tokens): refused by --fencing,
+	// at a cost in availability, applied without it. Not unsafe: staleness
+	// is judged by the order holders entered in (stale_accepted).
+	TokenRegressed int64 `json:"token_regressed"`
+	NotAcquired    int64 `json:"not_acquired"`
 
 	// Availability is Processed ÷ Payments (1 when no payment was offered).
 	Availability float64 `json:"availability"`

@@ -47,6 +47,7 @@ func commands() []command {
 		{"matrix", "[--quick]", "the published matrix: strategies × contention × faults", runMatrix},
 		{"report", "DIR", "re-render charts and report.md from a run directory", runReport},
 		{"pack", "DIR", "pack a finished run directory for publishing", runPack},
+		{"check", "DIR", "re-check a run directory's verdicts from its histories (--history): the second judge", runCheck},
 		{"plan", "[flags]", "capacity planning from a rate sweep", runPlan},
 		{"compare", "OLD NEW", "two run directories side by side, with significance", runCompareDirs},
 		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runSelfCheck(selfcheck.Redis)},
@@ -77,6 +78,7 @@ var checks = map[string]func(args []string) error{
 	"compare-postgres": checkOf(parseSelfCheck(selfcheck.Postgres)),
 	"agent":            checkOf(parseAgent),
 	"pack":             checkOf(parsePack),
+	"check":            checkOf(parseCheck),
 }
 
 // checkOf is the check of a command whose parse step is parse.
@@ -191,6 +193,9 @@ func ExitCode(err error, stderr io.Writer) int {
 	case errors.Is(err, ErrRegression):
 		say(err)
 		return 4
+	case errors.Is(err, ErrDisagree):
+		say(err)
+		return 5
 	}
 	say(err)
 	return 1

@@ -569,6 +569,11 @@ const maxTrials = 1000
 // deployment acknowledges a write from.
 const maxRedisWait = 100
 
+// historyFlag registers --history on fs.
+func historyFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("history", false, "write each run's history (every delivery's events) to DIR/history/, for `lockbench check` (docs/history.md)")
+}
+
 func trialsFlag(fs *flag.FlagSet) *int {
 	n := 1
 	fs.Func("trials", fmt.Sprintf("run each cell this many times, 1..%d, with seeds seed, seed+1, … and fresh state; from %d up, every figure gets a 95%% confidence interval (default 1)", maxTrials, results.MinTrialsForCI), func(v string) error {

@@ -86,6 +86,7 @@ func openLanes(ctx context.Context, sess *session, ef endpointFlags, need server
 			return nil, func() {}, fmt.Errorf("lane %d: %w", i+1, err)
 		}
 		s.live, s.trials, s.progress = sess.live, sess.trials, false
+		s.streamDir, s.historyDir = sess.streamDir, sess.historyDir
 		all = append(all, s)
 	}
 	if lanes > 1 {

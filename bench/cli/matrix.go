@@ -186,7 +186,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err := sess.serveMetrics(o.mf); err != nil {
 		return err
 	}
-	dir.describe(ctx, sess, o.trials, o.seed)
+	dir.describe(ctx, sess, o.trials, o.seed, o.history)
 	// step runs every trial of one fault-free cell, one after another
 	// (a sweep decides on a rate's trials before the next rate).
 	// step runs one cell and says so on stderr: what part of the matrix,

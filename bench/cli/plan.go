@@ -186,7 +186,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err := sess.serveMetrics(o.metrics); err != nil {
 		return err
 	}
-	dir.describe(ctx, sess, o.cfg.Trials, o.sc.Seed)
+	dir.describe(ctx, sess, o.cfg.Trials, o.sc.Seed, false)
 
 	rep := plan.Report{
 		TargetRate: o.target, SLOP99Ns: int64(o.cfg.SLO), MaxBehind: plan.MaxBehind,

@@ -25,6 +25,7 @@ type runOptions struct {
 	out, cpuProfile      string
 	asJSON, failOnUnsafe bool
 	trials               int
+	history              bool
 }
 
 // runCell is one --fault spec of `lockbench run` and the scenario it
@@ -61,6 +62,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	faultSpec := faultsFlag(fs, "none", "fault to inject: "+faultHelp()+", one run per spec")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of lockbench itself to this file (to check the harness)")
 	trials := trialsFlag(fs)
+	history := historyFlag(fs)
 	from := fs.String("from", "", "run directory to take the scenario, strategy and fault from (its summary.json row --row); flags override them")
 	row := fs.Int("row", 1, "with --from: the row of summary.json to run again, 1..its rows, 1 = the first")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -146,7 +148,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 		return o, err
 	}
 	return runOptions{names: names, sc: sc, fspec: fspec, cells: cells, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
-		asJSON: *asJSON, failOnUnsafe: *failOnUnsafe, trials: *trials}, nil
+		asJSON: *asJSON, failOnUnsafe: *failOnUnsafe, trials: *trials, history: *history}, nil
 }
 
 // runRun is `lockbench run`: one scenario per strategy, fresh state each,
@@ -177,7 +179,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err := sess.serveMetrics(o.mf); err != nil {
 		return err
 	}
-	dir.describe(ctx, sess, o.trials, sc.Seed)
+	dir.describe(ctx, sess, o.trials, sc.Seed, o.history)
 	if o.cpuProfile != "" {
 		stop, err := startCPUProfile(o.cpuProfile)
 		if err != nil {

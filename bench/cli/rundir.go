@@ -49,11 +49,15 @@ func newRunDir(out, kind string, args []string) (*runDir, error) {
 
 // describe records in meta.json how the runs are made: the trials per
 // cell, the first trial's seed and the versions of the servers the
-// session started.
-func (d *runDir) describe(ctx context.Context, sess *session, trials int, seed int64) {
+// session started; and tells sess where its runs' files go (their
+// histories too, when history is set).
+func (d *runDir) describe(ctx context.Context, sess *session, trials int, seed int64, history bool) {
 	d.meta.Trials, d.meta.Seed = trials, seed
 	sess.trials = trials
 	sess.streamDir = filepath.Join(d.dir, results.HlogDir)
+	if history {
+		sess.historyDir = filepath.Join(d.dir, results.HistoryDir)
+	}
 	if v := sess.cluster.Versions(ctx); len(v) > 0 {
 		d.meta.Servers = v
 	}

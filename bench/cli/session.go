@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -80,6 +81,9 @@ type session struct {
 	// (streamAfter; the run directory's hlog/, set by runDir.describe);
 	// "" keeps every run's intervals in memory.
 	streamDir string
+	// historyDir, when set, is where each run's history goes
+	// (loadgen.Options.History), named as the run's interval logs.
+	historyDir string
 	// agents are the --agents sessions, where instance processes run; nil
 	// without --agents.
 	agents *agent.Pool
@@ -239,9 +243,19 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 		}
 		o.IntervalLog = stream.Write
 	}
+	if s.historyDir != "" {
+		id := (&results.Summary{Strategy: name, Scenario: o.Scenario.Name, Fault: faultName, Variant: o.Scenario.Variant,
+			Fencing: o.Scenario.Fencing && info.Fencing, Trial: trial}).ID()
+		o.History = filepath.Join(s.historyDir, id+results.HistoryExt)
+	}
 	endMetrics := s.observe(&o, faultName, trial)
 	run, err := loadgen.Run(ctx, o)
 	endMetrics()
+	if o.History != "" && err == nil {
+		if want := filepath.Join(s.historyDir, run.Summary.ID()+results.HistoryExt); want != o.History {
+			err = os.Rename(o.History, want) // the summary named the run otherwise
+		}
+	}
 	if stream != nil {
 		if err != nil {
 			_ = stream.Close()

@@ -100,6 +100,7 @@ type cellFlags struct {
 	lanes    *int
 	seed     *int64
 	dryRun   *bool
+	history  *bool
 }
 
 // cellHelp is the help of the shared flags whose wording is the command's
@@ -117,6 +118,7 @@ func (cf *cellFlags) register(fs *flag.FlagSet, command string, help cellHelp) {
 	cf.fault = faultsFlag(fs, "all", help.fault)
 	cf.out = fs.String("out", "", "run directory (default out/"+command+"-DATE-TIME)")
 	cf.trials = trialsFlag(fs)
+	cf.history = historyFlag(fs)
 	cf.lanes = lanesFlag(fs)
 	cf.seed = seedFlag(fs)
 	cf.dryRun = fs.Bool("dry-run", false, help.dryRun)
@@ -133,14 +135,15 @@ func (cf *cellFlags) parse(fs *flag.FlagSet, args []string, stdout io.Writer) er
 
 // cellOptions are the parsed and checked input verdicts and matrix share.
 type cellOptions struct {
-	ef     endpointFlags
-	mf     metricsFlag
-	cases  []verdictCase
-	out    string
-	dryRun bool
-	trials int
-	lanes  int
-	seed   int64
+	ef      endpointFlags
+	mf      metricsFlag
+	cases   []verdictCase
+	out     string
+	dryRun  bool
+	trials  int
+	lanes   int
+	seed    int64
+	history bool
 }
 
 // options gives every cell the seed, checks the servers given and that
@@ -156,5 +159,5 @@ func (cf *cellFlags) options(cases []verdictCase) (cellOptions, error) {
 		return cellOptions{}, err
 	}
 	return cellOptions{ef: cf.ef, mf: cf.mf, cases: cases, out: *cf.out, dryRun: *cf.dryRun,
-		trials: *cf.trials, lanes: *cf.lanes, seed: *cf.seed}, nil
+		trials: *cf.trials, lanes: *cf.lanes, seed: *cf.seed, history: *cf.history}, nil
 }

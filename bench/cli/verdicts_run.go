@@ -89,7 +89,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err := sess.serveMetrics(o.mf); err != nil {
 		return err
 	}
-	dir.describe(ctx, sess, o.trials, o.seed)
+	dir.describe(ctx, sess, o.trials, o.seed, o.history)
 
 	var tokenless []string
 	for _, c := range cases {

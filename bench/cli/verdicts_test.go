@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -31,6 +32,7 @@ func TestVerdicts(t *testing.T) {
 		id     string
 		unsafe bool
 	}{
+		{"nolock/none/off", true},
 		{"setnx/none/off", false},
 		{"fencing/none/off", false},
 		{"fencing/none/on", false},
@@ -78,7 +80,7 @@ func runVerdictsOnce(t *testing.T, run int) map[string]results.Summary {
 	defer cancel()
 	var out, errb bytes.Buffer
 	began := time.Now()
-	err := Run(ctx, []string{"verdicts", "--strategy", "setnx,fencing", "--fault", "none,pause", "--seed", "3", "--out", dir}, &out, &errb)
+	err := Run(ctx, []string{"verdicts", "--strategy", "nolock,setnx,fencing", "--fault", "none,pause", "--seed", "3", "--history", "--out", dir}, &out, &errb)
 	t.Logf("verdicts (run %d) in %s:\n%s\nstderr:\n%s", run+1, time.Since(began).Round(time.Millisecond), out.String(), errb.String())
 	if err != nil {
 		t.Fatalf("verdicts: %v", err)
@@ -86,6 +88,33 @@ func runVerdictsOnce(t *testing.T, run int) map[string]results.Summary {
 	if ctx.Err() != nil {
 		t.Fatalf("verdicts did not finish within %s", verdictsTimeout)
 	}
+	checkAgrees(t, dir, "lockbench_acct")
+	return readVerdicts(t, dir, &out)
+}
+
+// checkAgrees runs the second judge, `lockbench check`, over dir: it must
+// agree with summary.json on every run, and have drawn the exclusion
+// violation of at least one key (a visualisation whose name has key).
+func checkAgrees(t *testing.T, dir, key string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), verdictsTimeout)
+	defer cancel()
+	if err := Run(ctx, []string{"check", dir}, &out, &errb); err != nil {
+		t.Errorf("check: %v (exit %d)\n%s%s", err, ExitCode(err, io.Discard), out.String(), errb.String())
+	}
+	if strings.Contains(out.String(), "DISAGREE") || !strings.Contains(out.String(), "agree  ") {
+		t.Errorf("check:\n%s", out.String())
+	}
+	if html, _ := filepath.Glob(filepath.Join(dir, results.HistoryDir, "*"+key+"*.exclusion.html")); len(html) == 0 {
+		t.Errorf("check drew no exclusion violation; want the unsafe cells' keys drawn:\n%s", out.String())
+	}
+}
+
+// readVerdicts reads dir's verdicts.json by strategy/fault/fencing,
+// checking the printed table (out) and verdicts.md on the way.
+func readVerdicts(t *testing.T, dir string, out *bytes.Buffer) map[string]results.Summary {
+	t.Helper()
 	f, err := os.Open(filepath.Join(dir, results.VerdictsFile))
 	if err != nil {
 		t.Fatal(err)

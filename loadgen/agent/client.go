@@ -50,6 +50,9 @@ type Conn struct {
 	reply  helloReply
 	local  net.IP // this host's address on the way to the agent
 	offset int64  // the agent's clock minus ours, ns
+	// uncertainty bounds the offset's error: half the round trip it was
+	// taken from, ns.
+	uncertainty int64
 
 	ctrl    net.Conn
 	wmu     sync.Mutex // one request written at a time
@@ -289,7 +292,7 @@ func (c *Conn) agreeClock(ctx context.Context) error {
 		if best < 0 || rtt < best {
 			best = rtt
 			mid := t0.UnixNano() + int64(rtt)/2
-			c.offset = rep.NowNs - mid
+			c.offset, c.uncertainty = rep.NowNs-mid, int64(rtt)/2
 		}
 	}
 	return nil

@@ -109,6 +109,10 @@ func (in *Instance) Wait() error {
 // the agent's clock is against the coordinator's intention.
 func (in *Instance) ClockOffsetNs() int64 { return in.c.offset }
 
+// ClockUncertaintyNs bounds ClockOffsetNs's error, in ns: half the round
+// trip it was taken from.
+func (in *Instance) ClockUncertaintyNs() int64 { return in.c.uncertainty }
+
 // Lost is closed once the instance's agent is lost.
 func (in *Instance) Lost() <-chan struct{} { return in.c.lost }
 

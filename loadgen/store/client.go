@@ -458,14 +458,15 @@ func (c *Client) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
 		b = le.AppendUint64(b, uint64(r.Token))
 		b = le.AppendUint64(b, uint64(r.Payment))
 		b = le.AppendUint32(b, uint32(r.Account))
-		return le.AppendUint32(b, uint32(int32(r.Instance)))
+		b = le.AppendUint32(b, uint32(int32(r.Instance)))
+		return le.AppendUint32(b, uint32(r.Worker))
 	})
 	if err != nil {
 		return EnterResp{}, err
 	}
 	f := cl.body
 	out := EnterResp{Processed: f[0] != 0, Balance: int64(le.Uint64(f[1:])), Version: int64(le.Uint64(f[9:])),
-		Slow: time.Duration(le.Uint64(f[17:]))}
+		Slow: time.Duration(le.Uint64(f[17:])), Entry: int64(le.Uint64(f[25:]))}
 	if err := c.release(cl); err != nil {
 		return EnterResp{}, err
 	}
@@ -490,7 +491,8 @@ func (c *Client) Finish(ctx context.Context, r FinishReq) (FinishResp, error) {
 		b = append(b, boolByte(r.Apply))
 		b = le.AppendUint64(b, uint64(r.Debit))
 		b = le.AppendUint64(b, uint64(r.BaseVersion))
-		return le.AppendUint64(b, uint64(r.NewBalance))
+		b = le.AppendUint64(b, uint64(r.NewBalance))
+		return le.AppendUint64(b, uint64(r.Entry))
 	})
 	if err != nil {
 		return FinishResp{}, err

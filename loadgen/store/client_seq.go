@@ -62,7 +62,8 @@ func (c *Client) enterSeq(ctx context.Context, s *clientSeq, r EnterReq) (EnterR
 		b = le.AppendUint32(b, uint32(r.Account))
 		b = le.AppendUint32(b, uint32(int32(r.Instance)))
 		b = le.AppendUint32(b, slot)
-		return le.AppendUint64(b, uint64(s.now()))
+		b = le.AppendUint64(b, uint64(s.now()))
+		return le.AppendUint32(b, uint32(r.Worker))
 	}
 	if op == opEnterSeq {
 		if err := c.post(s, build, &seqAt); err != nil {
@@ -78,7 +79,7 @@ func (c *Client) enterSeq(ctx context.Context, s *clientSeq, r EnterReq) (EnterR
 	}
 	f := cl.body
 	out := EnterResp{Processed: f[0] != 0, Balance: int64(le.Uint64(f[1:])), Version: int64(le.Uint64(f[9:])),
-		Slow: time.Duration(le.Uint64(f[17:])), Deferred: true, Slot: slot}
+		Slow: time.Duration(le.Uint64(f[17:])), Entry: int64(le.Uint64(f[25:])), Deferred: true, Slot: slot}
 	if err := c.release(cl); err != nil {
 		return EnterResp{}, err
 	}

@@ -71,6 +71,9 @@ type Memory struct {
 	overlapSince []int64
 	// offered counts the payments Offer announced.
 	offered atomic.Int64
+	// rec, when set, receives every Enter and Finish (SetRecorder);
+	// replaced with every shard locked, like setup.
+	rec Recorder
 }
 
 // paymentState is one payment's state while the store tracks it.
@@ -132,6 +135,9 @@ type shardState struct {
 	// starts at free (-1: none) and runs through their prev links.
 	log  []recordVersion
 	free int32
+	// seq numbers the shard's events for the history (Event.Seq): a lock
+	// key's events are all in one shard.
+	seq int64
 }
 
 // account is one account record and, in AccountMode, its lock's state: 64
@@ -165,16 +171,36 @@ type recordVersion struct {
 }
 
 type keyState struct {
-	active   int32
+	active int32
+	// entries is the key's last entry number (EnterResp.Entry), 32 bits
+	// to keep an account and its lock state on one cache line: entry
+	// numbers are compared as serial numbers (superseded).
+	entries  uint32
 	maxToken int64
 	// lastApplied is the token of the last applied write (Setup.Strict).
 	lastApplied int64
 }
 
 var (
-	_ Store   = (*Memory)(nil)
-	_ Offerer = (*Memory)(nil)
+	_ Store     = (*Memory)(nil)
+	_ Offerer   = (*Memory)(nil)
+	_ Historian = (*Memory)(nil)
 )
+
+// SetRecorder makes m send its events to r (nil: none).
+func (m *Memory) SetRecorder(r Recorder) {
+	m.lockAll()
+	defer m.unlockAll()
+	m.rec = r
+}
+
+// superseded reports whether the holder of entry number entry of key ks
+// has been superseded: the key has had a later Enter. Serial-number
+// comparison (RFC 1982) of the 32-bit counter, exact while fewer than 2³¹
+// Enters of the key happen during one critical section.
+func (ks *keyState) superseded(entry int64) bool {
+	return int32(ks.entries-uint32(entry)) > 0
+}
 
 // NewMemory returns an empty store; call Reset before use.
 func NewMemory() *Memory { return &Memory{} }
@@ -193,7 +219,7 @@ func (m *Memory) Reset(_ context.Context, s Setup) error {
 	for i := range m.shards {
 		sh := &m.shards[i]
 		sh.c, sh.applications = Counts{}, 0
-		sh.log, sh.free = nil, -1
+		sh.log, sh.free, sh.seq = nil, -1, 0
 		sh.payments = paymentTable{}
 	}
 	m.accounts = make([]account, len(s.Balances))
@@ -334,18 +360,34 @@ func (m *Memory) Enter(_ context.Context, r EnterReq) (EnterResp, error) {
 	if ks.active > 0 {
 		sh.c.Overlaps++
 	}
+	// The clock is read only when an overlap begins or ends, or for the
+	// history, not on every call.
+	at := int64(-1)
+	if ks.active == 1 || m.rec != nil {
+		at = m.sinceEpoch(r.AtNs)
+	}
 	if ks.active == 1 {
-		// A second holder: the window of exposure opens (the clock is read
-		// only when an overlap begins or ends, not on every call).
-		*since = m.sinceEpoch(r.AtNs)
+		// A second holder: the window of exposure opens.
+		*since = at
 	}
 	ks.active++
+	ks.entries++
 	if r.Token > ks.maxToken {
 		ks.maxToken = r.Token
 	}
 	acc := &m.accounts[r.Account]
-	return EnterResp{Processed: ps.inRecord > 0, Balance: acc.balance, Version: acc.version}, nil
+	resp := EnterResp{Processed: ps.inRecord > 0, Balance: acc.balance, Version: acc.version, Entry: int64(ks.entries)}
+	if m.rec != nil {
+		sh.seq++
+		m.rec.Record(m.lane(r.Account), &Event{Key: r.LockKey, Instance: int32(r.Instance), Worker: r.Worker,
+			Payment: r.Payment, Account: r.Account, Seq: sh.seq, Entry: resp.Entry, AtNs: m.epochUnixNs + at,
+			Token: r.Token, Processed: resp.Processed, Balance: resp.Balance, Version: resp.Version})
+	}
+	return resp, nil
 }
+
+// lane is the Record lane of account a's events: its shard.
+func (m *Memory) lane(a int32) int { return int(uint32(a) % memShards) }
 
 // sinceEpoch is the event time atNs (Unix ns; 0 for now) as nanoseconds
 // since the epoch: a sequenced store applies events after they happened,
@@ -394,14 +436,31 @@ func (m *Memory) Finish(_ context.Context, r FinishReq) (FinishResp, error) {
 		}
 	}
 	ks.active--
+	at := int64(-1)
+	if ks.active == 1 || m.rec != nil {
+		at = m.sinceEpoch(r.AtNs)
+	}
 	if ks.active == 1 {
 		// Back to one holder: the overlap is over.
-		d := max(0, m.sinceEpoch(r.AtNs)-*since)
+		d := max(0, at-*since)
 		sh.c.OverlapNs += d
 		sh.c.OverlapMaxNs = max(sh.c.OverlapMaxNs, d)
 	}
 	ps.finishes++
 	resp := m.apply(sh, acc, ks, ps, r, bi)
+	if m.rec != nil {
+		sh.seq++
+		ev := Event{Finish: true, Key: r.LockKey, Payment: r.Payment, Account: r.Account, Seq: sh.seq,
+			Entry: r.Entry, AtNs: m.epochUnixNs + at, Token: r.Token}
+		if r.Apply {
+			ev.Wrote, ev.Applied, ev.Refused = true, resp.Applied, resp.Refused
+			ev.Base, ev.Debit, ev.NewBalance = r.BaseVersion, r.Debit, r.NewBalance
+			if resp.Applied {
+				ev.Made = acc.version
+			}
+		}
+		m.rec.Record(m.lane(r.Account), &ev)
+	}
 	m.settle(sh, acc, ks, r.Payment)
 	return resp, nil
 }
@@ -412,17 +471,21 @@ func (m *Memory) apply(sh *shard, acc *account, ks *keyState, ps *paymentState, 
 	if !r.Apply {
 		return FinishResp{}
 	}
-	if r.Token > 0 && r.Token < ks.maxToken {
-		if m.setup.Fencing {
+	refused, why := judgeWrite(m.setup, ks.superseded(r.Entry), r.Token, ks.maxToken, ks.lastApplied)
+	switch why {
+	case Stale:
+		if refused {
 			sh.c.StaleRejected++
-			return FinishResp{StaleRejected: true}
+		} else {
+			sh.c.StaleAccepted++
 		}
-		sh.c.StaleAccepted++
-	} else if r.Token > 0 && r.Token <= ks.lastApplied {
+	case TokenRegressed:
+		sh.c.TokenRegressed++
+	case TokenReused:
 		sh.c.TokenReused++
-		if m.setup.Fencing && m.setup.Strict {
-			return FinishResp{StaleRejected: true}
-		}
+	}
+	if refused {
+		return FinishResp{StaleRejected: true, Refused: why}
 	}
 	if r.Token > ks.maxToken {
 		ks.maxToken = r.Token
@@ -454,7 +517,7 @@ func (m *Memory) apply(sh *shard, acc *account, ks *keyState, ps *paymentState, 
 		acc.inRecordDebits++
 	}
 	sh.applications++
-	return FinishResp{Applied: true}
+	return FinishResp{Applied: true, Refused: why}
 }
 
 // settle releases what nothing in flight can refer to any more, after a
@@ -583,6 +646,7 @@ func (m *Memory) Counts(context.Context) (Counts, error) {
 		c.OverlapMaxNs = max(c.OverlapMaxNs, sh.c.OverlapMaxNs)
 		c.StaleRejected += sh.c.StaleRejected
 		c.StaleAccepted += sh.c.StaleAccepted
+		c.TokenRegressed += sh.c.TokenRegressed
 		c.TokenReused += sh.c.TokenReused
 		c.Overdrafts += sh.c.Overdrafts
 		c.Applications += sh.applications

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,10 +38,13 @@ const (
 	sqlstateBaseAhead    = "LB003"
 )
 
-// Postgres is the store kept in PostgreSQL: a fenced write (UPDATE … WHERE
-// the token is not older than the newest seen, and with Setup.Strict newer
-// than the last applied write's) done for real, with the same judgement as
-// Memory (the same counts for the same sequence of calls).
+// Postgres is the store kept in PostgreSQL: a fenced write (refused when
+// its token is older than the newest the key has seen, and with
+// Setup.Strict when it is no newer than the last applied write's) done for
+// real, with the same judgement as Memory (judgeWrite: the same counts for
+// the same sequence of calls). Each lock key's row numbers its Enters
+// (entries: the holder's entry number, by which a write is judged
+// superseded) and its events (events: the history's seq).
 //
 // Its tables and functions are prefixed lockbench_store_. Enter and Finish
 // are each one round trip to a PL/pgSQL function, so each runs in one
@@ -54,15 +59,60 @@ const (
 // the record on the account; applications and how many of them are in the
 // account's record on the payment — so that no single counter row
 // serialises every worker; Counts sums them.
+//
+// History (SetRecorder): the functions return the event's seq (the key's
+// events counter) and the store's time (clock_timestamp(), read once with
+// the key's row locked, in Unix ns to the microsecond), and Enter and
+// Finish send the event to the recorder after the call returns. The row
+// lock is released by then, so the events of one key can reach the
+// recorder out of seq order (their seq is right); the lane, a hash of the
+// key, keeps the recorder's calls of one lane apart.
 type Postgres struct {
 	pool *pgxpool.Pool
+	// rec is the recorder SetRecorder installed, nil for none.
+	rec atomic.Pointer[recorderRef]
+	// lanes[l] is held around the Record calls of lane l (Recorder: the
+	// calls of one lane never run at once).
+	lanes [Lanes]sync.Mutex
 }
+
+// recorderRef boxes a Recorder for an atomic pointer.
+type recorderRef struct{ r Recorder }
 
 var (
 	_ Store      = (*Postgres)(nil)
 	_ Transactor = (*Postgres)(nil)
 	_ Offerer    = (*Postgres)(nil)
+	_ Historian  = (*Postgres)(nil)
 )
+
+// SetRecorder makes p send its events to r (nil: none). Set it between
+// runs, not while workers call Enter and Finish.
+func (p *Postgres) SetRecorder(r Recorder) {
+	if r == nil {
+		p.rec.Store(nil)
+		return
+	}
+	p.rec.Store(&recorderRef{r})
+}
+
+// record sends ev to the recorder, if any, in the lane of ev's key.
+func (p *Postgres) record(rec *recorderRef, ev *Event) {
+	l := keyLane(ev.Key)
+	p.lanes[l].Lock()
+	defer p.lanes[l].Unlock()
+	rec.r.Record(l, ev)
+}
+
+// keyLane is the Record lane of a lock key's events: a hash (FNV-1a) of
+// the key.
+func keyLane(key string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return int(h % Lanes)
+}
 
 // NewPostgres connects to the database at dsn (a pgx connection string) and
 // checks that it answers. Call Reset before use; instance processes that
@@ -169,11 +219,17 @@ func copyPayments(ctx context.Context, db interface {
 // returns what it reads, in one round trip.
 func (p *Postgres) Enter(ctx context.Context, r EnterReq) (EnterResp, error) {
 	var out EnterResp
+	var seq, atNs int64
 	err := p.call(ctx, `SELECT * FROM lockbench_store_enter($1, $2, $3, $4)`,
 		[]any{r.LockKey, r.Token, r.Payment, r.Account},
-		&out.Processed, &out.Balance, &out.Version)
+		&out.Processed, &out.Balance, &out.Version, &out.Entry, &seq, &atNs)
 	if err != nil {
 		return EnterResp{}, postgresError("enter", err)
+	}
+	if rec := p.rec.Load(); rec != nil {
+		p.record(rec, &Event{Key: r.LockKey, Instance: int32(r.Instance), Worker: r.Worker,
+			Payment: r.Payment, Account: r.Account, Seq: seq, Entry: out.Entry, AtNs: atNs,
+			Token: r.Token, Processed: out.Processed, Balance: out.Balance, Version: out.Version})
 	}
 	return out, nil
 }
@@ -185,11 +241,23 @@ func (p *Postgres) Finish(ctx context.Context, r FinishReq) (FinishResp, error) 
 		return FinishResp{}, errNegativeBase
 	}
 	var out FinishResp
-	err := p.call(ctx, `SELECT * FROM lockbench_store_finish($1, $2, $3, $4, $5, $6, $7, $8)`,
-		[]any{r.LockKey, r.Token, r.Payment, r.Account, r.Apply, r.Debit, r.BaseVersion, r.NewBalance},
-		&out.Applied, &out.StaleRejected)
+	var refused int16
+	var seq, atNs, made int64
+	err := p.call(ctx, `SELECT * FROM lockbench_store_finish($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		[]any{r.LockKey, r.Token, r.Payment, r.Account, r.Entry, r.Apply, r.Debit, r.BaseVersion, r.NewBalance},
+		&out.Applied, &out.StaleRejected, &refused, &seq, &atNs, &made)
 	if err != nil {
 		return FinishResp{}, postgresError("finish", err)
+	}
+	out.Refused = Refusal(refused)
+	if rec := p.rec.Load(); rec != nil {
+		ev := Event{Finish: true, Key: r.LockKey, Payment: r.Payment, Account: r.Account,
+			Seq: seq, Entry: r.Entry, AtNs: atNs, Token: r.Token}
+		if r.Apply {
+			ev.Wrote, ev.Applied, ev.Refused, ev.Made = true, out.Applied, out.Refused, made
+			ev.Base, ev.Debit, ev.NewBalance = r.BaseVersion, r.Debit, r.NewBalance
+		}
+		p.record(rec, &ev)
 	}
 	return out, nil
 }
@@ -278,7 +346,7 @@ func (p *Postgres) Counts(ctx context.Context) (Counts, error) {
 	err := p.pool.QueryRow(ctx, `
 SELECT p.processed, p.duplicates, p.lost, p.unprocessed, a.overdrafts,
        a.lost_updates, k.overlaps, k.stale_rejected, k.stale_accepted, p.applications,
-       k.overlap_ns, k.overlap_max_ns, k.token_reused
+       k.overlap_ns, k.overlap_max_ns, k.token_reused, k.token_regressed
 FROM (SELECT count(*) FILTER (WHERE applications > 0) AS processed,
              coalesce(sum(applications - 1) FILTER (WHERE applications > 1), 0)::bigint AS duplicates,
              count(*) FILTER (WHERE applications > 0 AND in_record = 0) AS lost,
@@ -293,11 +361,12 @@ FROM (SELECT count(*) FILTER (WHERE applications > 0) AS processed,
              coalesce(sum(stale_accepted), 0)::bigint AS stale_accepted,
              coalesce(sum(overlap_ns), 0)::bigint AS overlap_ns,
              coalesce(max(overlap_max_ns), 0)::bigint AS overlap_max_ns,
-             coalesce(sum(token_reused), 0)::bigint AS token_reused
+             coalesce(sum(token_reused), 0)::bigint AS token_reused,
+             coalesce(sum(token_regressed), 0)::bigint AS token_regressed
       FROM lockbench_store_lock_keys) k`,
 	).Scan(&c.Processed, &c.Duplicates, &c.Lost, &c.Unprocessed, &c.Overdrafts,
 		&c.LostUpdates, &c.Overlaps, &c.StaleRejected, &c.StaleAccepted, &c.Applications,
-		&c.OverlapNs, &c.OverlapMaxNs, &c.TokenReused)
+		&c.OverlapNs, &c.OverlapMaxNs, &c.TokenReused, &c.TokenRegressed)
 	if err != nil {
 		return Counts{}, fmt.Errorf("store: postgres counts: %w", err)
 	}
@@ -327,10 +396,15 @@ func (p *Postgres) Close() error {
 // a row lock, the next one sees what the previous holder of that lock
 // committed. Enter and Finish take the lock key row first, and Finish then
 // takes the account row and only then that account's payment rows: one
-// order, so no deadlock.
+// order, so no deadlock. Each reads the clock once, with the key's row
+// locked, so that a key's events are timed in the order the store took
+// them (their seq) and a window of exposure is exactly the difference of
+// the two events' times.
 //
 // Tables left by an older lockbench are brought to these columns (they are
-// emptied anyway), so that a shared database keeps working across versions.
+// emptied anyway), and functions whose result changed are dropped before
+// they are created again (CREATE OR REPLACE cannot change a result), so
+// that a shared database keeps working across versions.
 const postgresSchema = `
 CREATE TABLE IF NOT EXISTS lockbench_store_config (
   mode    int  NOT NULL,
@@ -370,43 +444,89 @@ ALTER TABLE lockbench_store_payments
   ADD COLUMN IF NOT EXISTS in_record int NOT NULL DEFAULT 0,
   DROP COLUMN IF EXISTS marked;
 CREATE TABLE IF NOT EXISTS lockbench_store_lock_keys ( -- "overlaps" is a keyword
-  key            text   PRIMARY KEY,
-  active         int    NOT NULL,
-  max_token      bigint NOT NULL,
-  "overlaps"     bigint NOT NULL DEFAULT 0,
-  stale_rejected bigint NOT NULL DEFAULT 0,
-  stale_accepted bigint NOT NULL DEFAULT 0,
-  overlap_since  timestamptz,                -- when active last rose to 2
-  overlap_ns     bigint NOT NULL DEFAULT 0,  -- total time with 2+ inside
-  overlap_max_ns bigint NOT NULL DEFAULT 0,  -- the longest such time
-  last_applied   bigint NOT NULL DEFAULT 0,  -- the token of the last applied write
-  token_reused   bigint NOT NULL DEFAULT 0   -- writes with a token no newer than that
+  key              text   PRIMARY KEY,
+  active           int    NOT NULL,
+  max_token        bigint NOT NULL,            -- the newest token seen (Enter, applied write)
+  entries          bigint NOT NULL DEFAULT 0,  -- Enters so far: the last entry number
+  events           bigint NOT NULL DEFAULT 0,  -- Enters and Finishes so far: the last seq
+  "overlaps"       bigint NOT NULL DEFAULT 0,
+  stale_rejected   bigint NOT NULL DEFAULT 0,
+  stale_accepted   bigint NOT NULL DEFAULT 0,
+  overlap_since_ns bigint,                     -- when active last rose to 2, Unix ns
+  overlap_ns       bigint NOT NULL DEFAULT 0,  -- total time with 2+ inside
+  overlap_max_ns   bigint NOT NULL DEFAULT 0,  -- the longest such time
+  last_applied     bigint NOT NULL DEFAULT 0,  -- the token of the last applied write
+  token_regressed  bigint NOT NULL DEFAULT 0,  -- writes not superseded with a token older than max_token
+  token_reused     bigint NOT NULL DEFAULT 0   -- others with a token no newer than last_applied
 );
 ALTER TABLE lockbench_store_lock_keys
-  ADD COLUMN IF NOT EXISTS overlap_since  timestamptz,
-  ADD COLUMN IF NOT EXISTS overlap_ns     bigint NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS overlap_max_ns bigint NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS last_applied   bigint NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS token_reused   bigint NOT NULL DEFAULT 0;
+  ADD COLUMN IF NOT EXISTS entries          bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS events           bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS overlap_since_ns bigint,
+  ADD COLUMN IF NOT EXISTS overlap_ns       bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS overlap_max_ns   bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS last_applied     bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS token_regressed  bigint NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS token_reused     bigint NOT NULL DEFAULT 0,
+  DROP COLUMN IF EXISTS overlap_since;
 
+-- An older lockbench's functions: the same arguments with another result
+-- (which CREATE OR REPLACE cannot change), or other arguments. Dropped
+-- only when they differ, so that a Reset does not replace the functions
+-- other sessions have plans for.
+DO $do$
+DECLARE
+  f record;
+BEGIN
+  FOR f IN SELECT * FROM (VALUES
+    ('lockbench_store_enter(text,bigint,bigint,int)',
+     'TABLE(processed boolean, balance bigint, version bigint, entry bigint, seq bigint, at_ns bigint)'),
+    ('lockbench_store_finish(text,bigint,bigint,int,bigint,bool,bigint,bigint,bigint)',
+     'TABLE(applied boolean, stale_rejected boolean, refused smallint, seq bigint, at_ns bigint, made bigint)')
+  ) AS v(sig, result) LOOP
+    IF pg_get_function_result(to_regprocedure(f.sig)) <> f.result THEN
+      EXECUTE 'DROP FUNCTION ' || to_regprocedure(f.sig)::text;
+    END IF;
+  END LOOP;
+END
+$do$;
+DROP FUNCTION IF EXISTS lockbench_store_finish(text, bigint, bigint, int, bool, bigint, bigint, bigint);
+
+-- Enter: the holder's entry number (entry), the event's seq and the
+-- store's time (at_ns, Unix ns), and what the holder read.
 CREATE OR REPLACE FUNCTION lockbench_store_enter(
   p_key text, p_token bigint, p_payment bigint, p_account int)
-RETURNS TABLE (processed bool, balance bigint, version bigint)
+RETURNS TABLE (processed bool, balance bigint, version bigint, entry bigint, seq bigint, at_ns bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
+DECLARE
+  v_active int;    -- holders inside, this one included
+  v_entry  bigint;
+  v_seq    bigint;
+  v_now    bigint;  -- the store's time of the event, Unix ns
 BEGIN
-  -- active++ on the lock key, counting an overlap when someone is inside;
-  -- the row lock lasts until this call returns.
-  INSERT INTO lockbench_store_lock_keys AS k (key, active, max_token)
-  VALUES (p_key, 1, greatest(p_token, 0))
+  -- active++ on the lock key, counting an overlap when someone is inside,
+  -- and the key's next entry number and event; the row lock lasts until
+  -- this call returns.
+  INSERT INTO lockbench_store_lock_keys AS k (key, active, max_token, entries, events)
+  VALUES (p_key, 1, greatest(p_token, 0), 1, 1)
   ON CONFLICT (key) DO UPDATE SET
-    active    = k.active + 1,
+    active     = k.active + 1,
     "overlaps" = k."overlaps" + CASE WHEN k.active > 0 THEN 1 ELSE 0 END,
-    overlap_since = CASE WHEN k.active = 1 THEN clock_timestamp() ELSE k.overlap_since END,
-    max_token = greatest(k.max_token, excluded.max_token);
+    max_token  = greatest(k.max_token, excluded.max_token),
+    entries    = k.entries + 1,
+    events     = k.events + 1
+  RETURNING k.active, k.entries, k.events INTO v_active, v_entry, v_seq;
+  -- Read with the row locked: the key's events are timed in seq order.
+  -- Microseconds, exact in both numeric and double precision.
+  v_now := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000;
+  IF v_active = 2 THEN
+    -- A second holder: the window of exposure opens.
+    UPDATE lockbench_store_lock_keys SET overlap_since_ns = v_now WHERE key = p_key;
+  END IF;
   -- A fresh snapshot: sees every Finish that held the key before us.
   RETURN QUERY
-    SELECT p.in_record > 0, a.balance, a.version
+    SELECT p.in_record > 0, a.balance, a.version, v_entry, v_seq, v_now
     FROM lockbench_store_payments p
     JOIN lockbench_store_accounts a ON a.id = p.account
     WHERE p.id = p_payment AND p.account = p_account;
@@ -418,17 +538,33 @@ BEGIN
 END
 $fn$;
 
+-- Finish: whether the write was applied or refused (stale_rejected), the
+-- count it went to (refused: the Refusal constants, 0 none, 1 stale, 2
+-- token_regressed, 3 token_reused), the event's seq and the store's time
+-- (at_ns, Unix ns), and the version an applied write made (0 otherwise).
 CREATE OR REPLACE FUNCTION lockbench_store_finish(
-  p_key text, p_token bigint, p_payment bigint, p_account int,
+  p_key text, p_token bigint, p_payment bigint, p_account int, p_entry bigint,
   p_apply bool, p_debit bigint, p_base bigint, p_new_balance bigint)
-RETURNS TABLE (applied bool, stale_rejected bool)
+RETURNS TABLE (applied bool, stale_rejected bool, refused smallint, seq bigint, at_ns bigint, made bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
 DECLARE
   v_mode    int;
   v_fencing bool;
   v_strict  bool;
-  v_last    bigint;      -- the token of the key's last applied write
+  v_active  int;       -- holders inside, this one included
+  v_entries bigint;    -- the key's last entry number
+  v_max     bigint;    -- the newest token the key has seen
+  v_last    bigint;    -- the token of the key's last applied write
+  v_since   bigint;    -- when the window of exposure under way opened
+  v_now     bigint;    -- the store's time of the event, Unix ns
+  v_overlap bigint := 0; -- the window this Finish closes
+  v_older   bool;
+  v_reused  bool;
+  v_refused bool := false;
+  v_why     smallint := 0; -- the count the write goes to (Refusal)
+  v_seq     bigint;
+  v_made    bigint;
   v_current bigint;
   v_out     bigint;      -- walks down from the current version
   v_back    bigint;      -- walks down from p_base
@@ -437,71 +573,74 @@ DECLARE
   v_amount  bigint;      -- its debit
   v_debits  bigint := 0; -- change of the account's in-record debits
   v_debit   int := CASE WHEN p_debit > 0 THEN 1 ELSE 0 END;
-  v_now     timestamptz := clock_timestamp(); -- one reading for the overlap's end
 BEGIN
   PERFORM 1 FROM lockbench_store_payments WHERE id = p_payment AND account = p_account;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'unknown payment % or account %', p_payment, p_account
       USING ERRCODE = '` + sqlstateUnknown + `';
   END IF;
-  -- active-- (SET sees the old row: active = 2 means back to one holder,
-  -- which closes the window of exposure).
-  UPDATE lockbench_store_lock_keys SET
-    active         = active - 1,
-    overlap_ns     = overlap_ns + CASE WHEN active = 2
-      THEN (extract(epoch FROM v_now - overlap_since) * 1e9)::bigint ELSE 0 END,
-    overlap_max_ns = greatest(overlap_max_ns, CASE WHEN active = 2
-      THEN (extract(epoch FROM v_now - overlap_since) * 1e9)::bigint ELSE 0 END)
-  WHERE key = p_key AND active > 0;
-  IF NOT FOUND THEN
+  -- Take the lock key's row (until this call returns) and read it as it
+  -- is when the store takes this write.
+  SELECT active, entries, max_token, last_applied, overlap_since_ns
+  INTO v_active, v_entries, v_max, v_last, v_since
+  FROM lockbench_store_lock_keys WHERE key = p_key FOR UPDATE;
+  IF NOT FOUND OR v_active <= 0 THEN
     RAISE EXCEPTION 'Finish without Enter on key %', p_key
       USING ERRCODE = '` + sqlstateWithoutEnter + `';
   END IF;
+  -- Read with the row locked, as Enter does.
+  v_now := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000;
+  IF v_active = 2 THEN
+    -- Back to one holder: the window of exposure closes.
+    v_overlap := greatest(0, v_now - v_since);
+  END IF;
+  IF p_apply THEN
+    SELECT mode, fencing, strict INTO STRICT v_mode, v_fencing, v_strict FROM lockbench_store_config;
+    IF v_mode = 0 THEN
+      -- Account mode: lock the record, and refuse (changing nothing) a
+      -- write computed from a version it never had.
+      SELECT version INTO STRICT v_current FROM lockbench_store_accounts
+      WHERE id = p_account FOR UPDATE;
+      IF p_base > v_current THEN
+        RAISE EXCEPTION 'base version % ahead of account % at %', p_base, p_account, v_current
+          USING ERRCODE = '` + sqlstateBaseAhead + `';
+      END IF;
+    END IF;
+    -- judgeWrite: superseded when the key has had a later Enter; refused
+    -- by fencing when the token is older than the newest seen or, strict,
+    -- no newer than the last applied write's.
+    v_older   := p_token > 0 AND p_token < v_max;
+    v_reused  := p_token > 0 AND p_token <= v_last;
+    v_refused := v_fencing AND (v_older OR (v_strict AND v_reused));
+    v_why := CASE WHEN v_entries > p_entry THEN 1
+                  WHEN v_older THEN 2
+                  WHEN v_reused THEN 3
+                  ELSE 0 END;
+  END IF;
+  -- active--, the event, the window closed, the write's count, and the
+  -- tokens an applied write raises (SET sees the old row).
+  UPDATE lockbench_store_lock_keys SET
+    active          = active - 1,
+    events          = events + 1,
+    overlap_ns      = overlap_ns + v_overlap,
+    overlap_max_ns  = greatest(overlap_max_ns, v_overlap),
+    stale_rejected  = stale_rejected + CASE WHEN v_why = 1 AND v_refused THEN 1 ELSE 0 END,
+    stale_accepted  = stale_accepted + CASE WHEN v_why = 1 AND NOT v_refused THEN 1 ELSE 0 END,
+    token_regressed = token_regressed + CASE WHEN v_why = 2 THEN 1 ELSE 0 END,
+    token_reused    = token_reused + CASE WHEN v_why = 3 THEN 1 ELSE 0 END,
+    max_token       = CASE WHEN p_apply AND NOT v_refused
+      THEN greatest(max_token, p_token) ELSE max_token END,
+    last_applied    = CASE WHEN p_apply AND NOT v_refused
+      THEN greatest(last_applied, p_token) ELSE last_applied END
+  WHERE key = p_key
+  RETURNING events INTO STRICT v_seq;
   IF NOT p_apply THEN
-    RETURN QUERY SELECT false, false;
+    RETURN QUERY SELECT false, false, 0::smallint, v_seq, v_now, 0::bigint;
     RETURN;
   END IF;
-  SELECT mode, fencing, strict INTO STRICT v_mode, v_fencing, v_strict FROM lockbench_store_config;
-  IF v_mode = 0 THEN
-    -- Account mode: lock the record, and refuse (rolling back the
-    -- active-- above) a write computed from a version it never had.
-    SELECT version INTO STRICT v_current FROM lockbench_store_accounts
-    WHERE id = p_account FOR UPDATE;
-    IF p_base > v_current THEN
-      RAISE EXCEPTION 'base version % ahead of account % at %', p_base, p_account, v_current
-        USING ERRCODE = '` + sqlstateBaseAhead + `';
-    END IF;
-  END IF;
-  IF p_token > 0 THEN
-    -- The fenced write, with its result checked: no row means
-    -- a newer token was already seen for this key.
-    UPDATE lockbench_store_lock_keys SET max_token = p_token
-    WHERE key = p_key AND max_token <= p_token;
-    IF NOT FOUND THEN
-      IF v_fencing THEN
-        UPDATE lockbench_store_lock_keys SET stale_rejected = stale_rejected + 1
-        WHERE key = p_key;
-        RETURN QUERY SELECT false, true;
-        RETURN;
-      END IF;
-      UPDATE lockbench_store_lock_keys SET stale_accepted = stale_accepted + 1
-      WHERE key = p_key;
-    ELSE
-      -- Not older than the newest seen, but is it newer than the last
-      -- applied write's (WHERE fencing_token < $new)? A token handed out
-      -- twice is not. The key's row is ours since the active-- above.
-      SELECT last_applied INTO STRICT v_last FROM lockbench_store_lock_keys WHERE key = p_key;
-      IF p_token <= v_last THEN
-        UPDATE lockbench_store_lock_keys SET token_reused = token_reused + 1
-        WHERE key = p_key;
-        IF v_strict THEN
-          RETURN QUERY SELECT false, true;
-          RETURN;
-        END IF;
-      END IF;
-    END IF;
-    UPDATE lockbench_store_lock_keys SET last_applied = greatest(last_applied, p_token)
-    WHERE key = p_key;
+  IF v_refused THEN
+    RETURN QUERY SELECT false, true, v_why, v_seq, v_now, 0::bigint;
+    RETURN;
   END IF;
   IF v_mode = 0 THEN
     -- Account mode: the record is replaced by what the holder computed
@@ -539,6 +678,7 @@ BEGIN
     WHERE id = p_account;
     INSERT INTO lockbench_store_versions (account, version, parent, payment, debit)
     VALUES (p_account, v_current + 1, p_base, p_payment, p_debit);
+    v_made := v_current + 1;
   ELSE
     -- Payment mode: an atomic debit, computed from the current version,
     -- so the record keeps everything it held.
@@ -548,11 +688,12 @@ BEGIN
       overdrawn        = overdrawn OR balance - p_debit < 0,
       applied_debits   = applied_debits + v_debit,
       in_record_debits = in_record_debits + v_debit
-    WHERE id = p_account;
+    WHERE id = p_account
+    RETURNING version INTO STRICT v_made;
   END IF;
   UPDATE lockbench_store_payments SET applications = applications + 1, in_record = in_record + 1
   WHERE id = p_payment;
-  RETURN QUERY SELECT true, false;
+  RETURN QUERY SELECT true, false, v_why, v_seq, v_now, v_made;
 END
 $fn$;
 

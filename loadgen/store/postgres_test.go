@@ -43,7 +43,7 @@ func TestPostgresHoldsNothingAcrossEnterAndFinish(t *testing.T) {
 		}
 	}
 	// The holder's write replaces the record whatever happened meanwhile.
-	got, err := p.Finish(ctx, FinishReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70})
+	got, err := p.Finish(ctx, FinishReq{LockKey: "a0", Token: 1, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70, Entry: 1})
 	if err != nil || got != applied {
 		t.Fatalf("Finish: got %+v, %v; want %+v", got, err, applied)
 	}

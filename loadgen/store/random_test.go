@@ -32,6 +32,7 @@ type refVersion struct {
 
 type refKey struct {
 	active      int
+	entries     int64 // the Enters so far: the last entry number
 	maxToken    int64
 	lastApplied int64 // the token of the last applied write
 }
@@ -93,9 +94,10 @@ func (r *refStore) Enter(q EnterReq) (EnterResp, error) {
 		r.c.Overlaps++
 	}
 	k.active++
+	k.entries++
 	k.maxToken = max(k.maxToken, q.Token)
 	return EnterResp{Processed: r.marked(q.Payment), Balance: r.balances[q.Account],
-		Version: int64(len(r.versions[q.Account]))}, nil
+		Version: int64(len(r.versions[q.Account])), Entry: k.entries}, nil
 }
 
 func (r *refStore) Finish(q FinishReq) (FinishResp, error) {
@@ -117,19 +119,34 @@ func (r *refStore) Finish(q FinishReq) (FinishResp, error) {
 	if !q.Apply {
 		return FinishResp{}, nil
 	}
-	if q.Token > 0 && q.Token < k.maxToken {
-		if r.setup.Fencing {
-			r.c.StaleRejected++
-			return FinishResp{StaleRejected: true}, nil
-		}
+	// Superseded: a holder of the key entered after this one did. Then
+	// the write is stale whatever its token; otherwise a token older than
+	// the newest seen has regressed, and one no newer than the last
+	// applied write's was handed out twice. Fencing refuses by the token
+	// alone.
+	var why Refusal
+	switch {
+	case k.entries > q.Entry:
+		why = Stale
+	case q.Token > 0 && q.Token < k.maxToken:
+		why = TokenRegressed
+	case q.Token > 0 && q.Token <= k.lastApplied:
+		why = TokenReused
+	}
+	fenced := r.setup.Fencing && q.Token > 0 &&
+		(q.Token < k.maxToken || r.setup.Strict && q.Token <= k.lastApplied)
+	switch {
+	case why == Stale && fenced:
+		r.c.StaleRejected++
+	case why == Stale:
 		r.c.StaleAccepted++
-	} else if q.Token > 0 && q.Token <= k.lastApplied {
-		// Not older than the newest seen, but not newer than the last
-		// write applied: a token handed out twice.
+	case why == TokenRegressed:
+		r.c.TokenRegressed++
+	case why == TokenReused:
 		r.c.TokenReused++
-		if r.setup.Fencing && r.setup.Strict {
-			return FinishResp{StaleRejected: true}, nil
-		}
+	}
+	if fenced {
+		return FinishResp{StaleRejected: true, Refused: why}, nil
 	}
 	k.maxToken = max(k.maxToken, q.Token)
 	k.lastApplied = max(k.lastApplied, q.Token)
@@ -145,13 +162,14 @@ func (r *refStore) Finish(q FinishReq) (FinishResp, error) {
 		r.overdrawn[q.Account] = true
 	}
 	r.applications[q.Payment]++
-	return FinishResp{Applied: true}, nil
+	return FinishResp{Applied: true, Refused: why}, nil
 }
 
 // Counts is the verdict by the definitions of results.Summary's fields and
 // the model.
 func (r *refStore) Counts() Counts {
-	c := Counts{Overlaps: r.c.Overlaps, StaleRejected: r.c.StaleRejected, StaleAccepted: r.c.StaleAccepted, TokenReused: r.c.TokenReused}
+	c := Counts{Overlaps: r.c.Overlaps, StaleRejected: r.c.StaleRejected, StaleAccepted: r.c.StaleAccepted,
+		TokenRegressed: r.c.TokenRegressed, TokenReused: r.c.TokenReused}
 	marked := map[int64]bool{}
 	for a, vs := range r.versions {
 		if r.overdrawn[a] {
@@ -292,7 +310,7 @@ func (tr *randomTrial) next(pending []holder, step, steps int) (call, bool) {
 	i := rng.IntN(len(pending))
 	h := pending[i]
 	q := FinishReq{LockKey: h.enter.LockKey, Token: h.enter.Token, Payment: h.enter.Payment,
-		Account: h.enter.Account, Apply: !h.read.Processed, BaseVersion: h.read.Version}
+		Account: h.enter.Account, Apply: !h.read.Processed, BaseVersion: h.read.Version, Entry: h.read.Entry}
 	if rng.IntN(10) == 0 {
 		q.Apply = !q.Apply // a careless worker
 	}

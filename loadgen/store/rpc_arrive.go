@@ -34,9 +34,9 @@ const (
 	opEnterArrive  = 7
 	opFinishArrive = 8
 
-	// enterArriveFixed: token, payment, account, instance, slot;
+	// enterArriveFixed: token, payment, account, instance, slot, worker;
 	// finishArriveFixed: token, payment, account, slot, amount.
-	enterArriveFixed  = 8 + 8 + 4 + 4 + 4
+	enterArriveFixed  = 8 + 8 + 4 + 4 + 4 + 4
 	finishArriveFixed = 8 + 8 + 4 + 4 + 8
 
 	// finishSyncFlag is the bit of a Finish answer's flags byte that
@@ -71,7 +71,7 @@ func serveArrive(ctx context.Context, br *bufio.Reader, op byte, id uint32, key 
 			return err
 		}
 		r := EnterReq{LockKey: key, Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
-			Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:])))}
+			Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:]))), Worker: int32(le.Uint32(f[28:]))}
 		resp, err := s.Enter(ctx, r)
 		ac.reads[le.Uint32(f[24:])] = arriveRead{resp: resp, err: err}
 		return nil
@@ -103,7 +103,7 @@ func appendFinishAnswer(b []byte, id uint32, resp FinishResp, err error, o Serve
 	if err != nil {
 		return appendErr(b, id, err)
 	}
-	flags := boolByte(resp.Applied) | boolByte(resp.StaleRejected)<<1
+	flags := boolByte(resp.Applied) | boolByte(resp.StaleRejected)<<1 | byte(resp.Refused)<<3
 	if o.Sync != nil && o.Sync() {
 		flags |= finishSyncFlag
 	}
@@ -143,6 +143,7 @@ func (c *Client) enterArrive(a *clientArrive, r EnterReq) (EnterResp, error) {
 	b = le.AppendUint32(b, uint32(r.Account))
 	b = le.AppendUint32(b, uint32(int32(r.Instance)))
 	b = le.AppendUint32(b, slot)
+	b = le.AppendUint32(b, uint32(r.Worker))
 	// Written at once, not lazily: the judged section starts when it
 	// arrives.
 	if err := c.out.send(b); err != nil {
@@ -177,5 +178,5 @@ func (c *Client) finishResult(a *clientArrive, cl *pendingCall) (FinishResp, err
 	if a != nil {
 		a.sync.Store(f&finishSyncFlag != 0)
 	}
-	return FinishResp{Applied: f&1 != 0, StaleRejected: f&2 != 0}, nil
+	return FinishResp{Applied: f&1 != 0, StaleRejected: f&2 != 0, Refused: Refusal(f >> 3 & 3)}, nil
 }

@@ -32,7 +32,7 @@ func readSeq(br *bufio.Reader, op byte, id uint32, key string, f []byte, c *seqC
 	}
 	r := EnterReq{LockKey: key, Token: int64(le.Uint64(f[8:])), Payment: int64(le.Uint64(f[16:])),
 		Account: int32(le.Uint32(f[24:])), Instance: int(int32(le.Uint32(f[28:]))),
-		AtNs: int64(le.Uint64(f[36:])), Waiting: op == opEnterSeqWait}
+		AtNs: int64(le.Uint64(f[36:])), Worker: int32(le.Uint32(f[44:])), Waiting: op == opEnterSeqWait}
 	ev := seqEvent{conn: c, slot: le.Uint32(f[32:]), enter: r}
 	if r.Waiting {
 		ev.reply = func(resp EnterResp, err error) { _ = send(appendEnterAnswer(id, resp, err)) }
@@ -51,5 +51,6 @@ func appendEnterAnswer(id uint32, resp EnterResp, err error) []byte {
 	o = append(o, boolByte(resp.Processed))
 	o = le.AppendUint64(o, uint64(resp.Balance))
 	o = le.AppendUint64(o, uint64(resp.Version))
-	return le.AppendUint64(o, uint64(resp.Slow))
+	o = le.AppendUint64(o, uint64(resp.Slow))
+	return le.AppendUint64(o, uint64(resp.Entry))
 }

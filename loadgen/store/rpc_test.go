@@ -47,8 +47,9 @@ func TestClientInlineLocal(t *testing.T) {
 			if err := m.Reset(ctx, tc.setup); err != nil {
 				t.Fatal(err)
 			}
+			h := holders{}
 			for i, o := range tc.ops {
-				o.run(ctx, t, i, rpcStore{Memory: m, client: c})
+				o.run(ctx, t, i, rpcStore{Memory: m, client: c}, h)
 			}
 			got, err := m.Counts(ctx)
 			if err != nil {
@@ -99,7 +100,7 @@ func TestClientConcurrentCalls(t *testing.T) {
 					errs <- errors.New("an answer crossed to another caller")
 					return
 				}
-				_, err = c.Finish(ctx, FinishReq{LockKey: key, Token: int64(i + 1), Payment: int64(i), Account: int32(i), Apply: true, Debit: 1, BaseVersion: read.Version, NewBalance: read.Balance - 1})
+				_, err = c.Finish(ctx, FinishReq{LockKey: key, Token: int64(i + 1), Payment: int64(i), Account: int32(i), Apply: true, Debit: 1, BaseVersion: read.Version, NewBalance: read.Balance - 1, Entry: read.Entry})
 				errs <- err
 			})
 		}

@@ -110,7 +110,7 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 	ctx := context.Background()
 	var head [5]byte
 	var key []byte
-	var f [finishSeqFixed]byte
+	var f [maxFixed]byte
 	var ac *arriveConn // made on the connection's first arrival op
 	for {
 		if _, err := io.ReadFull(br, head[:]); err != nil {
@@ -128,7 +128,8 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 			}
 			r := EnterReq{LockKey: string(key),
 				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
-				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:]))), Waiting: true}
+				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:]))),
+				Worker: int32(le.Uint32(f[24:])), Waiting: true}
 			run(func() {
 				resp, err := s.Enter(ctx, r)
 				_ = send(appendEnterAnswer(id, resp, err))
@@ -140,7 +141,8 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 			r := FinishReq{LockKey: string(key),
 				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
 				Account: int32(le.Uint32(f[16:])), Apply: f[20] != 0,
-				Debit: int64(le.Uint64(f[21:])), BaseVersion: int64(le.Uint64(f[29:])), NewBalance: int64(le.Uint64(f[37:]))}
+				Debit: int64(le.Uint64(f[21:])), BaseVersion: int64(le.Uint64(f[29:])), NewBalance: int64(le.Uint64(f[37:])),
+				Entry: int64(le.Uint64(f[45:]))}
 			run(func() {
 				resp, err := s.Finish(ctx, r)
 				var b [5 + 2 + 1]byte

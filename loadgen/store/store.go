@@ -89,8 +89,10 @@ type EnterReq struct {
 	Token   int64 // fencing token, 0 when the strategy has none
 	Payment int64
 	Account int32
-	// Instance is the instance the holder belongs to (for fault hooks).
+	// Instance is the instance the holder belongs to (for fault hooks),
+	// Worker the instance's worker (for the history).
 	Instance int
+	Worker   int32
 	// AtNs is when the holder entered, in Unix nanoseconds; 0 for now. A
 	// sequenced store (Sequencer) applies an Enter after the event, and
 	// Memory times overlap windows from it.
@@ -122,6 +124,13 @@ type EnterResp struct {
 	Deferred bool
 	// Slot names the deferred critical section on its connection.
 	Slot uint32
+	// Entry is the holder's entry number: the store numbers the Enters
+	// of each lock key 1, 2, 3, … in the order it takes them (Memory's
+	// counter is 32 bits and wraps: compare as serial numbers). The
+	// holder sends it back with its Finish (FinishReq.Entry); a holder is
+	// superseded when the key has had a later Enter by the time the
+	// store takes its write.
+	Entry int64
 }
 
 // FinishReq closes the critical section, writing when Apply is set.
@@ -142,6 +151,9 @@ type FinishReq struct {
 	// AtNs is when the holder left, in Unix nanoseconds; 0 for now (see
 	// EnterReq.AtNs).
 	AtNs int64
+	// Entry is the entry number the holder's Enter returned
+	// (EnterResp.Entry): the store judges a write stale by it.
+	Entry int64
 	// Deferred, Slot and Amount finish a deferred Enter (EnterResp.Deferred):
 	// the coordinator computes Apply, Debit, BaseVersion and NewBalance
 	// from the read it stashed under Slot and the delivery's Amount.
@@ -157,7 +169,7 @@ type FinishReq struct {
 // sequenced store's coordinator side both compute the write with it, so
 // the two paths cannot judge differently.
 func WriteFor(fin FinishReq, read EnterResp, amount int64) FinishReq {
-	fin.Apply, fin.BaseVersion = !read.Processed, read.Version
+	fin.Apply, fin.BaseVersion, fin.Entry = !read.Processed, read.Version, read.Entry
 	fin.Debit, fin.NewBalance = 0, 0
 	if fin.Apply {
 		fin.NewBalance = read.Balance
@@ -172,10 +184,55 @@ func WriteFor(fin FinishReq, read EnterResp, amount int64) FinishReq {
 // FinishResp tells the holder what happened to its write.
 type FinishResp struct {
 	Applied bool
-	// StaleRejected is set when fencing is on and the write carried an older
-	// fencing token than one the store had already seen for the lock key,
-	// or, with Setup.Strict, one no newer than the last applied write's.
+	// StaleRejected is set when fencing refused the write: its token was
+	// older than one the store had already seen for the lock key, or,
+	// with Setup.Strict, no newer than the last applied write's. Refused
+	// says which of the counts it went to.
 	StaleRejected bool
+	Refused       Refusal
+}
+
+// Refusal says why the store refused a write (fencing), or, for an
+// applied write, which of the token counts it went to.
+type Refusal uint8
+
+const (
+	// NotRefused: applied, and counted in none of the others.
+	NotRefused Refusal = iota
+	// Stale: the holder was superseded (Counts.StaleRejected or
+	// StaleAccepted).
+	Stale
+	// TokenRegressed: not superseded, but its token was older than the
+	// newest the key had seen (Counts.TokenRegressed).
+	TokenRegressed
+	// TokenReused: not superseded, its token no newer than the last
+	// applied write's (Counts.TokenReused).
+	TokenReused
+)
+
+// String is the history's name of r.
+func (r Refusal) String() string {
+	return [...]string{"", "stale", "token_regressed", "token_reused"}[r]
+}
+
+// judgeWrite judges a write to a lock key, the same in both stores (see
+// Counts): superseded when the key has had a later Enter; refused when
+// fencing is on and the token is older than the newest the key has seen
+// (maxToken) or, strict, no newer than the last applied write's. It
+// returns whether the write is refused and the count it goes to.
+func judgeWrite(s Setup, superseded bool, token, maxToken, lastApplied int64) (refused bool, r Refusal) {
+	older := token > 0 && token < maxToken
+	reused := token > 0 && token <= lastApplied
+	refused = s.Fencing && (older || s.Strict && reused)
+	switch {
+	case superseded:
+		r = Stale
+	case older:
+		r = TokenRegressed
+	case reused:
+		r = TokenReused
+	}
+	return refused, r
 }
 
 // TxReq is one delivery processed in one transaction of the store's own
@@ -224,14 +281,23 @@ type Counts struct {
 	Overlaps    int64
 	// OverlapNs and OverlapMaxNs are the window of exposure: the total and
 	// the longest time a lock key had two or more holders inside at once.
-	OverlapNs     int64
-	OverlapMaxNs  int64
+	OverlapNs    int64
+	OverlapMaxNs int64
+	// StaleRejected and StaleAccepted count the writes of superseded
+	// holders (a holder of the same key entered after them before the
+	// store took their write: judged by entry order, not by token value),
+	// refused by fencing or applied. With a working lock there are none.
 	StaleRejected int64
 	StaleAccepted int64
-	// TokenReused counts writes whose token was not older than the newest
-	// seen but not newer than the last applied write's to the key: a token
-	// handed out twice. Setup.Strict refuses them; otherwise they are
-	// applied (and any harm shows in the other counts).
+	// TokenRegressed counts writes of holders not superseded whose token
+	// was older than the newest the key had seen (a counter that
+	// restarted): refused with fencing, applied without; not unsafe.
+	TokenRegressed int64
+	// TokenReused counts writes of holders not superseded whose token
+	// was not older than the newest seen but not newer than the last
+	// applied write's to the key: a token handed out twice.
+	// Setup.Strict refuses them; otherwise they are applied (and any
+	// harm shows in the other counts).
 	TokenReused  int64
 	Applications int64
 }

@@ -155,19 +155,69 @@ func (o op) String() string {
 	return fmt.Sprintf("Finish(%+v)", *o.finish)
 }
 
-// run makes the call and checks its answer.
-func (o op) run(ctx context.Context, t *testing.T, i int, a Accessor) {
+// holders gives a scripted case's Finishes their entry numbers: a Finish
+// without one is that of the earliest Enter of its key, token, payment
+// and account still open, whose entry number the store returned.
+type holders map[holderOf][]int64
+
+type holderOf struct {
+	key     string
+	token   int64
+	payment int64
+	account int32
+}
+
+// entered notes the entry number an Enter of r got.
+func (h holders) entered(r EnterReq, entry int64) {
+	k := holderOf{r.LockKey, r.Token, r.Payment, r.Account}
+	h[k] = append(h[k], entry)
+}
+
+// leaving fills in r's entry number, if it has none, from the earliest
+// open Enter of its holder.
+func (h holders) leaving(r FinishReq) FinishReq {
+	if q := h[holderOf{r.LockKey, r.Token, r.Payment, r.Account}]; len(q) > 0 && r.Entry == 0 {
+		r.Entry = q[0]
+	}
+	return r
+}
+
+// left closes the earliest open Enter of r's holder, once r succeeded.
+func (h holders) left(r FinishReq) {
+	k := holderOf{r.LockKey, r.Token, r.Payment, r.Account}
+	if q := h[k]; len(q) > 0 {
+		h[k] = q[1:]
+	}
+}
+
+// run makes the call and checks its answer. An expected read without an
+// entry number accepts any; an expected result without a refusal
+// accepts any (Counts judges them).
+func (o op) run(ctx context.Context, t *testing.T, i int, a Accessor, h holders) {
 	t.Helper()
 	var err error
 	if o.enter != nil {
 		var got EnterResp
 		got, err = a.Enter(ctx, *o.enter)
+		if err == nil {
+			h.entered(*o.enter, got.Entry)
+			if o.read.Entry == 0 {
+				got.Entry = 0
+			}
+		}
 		if err == nil && got != o.read {
 			t.Errorf("op %d %v: got %+v; want %+v", i, o, got, o.read)
 		}
 	} else {
 		var got FinishResp
-		got, err = a.Finish(ctx, *o.finish)
+		r := h.leaving(*o.finish)
+		got, err = a.Finish(ctx, r)
+		if err == nil {
+			h.left(r)
+		}
+		if err == nil && o.result.Refused == NotRefused {
+			got.Refused = NotRefused
+		}
 		if err == nil && got != o.result {
 			t.Errorf("op %d %v: got %+v; want %+v", i, o, got, o.result)
 		}
@@ -221,7 +271,7 @@ var storeCases = []storeCase{
 			enter(EnterReq{LockKey: "p0", Payment: 0, Account: 0}, EnterResp{Processed: true, Balance: 40, Version: 2}),
 			finish(FinishReq{LockKey: "p0", Payment: 0, Account: 0}, left),
 		},
-		want: Counts{Processed: 1, Duplicates: 1, Overlaps: 1, Applications: 2},
+		want: Counts{Processed: 1, Duplicates: 1, Overlaps: 1, StaleAccepted: 1, Applications: 2},
 	},
 	{
 		// Both holders read version 0; the second write replaces the
@@ -238,7 +288,7 @@ var storeCases = []storeCase{
 			enter(EnterReq{LockKey: "a0", Payment: 0, Account: 0}, EnterResp{Balance: 80, Version: 2}),
 			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0}, left),
 		},
-		want: Counts{Processed: 2, Lost: 1, LostUpdates: 1, Overlaps: 1, Applications: 2},
+		want: Counts{Processed: 2, Lost: 1, LostUpdates: 1, Overlaps: 1, StaleAccepted: 1, Applications: 2},
 	},
 	{
 		// As above, but a later delivery re-applies the lost payment: it is
@@ -255,7 +305,7 @@ var storeCases = []storeCase{
 			enter(EnterReq{LockKey: "a0", Payment: 1, Account: 0}, EnterResp{Processed: true, Balance: 50, Version: 3}),
 			finish(FinishReq{LockKey: "a0", Payment: 1, Account: 0}, left),
 		},
-		want: Counts{Processed: 2, Duplicates: 1, LostUpdates: 1, Overlaps: 1, Applications: 3},
+		want: Counts{Processed: 2, Duplicates: 1, LostUpdates: 1, Overlaps: 1, StaleAccepted: 1, Applications: 3},
 	},
 	{
 		// A write based on a read two versions old overwrites both writes
@@ -270,7 +320,7 @@ var storeCases = []storeCase{
 			finish(FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, Debit: 10, BaseVersion: 1, NewBalance: 80}, applied),
 			finish(FinishReq{LockKey: "a0", Payment: 2, Account: 0, Apply: true, Debit: 10, NewBalance: 90}, applied),
 		},
-		want: Counts{Processed: 3, Lost: 2, LostUpdates: 2, Overlaps: 2, Applications: 3},
+		want: Counts{Processed: 3, Lost: 2, LostUpdates: 2, Overlaps: 2, StaleAccepted: 1, Applications: 3},
 	},
 	{
 		// Three holders all read version 0 and write in turn, each
@@ -293,7 +343,7 @@ var storeCases = []storeCase{
 			enter(EnterReq{LockKey: "a0", Payment: 2, Account: 0}, EnterResp{Processed: true, Balance: 70, Version: 3}),
 			finish(FinishReq{LockKey: "a0", Payment: 2, Account: 0}, left),
 		},
-		want: Counts{Processed: 3, Lost: 2, LostUpdates: 2, Overlaps: 2, Applications: 3},
+		want: Counts{Processed: 3, Lost: 2, LostUpdates: 2, Overlaps: 2, StaleAccepted: 2, Applications: 3},
 	},
 	{
 		// A and B read version 0; A writes version 1; C reads version 1
@@ -319,7 +369,7 @@ var storeCases = []storeCase{
 			enter(EnterReq{LockKey: "a0", Payment: 2, Account: 0}, EnterResp{Processed: true, Balance: 60, Version: 3}),
 			finish(FinishReq{LockKey: "a0", Payment: 2, Account: 0}, left),
 		},
-		want: Counts{Processed: 3, Lost: 1, LostUpdates: 1, Overlaps: 3, Applications: 3},
+		want: Counts{Processed: 3, Lost: 1, LostUpdates: 1, Overlaps: 3, StaleAccepted: 3, Applications: 3},
 	},
 	{
 		// A write that drops a decline (Debit 0) loses that payment's
@@ -332,7 +382,7 @@ var storeCases = []storeCase{
 			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0, Apply: true, NewBalance: 5}, applied),
 			finish(FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, Debit: 5, NewBalance: 0}, applied),
 		},
-		want: Counts{Processed: 2, Lost: 1, Overlaps: 1, Applications: 2},
+		want: Counts{Processed: 2, Lost: 1, Overlaps: 1, StaleAccepted: 1, Applications: 2},
 	},
 	{
 		// Holders one after another, each writing from the version it
@@ -418,11 +468,12 @@ var storeCases = []storeCase{
 		want: Counts{Processed: 1, Duplicates: 1, LostUpdates: 1, Overlaps: 1, StaleAccepted: 1, Applications: 2},
 	},
 	{
-		// A token equal to the newest one seen is not stale (the
+		// A token equal to the newest one seen is not refused (the
 		// "fencing_token < $3" would refuse it), and a holder without a
-		// token (0) is never judged stale: fencing cannot help a strategy
-		// that has no tokens.
-		name:  "fencing on: equal tokens and no tokens are not stale",
+		// token (0) never is: fencing cannot help a strategy that has no
+		// tokens. Either way the first holder was superseded (the second
+		// entered before it wrote): its write is stale, and accepted.
+		name:  "fencing on: equal tokens and no tokens are not refused",
 		setup: bank(PaymentMode, true, []int64{100, 100}, 0, 1),
 		ops: []op{
 			enter(EnterReq{LockKey: "p0", Token: 7, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
@@ -435,7 +486,7 @@ var storeCases = []storeCase{
 			finish(FinishReq{LockKey: "p1", Payment: 1, Account: 1, Apply: true, Debit: 10}, applied),
 		},
 		// Not stale, but the second write's token was the first's: reused.
-		want: Counts{Processed: 2, Duplicates: 2, Overlaps: 2, Applications: 4, TokenReused: 1},
+		want: Counts{Processed: 2, Duplicates: 2, Overlaps: 2, StaleAccepted: 2, Applications: 4, TokenReused: 1},
 	},
 	{
 		// Tokens are per lock key: a small token on another key is not
@@ -451,6 +502,52 @@ var storeCases = []storeCase{
 			finish(FinishReq{LockKey: "a0", Token: 3, Payment: 0, Account: 0}, left),
 		},
 		want: Counts{Processed: 2, Applications: 2},
+	},
+	{
+		// Staleness is the order holders entered in, not the token's
+		// value: a holder without tokens whose lease expired while it
+		// worked writes after the next holder entered. Superseded: its
+		// write is stale, accepted (no token to refuse it by).
+		name:  "a superseded holder's write is stale, without tokens",
+		setup: bank(AccountMode, true, []int64{100}, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Payment: 0, Account: 0}, EnterResp{Balance: 100, Entry: 1}),
+			enter(EnterReq{LockKey: "a0", Payment: 0, Account: 0}, EnterResp{Balance: 100, Entry: 2}),
+			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0, Entry: 2}, left),
+			finish(FinishReq{LockKey: "a0", Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70, Entry: 1},
+				FinishResp{Applied: true, Refused: Stale}),
+		},
+		want: Counts{Processed: 1, Overlaps: 1, StaleAccepted: 1, Applications: 1},
+	},
+	{
+		// A fencing counter that restarted hands out smaller tokens: the
+		// next holder, who entered after the last one left, is not
+		// superseded. Its token is older than the newest the key has
+		// seen: regressed, refused with fencing (availability lost), not
+		// stale.
+		name:  "fencing on: a reset counter's token is regressed, not stale",
+		setup: bank(AccountMode, true, []int64{100}, 0, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Token: 5, Payment: 0, Account: 0}, EnterResp{Balance: 100, Entry: 1}),
+			finish(FinishReq{LockKey: "a0", Token: 5, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			enter(EnterReq{LockKey: "a0", Token: 1, Payment: 1, Account: 0}, EnterResp{Balance: 70, Version: 1, Entry: 2}),
+			finish(FinishReq{LockKey: "a0", Token: 1, Payment: 1, Account: 0, Apply: true, Debit: 30, BaseVersion: 1, NewBalance: 40},
+				FinishResp{StaleRejected: true, Refused: TokenRegressed}),
+		},
+		want: Counts{Processed: 1, Unprocessed: 1, TokenRegressed: 1, Applications: 1},
+	},
+	{
+		// The same with fencing off: applied, regressed, and safe.
+		name:  "fencing off: a reset counter's token is regressed, and applied",
+		setup: bank(AccountMode, false, []int64{100}, 0, 0),
+		ops: []op{
+			enter(EnterReq{LockKey: "a0", Token: 5, Payment: 0, Account: 0}, EnterResp{Balance: 100}),
+			finish(FinishReq{LockKey: "a0", Token: 5, Payment: 0, Account: 0, Apply: true, Debit: 30, NewBalance: 70}, applied),
+			enter(EnterReq{LockKey: "a0", Token: 1, Payment: 1, Account: 0}, EnterResp{Balance: 70, Version: 1}),
+			finish(FinishReq{LockKey: "a0", Token: 1, Payment: 1, Account: 0, Apply: true, Debit: 30, BaseVersion: 1, NewBalance: 40},
+				FinishResp{Applied: true, Refused: TokenRegressed}),
+		},
+		want: Counts{Processed: 2, TokenRegressed: 1, Applications: 2},
 	},
 	{
 		// A declined payment (insufficient funds: Debit 0) is processed;
@@ -503,8 +600,9 @@ func TestStoreCases(t *testing.T) {
 					if err := s.s.Reset(ctx, c.setup); err != nil {
 						t.Fatalf("Reset: %v", err)
 					}
+					h := holders{}
 					for i, o := range c.ops {
-						o.run(ctx, t, i, s.s)
+						o.run(ctx, t, i, s.s, h)
 					}
 					checkCounts(ctx, t, s.s, c.want)
 				})
@@ -560,7 +658,8 @@ func TestStoreResetRejects(t *testing.T) {
 }
 
 // TestStoreConcurrentOverlap lets holders pile into the same keys at once:
-// every holder of a key enters before any of them finishes, then they all
+// every holder of a key enters (in token order, so that tokens follow
+// entry order, keys at once) before any of them finishes, then they all
 // finish together in whatever order the scheduler picks. The verdict does
 // not depend on that order, so it pins that each store judges every call
 // atomically: a torn read-modify-write in the store would miscount.
@@ -589,22 +688,34 @@ func TestStoreConcurrentOverlap(t *testing.T) {
 				}
 				var entered, finished sync.WaitGroup
 				entered.Add(n)
+				in := make([]chan struct{}, n) // closed once payment p's holder entered
+				for p := range in {
+					in[p] = make(chan struct{})
+				}
 				for p := range n {
 					finished.Go(func() {
 						acct, token := int32(p/holders), int64(p%holders+1)
 						key := fmt.Sprintf("a%d", acct)
+						if token > 1 {
+							<-in[p-1]
+						}
 						read, err := s.s.Enter(ctx, EnterReq{LockKey: key, Token: token, Payment: int64(p), Account: acct})
+						close(in[p])
 						entered.Done()
 						if err != nil {
 							t.Errorf("payment %d: Enter: %v", p, err)
 							return
 						}
+						if read.Entry != token {
+							t.Errorf("payment %d: Enter: entry %d; want %d (its token)", p, read.Entry, token)
+						}
+						read.Entry = 0
 						if want := (EnterResp{Balance: balance}); read != want {
 							t.Errorf("payment %d: Enter: got %+v; want %+v", p, read, want)
 						}
 						entered.Wait()
 						got, err := s.s.Finish(ctx, FinishReq{LockKey: key, Token: token, Payment: int64(p), Account: acct,
-							Apply: true, Debit: 1, NewBalance: balance - 1})
+							Apply: true, Debit: 1, NewBalance: balance - 1, Entry: token})
 						if err != nil {
 							t.Errorf("payment %d: Finish: %v", p, err)
 							return
@@ -614,6 +725,9 @@ func TestStoreConcurrentOverlap(t *testing.T) {
 						want := applied
 						if fencing && token < holders {
 							want = rejected
+						}
+						if token < holders {
+							want.Refused = Stale // superseded: a later holder entered
 						}
 						if got != want {
 							t.Errorf("payment %d token %d: Finish: got %+v; want %+v", p, token, got, want)
@@ -727,7 +841,7 @@ func process(ctx context.Context, s Accessor, key string, token, p int64, acct i
 	if err != nil {
 		return err
 	}
-	r := FinishReq{LockKey: key, Token: token, Payment: p, Account: acct}
+	r := FinishReq{LockKey: key, Token: token, Payment: p, Account: acct, Entry: read.Entry}
 	if !read.Processed {
 		r.Apply, r.BaseVersion, r.NewBalance = true, read.Version, read.Balance
 		if read.Balance >= amount {
@@ -738,7 +852,7 @@ func process(ctx context.Context, s Accessor, key string, token, p int64, acct i
 	if err != nil {
 		return err
 	}
-	if got != (FinishResp{Applied: r.Apply}) {
+	if got.Applied != r.Apply || got.StaleRejected {
 		return fmt.Errorf("Finish(%+v): got %+v", r, got)
 	}
 	return nil
@@ -792,8 +906,10 @@ func TestStoreConcurrentUnlocked(t *testing.T) {
 			if got.Duplicates != got.Applications-got.Processed {
 				t.Errorf("got duplicates %d; want applications %d - processed %d", got.Duplicates, got.Applications, got.Processed)
 			}
-			if got.Lost != 0 || got.LostUpdates != 0 || got.Overdrafts != 0 || got.StaleRejected != 0 || got.StaleAccepted != 0 {
-				t.Errorf("got %+v; want no lost, lost updates, overdrafts or stale writes", got)
+			// Stale writes (a holder superseded before it wrote) are
+			// timing; without fencing none is refused.
+			if got.Lost != 0 || got.LostUpdates != 0 || got.Overdrafts != 0 || got.StaleRejected != 0 || got.StaleAccepted > got.Applications {
+				t.Errorf("got %+v; want no lost, lost updates, overdrafts or refused writes", got)
 			}
 			var sum int64
 			for a := range int32(accounts) {
@@ -895,14 +1011,15 @@ func TestMemoryRefusesReleasedBase(t *testing.T) {
 	if err := process(ctx, m, "a0", 0, 0, 0, 10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Enter(ctx, EnterReq{LockKey: "a0", Payment: 1, Account: 0}); err != nil {
+	read, err := m.Enter(ctx, EnterReq{LockKey: "a0", Payment: 1, Account: 0})
+	if err != nil {
 		t.Fatal(err)
 	}
-	_, err := m.Finish(ctx, FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, BaseVersion: 0, NewBalance: 90})
+	_, err = m.Finish(ctx, FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, BaseVersion: 0, NewBalance: 90, Entry: read.Entry})
 	if err != errBaseReleased {
 		t.Errorf("Finish from version 0 after the account was left at 1: got %v; want %v", err, errBaseReleased)
 	}
-	if _, err := m.Finish(ctx, FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, BaseVersion: 1, NewBalance: 80, Debit: 10}); err != nil {
+	if _, err := m.Finish(ctx, FinishReq{LockKey: "a0", Payment: 1, Account: 0, Apply: true, BaseVersion: 1, NewBalance: 80, Debit: 10, Entry: read.Entry}); err != nil {
 		t.Errorf("Finish from version 1: %v; want it applied (the holder was still inside)", err)
 	}
 }

@@ -42,7 +42,7 @@ func TestPinnedTLS(t *testing.T) {
 		t.Fatalf("Enter over TLS: %v", err)
 	}
 	if _, err := cl.Finish(ctx, FinishReq{LockKey: "k", Payment: 0, Account: 0, Token: 1, Apply: true, Debit: 10,
-		BaseVersion: read.Version, NewBalance: read.Balance - 10}); err != nil {
+		BaseVersion: read.Version, NewBalance: read.Balance - 10, Entry: read.Entry}); err != nil {
 		t.Fatalf("Finish over TLS: %v", err)
 	}
 	cl.Close()

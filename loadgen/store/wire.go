@@ -36,10 +36,14 @@ import (
 // Their fixed fields start with the event's sequence number and end with
 // its time (Unix ns). A sequenced client sends only sequenced ops.
 // Version 6 added the arrival-ordered ops (Client.Arrive, rpc_arrive.go)
-// and the sync flag in Finish answers.
+// and the sync flag in Finish answers. Version 7 added the holder's worker
+// at the end of every Enter's fixed fields, the entry number
+// (EnterResp.Entry) at the end of Enter's result and of Finish's fixed
+// fields, and the refusal (FinishResp.Refused) in bits 3–4 of a Finish
+// answer's flags.
 const (
 	protoMagic   = "LBS"
-	protoVersion = 6
+	protoVersion = 7
 
 	opEnter        = 1
 	opFinish       = 2
@@ -82,18 +86,19 @@ func remoteError(msg string) error {
 var le = binary.LittleEndian
 
 // Fixed field sizes after the key: Enter's token, payment, account,
-// instance; Finish's token, payment, account, apply, debit, base version,
-// new balance. enterResult is Enter's result: processed, balance, version,
-// slow (ns).
+// instance, worker; Finish's token, payment, account, apply, debit, base
+// version, new balance, entry. enterResult is Enter's result: processed,
+// balance, version, slow (ns), entry.
 // enterSeqFixed and finishSeqFixed are the sequenced ops': seq, token,
-// payment, account, instance, slot, time; seq, token, payment, account,
-// slot, amount, time.
+// payment, account, instance, slot, time, worker; seq, token, payment,
+// account, slot, amount, time. maxFixed is the largest of every op's.
 const (
-	enterFixed     = 8 + 8 + 4 + 4
-	finishFixed    = 8 + 8 + 4 + 1 + 8 + 8 + 8
-	enterResult    = 1 + 8 + 8 + 8
-	enterSeqFixed  = 8 + 8 + 8 + 4 + 4 + 4 + 8
+	enterFixed     = 8 + 8 + 4 + 4 + 4
+	finishFixed    = 8 + 8 + 4 + 1 + 8 + 8 + 8 + 8
+	enterResult    = 1 + 8 + 8 + 8 + 8
+	enterSeqFixed  = 8 + 8 + 8 + 4 + 4 + 4 + 8 + 4
 	finishSeqFixed = 8 + 8 + 8 + 4 + 4 + 8 + 8
+	maxFixed       = finishFixed
 )
 
 func boolByte(b bool) byte {

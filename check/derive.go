@@ -1,0 +1,50 @@
+package check
+
+import (
+	"slices"
+)
+
+// derivation is what the rules derive from one history.
+type derivation struct {
+	counts Counts
+	// overlapKeys are the keys where the store counted an overlap.
+	overlapKeys map[string]bool
+	// writes are the writes recorded otherwise than the rules derive.
+	writes []WriteMismatch
+	notes  []string
+}
+
+// derive applies the rules of docs/history.md to h.
+func derive(h *history) (*derivation, error) {
+	d := &derivation{overlapKeys: map[string]bool{}}
+	keys := make([]string, 0, len(h.keys))
+	for k := range h.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var apps []app
+	var outcomes []int64
+	for _, k := range keys {
+		ks, a, bad, err := judgeKey(k, h.keys[k], &h.hdr, &d.counts)
+		if err != nil {
+			return nil, err
+		}
+		if ks.overlaps > 0 {
+			d.overlapKeys[k] = true
+		}
+		apps = append(apps, a...)
+		outcomes = append(outcomes, ks.staleAccepted...)
+		d.writes = append(d.writes, bad...)
+	}
+	for _, t := range h.tx {
+		apps = append(apps, app{p: t.p, at: t.end, a: t.a})
+	}
+	offered := h.offers
+	if h.payments != nil {
+		offered = *h.payments
+	}
+	more, notes := judgeRecords(&h.hdr, apps, offered, &d.counts)
+	d.notes = notes
+	d.counts.UnsafeStrikes = unsafeStrikes(h.strikes, append(outcomes, more...))
+	return d, nil
+}

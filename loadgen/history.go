@@ -1,0 +1,514 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// A run's history (Options.History; docs/history.md, which is the
+// format's definition): every delivery's events, the store's and the
+// holders', on the coordinator's clock, as zstd-compressed JSON lines.
+// The store's events reach historyWriter.Record under the store's lock;
+// the holders' are kept per worker (histBuf) and drained by the writer
+// every historyEvery, from instance processes by their stats messages.
+
+// HistoryVersion is the version of the history format the writer writes.
+const HistoryVersion = 1
+
+// historyEvery is how often the writer drains and writes what was
+// recorded: 250 ms.
+const historyEvery = 250 * time.Millisecond
+
+// The kinds of a holder's events (clientEvent.Kind).
+const (
+	evAcquire uint8 = iota + 1
+	evRelease
+	evTx
+	evMessage
+	evAck
+)
+
+// clientEvent is one of a holder's events: a call with its invocation and
+// its return (Inv, Ret: Unix ns on its process's clock), or a
+// transaction (Inv its begin, Claim, Ret its end), or a message taken
+// (Inv). Its fields are exported for gob (childMsg.History).
+type clientEvent struct {
+	Kind     uint8
+	Instance int32
+	Worker   int32
+	Payment  int64
+	Account  int32
+	Key      string
+	Inv, Ret int64
+	Claim    int64
+	Token    int64
+	// OK: the call succeeded; for a transaction, it committed.
+	OK                           bool
+	Claimed, Debited, Redelivery bool
+	Err                          string
+}
+
+// histBuf is one worker's events since the last drain.
+type histBuf struct {
+	mu  sync.Mutex
+	evs []clientEvent
+}
+
+func (b *histBuf) add(ev clientEvent) {
+	b.mu.Lock()
+	b.evs = append(b.evs, ev)
+	b.mu.Unlock()
+}
+
+// drainInto appends b's events to into and empties b.
+func (b *histBuf) drainInto(into []clientEvent) []clientEvent {
+	b.mu.Lock()
+	into = append(into, b.evs...)
+	b.evs = b.evs[:0]
+	b.mu.Unlock()
+	return into
+}
+
+// historian is an instance whose holders' events can be drained: times
+// already on the coordinator's clock.
+type historian interface {
+	DrainHistory(into []clientEvent) []clientEvent
+}
+
+// DrainHistory appends the events the workers recorded since the last
+// drain to into (none when the run keeps no history).
+func (in *Instance) DrainHistory(into []clientEvent) []clientEvent {
+	for _, w := range in.workers {
+		if w.hb != nil {
+			into = w.hb.drainInto(into)
+		}
+	}
+	return into
+}
+
+// HistoryHeader is the first line of a history: the bank, and each
+// instance's clock.
+type HistoryHeader struct {
+	Run, Strategy, Kind, Store string
+	Setup                      store.Setup
+	Clock                      []HistoryClock
+}
+
+// HistoryClock is one instance's clock: where it runs, its offset from
+// the coordinator's and the offset's uncertainty.
+type HistoryClock struct {
+	Instance      int
+	Where         string
+	OffsetNs      int64
+	UncertaintyNs int64
+}
+
+// historyWriter writes one run's history.
+type historyWriter struct {
+	f  *os.File
+	zw *zstd.Encoder
+	bw *bufio.Writer
+
+	mu    sync.Mutex // the encoder, buf, err and the drained instances
+	buf   []byte
+	err   error
+	insts []historian
+	evs   []clientEvent
+
+	lanes [store.Lanes]histLane
+	// st is the store recording into it, told to stop at the end.
+	st store.Historian
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// histLane is one lane of the store's events (store.Recorder).
+type histLane struct {
+	mu  sync.Mutex
+	evs []store.Event
+	_   [64 - 8 - 24]byte
+}
+
+// newHistoryWriter creates path (its directory too) and writes h.
+func newHistoryWriter(path string, h HistoryHeader) (*historyWriter, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	zw, err := zstd.NewWriter(f, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	w := &historyWriter{f: f, zw: zw, bw: bufio.NewWriterSize(zw, 256<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	w.header(h)
+	return w, nil
+}
+
+// start drains insts' events every historyEvery until close.
+func (w *historyWriter) start(insts []historian) {
+	w.insts = insts
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(historyEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+				w.flush()
+			}
+		}
+	}()
+}
+
+// Record keeps a store event (store.Recorder).
+func (w *historyWriter) Record(lane int, ev *store.Event) {
+	l := &w.lanes[lane%store.Lanes]
+	l.mu.Lock()
+	l.evs = append(l.evs, *ev)
+	l.mu.Unlock()
+}
+
+// flush writes what the store and the instances recorded since the last.
+func (w *historyWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var evs []store.Event
+	for i := range w.lanes {
+		l := &w.lanes[i]
+		l.mu.Lock()
+		evs, l.evs = l.evs, evs[:0]
+		l.mu.Unlock()
+		for j := range evs {
+			w.storeLine(&evs[j])
+		}
+	}
+	for _, in := range w.insts {
+		w.evs = in.DrainHistory(w.evs[:0])
+		for i := range w.evs {
+			w.clientLine(&w.evs[i])
+		}
+	}
+}
+
+// offered writes an offer line for each of ps.
+func (w *historyWriter) offered(ps []Payment) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range ps {
+		b := append(w.buf[:0], `{"ev":"offer","p":`...)
+		b = strconv.AppendInt(b, p.ID, 10)
+		b = appendField(b, "a", int64(p.Account))
+		b = appendField(b, "amount", p.Amount)
+		w.write(append(b, "}\n"...))
+	}
+}
+
+// strike writes a strike line: strike n, what it did, from start to end
+// (Unix ns), its window closed at closed.
+func (w *historyWriter) strike(n int64, fault, target string, start, end, closed int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := append(w.buf[:0], `{"ev":"strike","n":`...)
+	b = strconv.AppendInt(b, n, 10)
+	b = appendStr(b, "fault", fault)
+	b = appendStr(b, "target", target)
+	b = appendField(b, "start", start)
+	b = appendField(b, "end", end)
+	b = appendField(b, "close", closed)
+	w.write(append(b, "}\n"...))
+}
+
+// close writes what is left and the end line (payments: what the run
+// counts as offered), and closes the file.
+func (w *historyWriter) close(payments int64) error {
+	w.detach()
+	w.flush()
+	w.mu.Lock()
+	b := append(w.buf[:0], `{"ev":"end","payments":`...)
+	b = strconv.AppendInt(b, payments, 10)
+	b = appendField(b, "at", time.Now().UnixNano())
+	w.write(append(b, "}\n"...))
+	err := w.err
+	w.mu.Unlock()
+	err = errors.Join(err, w.bw.Flush(), w.zw.Close(), w.f.Close())
+	if err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	return nil
+}
+
+// abort closes the file without finishing it (a run that failed).
+func (w *historyWriter) abort() {
+	w.detach()
+	_ = w.zw.Close()
+	_ = w.f.Close()
+}
+
+// detach stops the store's recording and the drains.
+func (w *historyWriter) detach() {
+	if w.st != nil {
+		w.st.SetRecorder(nil)
+	}
+	close(w.stop)
+	<-w.done
+}
+
+func (w *historyWriter) write(b []byte) {
+	w.buf = b
+	if w.err == nil {
+		_, w.err = w.bw.Write(b)
+	}
+}
+
+func (w *historyWriter) header(h HistoryHeader) {
+	s := h.Setup
+	mode := "account"
+	if s.Mode == store.PaymentMode {
+		mode = "payment"
+	}
+	b := append(w.buf[:0], `{"ev":"header","version":`...)
+	b = strconv.AppendInt(b, HistoryVersion, 10)
+	b = appendStr(b, "run", h.Run)
+	b = appendStr(b, "strategy", h.Strategy)
+	b = appendStr(b, "kind", h.Kind)
+	b = appendStr(b, "store", h.Store)
+	b = appendStr(b, "mode", mode)
+	b = appendBool(b, "fencing", s.Fencing)
+	b = appendBool(b, "strict", s.Strict)
+	b = appendField(b, "deliveries", int64(s.Deliveries))
+	b = append(b, `,"balances":[`...)
+	for i, v := range s.Balances {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	b = append(b, `],"payments":0,"clock":[`...)
+	for i, c := range h.Clock {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"instance":`...)
+		b = strconv.AppendInt(b, int64(c.Instance), 10)
+		b = appendStr(b, "where", c.Where)
+		b = appendField(b, "offset_ns", c.OffsetNs)
+		b = appendField(b, "uncertainty_ns", c.UncertaintyNs)
+		b = append(b, '}')
+	}
+	w.write(append(b, "]}\n"...))
+}
+
+// storeLine writes one of the store's events.
+func (w *historyWriter) storeLine(ev *store.Event) {
+	b := w.buf[:0]
+	if ev.Finish {
+		b = append(b, `{"ev":"finish","p":`...)
+	} else {
+		b = append(b, `{"ev":"enter","i":`...)
+		b = strconv.AppendInt(b, int64(ev.Instance), 10)
+		b = appendField(b, "w", int64(ev.Worker))
+		b = append(b, `,"p":`...)
+	}
+	b = strconv.AppendInt(b, ev.Payment, 10)
+	b = appendField(b, "a", int64(ev.Account))
+	b = appendStr(b, "k", ev.Key)
+	b = appendField(b, "seq", ev.Seq)
+	b = appendField(b, "n", ev.Entry)
+	b = appendField(b, "at", ev.AtNs)
+	b = appendField(b, "token", ev.Token)
+	switch {
+	case !ev.Finish:
+		b = appendBool(b, "processed", ev.Processed)
+		b = appendField(b, "balance", ev.Balance)
+		b = appendField(b, "version", ev.Version)
+	case ev.Wrote:
+		b = append(b, `,"write":{"base":`...)
+		b = strconv.AppendInt(b, ev.Base, 10)
+		b = appendField(b, "debit", ev.Debit)
+		b = appendField(b, "balance", ev.NewBalance)
+		b = appendBool(b, "applied", ev.Applied)
+		if ev.Applied {
+			b = appendField(b, "version", ev.Made)
+		} else {
+			b = appendStr(b, "refused", ev.Refused.String())
+		}
+		b = append(b, '}')
+	}
+	w.write(append(b, "}\n"...))
+}
+
+// clientLine writes one of a holder's events.
+func (w *historyWriter) clientLine(ev *clientEvent) {
+	b := w.buf[:0]
+	kind := [...]string{evAcquire: "acquire", evRelease: "release", evTx: "tx", evMessage: "message", evAck: "ack"}[ev.Kind]
+	b = append(b, `{"ev":"`...)
+	b = append(b, kind...)
+	b = append(b, `","i":`...)
+	b = strconv.AppendInt(b, int64(ev.Instance), 10)
+	b = appendField(b, "w", int64(ev.Worker))
+	b = appendField(b, "p", ev.Payment)
+	b = appendField(b, "a", int64(ev.Account))
+	b = appendStr(b, "k", ev.Key)
+	switch ev.Kind {
+	case evTx:
+		b = appendField(b, "begin", ev.Inv)
+		if ev.Claim != 0 {
+			b = appendField(b, "claim", ev.Claim)
+		}
+		b = appendField(b, "end", ev.Ret)
+		b = appendBool(b, "claimed", ev.Claimed)
+		b = appendBool(b, "debited", ev.Debited)
+		outcome := "rollback"
+		if ev.OK {
+			outcome = "commit"
+		}
+		b = appendStr(b, "outcome", outcome)
+	case evMessage:
+		b = appendField(b, "at", ev.Inv)
+		b = appendBool(b, "redelivery", ev.Redelivery)
+	default:
+		b = appendField(b, "inv", ev.Inv)
+		b = appendField(b, "ret", ev.Ret)
+		b = appendBool(b, "ok", ev.OK)
+		if ev.OK && ev.Kind == evAcquire {
+			b = appendField(b, "token", ev.Token)
+		}
+		if !ev.OK {
+			b = appendStr(b, "err", ev.Err)
+		}
+	}
+	w.write(append(b, "}\n"...))
+}
+
+func appendField(b []byte, name string, v int64) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, v, 10)
+}
+
+func appendBool(b []byte, name string, v bool) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendBool(b, v)
+}
+
+func appendStr(b []byte, name, v string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return strconv.AppendQuote(b, v)
+}
+
+// historyOfferer is the run's Offerer that also writes the payments it
+// offers into the history.
+type historyOfferer struct {
+	store.Offerer
+	w *historyWriter
+}
+
+// offerRecorder is told of the payments a batch offers (batch.fill).
+type offerRecorder interface{ offered(ps []Payment) }
+
+func (o historyOfferer) offered(ps []Payment) { o.w.offered(ps) }
+
+var _ offerRecorder = historyOfferer{}
+
+// historyClock is instance in's clock for the header.
+func historyClock(id int, in instance) HistoryClock {
+	c := HistoryClock{Instance: id, Where: "coordinator"}
+	if r, ok := in.(*remoteInstance); ok {
+		c.Where, c.OffsetNs = "process", r.offset
+		if u, ok := r.proc.(interface{ ClockUncertaintyNs() int64 }); ok {
+			c.Where, c.UncertaintyNs = "agent "+r.proc.Process(), u.ClockUncertaintyNs()
+		}
+	}
+	return c
+}
+
+// errEnded is a call's class in the history when the run ended during it.
+const errEnded = "ended"
+
+// acquireErr is a failed acquire's class in the history, as gaveUp
+// counts it.
+func acquireErr(cx cycleCtx, actx context.Context, err error) string {
+	switch {
+	case cx.run.Err() != nil:
+		return errEnded
+	case errors.Is(err, strategies.ErrNotAcquired), actx.Err() != nil && !errors.Is(err, strategies.ErrUnavailable):
+		return "not_acquired"
+	}
+	return errClasses[classify(err)]
+}
+
+// releaseErr is a failed release's class in the history: not_owner when
+// the lock was no longer the holder's.
+func releaseErr(err error) string {
+	if c := classify(err); c != ecLostLock {
+		return errClasses[c]
+	}
+	return "not_owner"
+}
+
+// startHistory opens the run's history (Options.History) and starts
+// recording: the store's events, the holders' in insts. nil when the run
+// keeps none.
+func startHistory(o Options, info strategies.Info, setup store.Setup, insts []instance) (*historyWriter, error) {
+	if o.History == "" {
+		return nil, nil
+	}
+	h := HistoryHeader{Run: strings.TrimSuffix(filepath.Base(o.History), ".jsonl.zst"), Strategy: info.Name,
+		Kind: "lock", Store: string(o.Scenario.Store), Setup: setup}
+	switch {
+	case info.Transactional:
+		h.Kind = "transaction"
+	case info.Redelivers:
+		h.Kind = "queue"
+	}
+	var hs []historian
+	for i, in := range insts {
+		h.Clock = append(h.Clock, historyClock(i, in))
+		if x, ok := in.(historian); ok {
+			hs = append(hs, x)
+		}
+	}
+	w, err := newHistoryWriter(o.History, h)
+	if err != nil {
+		return nil, err
+	}
+	if r, ok := o.Store.(store.Historian); ok {
+		r.SetRecorder(w)
+		w.st = r
+	}
+	w.start(hs)
+	return w, nil
+}
+
+// faultName is f's name, "" for none.
+func faultName(f Fault) string {
+	if f == nil {
+		return ""
+	}
+	return f.Name()
+}
