@@ -39,8 +39,9 @@ func sortVerdicts(ss []results.Summary) []results.Summary {
 // reads in a terminal too): one row per strategy × fault × fencing, sorted
 // by fault then strategy, with the verdict, the counts that decide it
 // (duplicates, lost, overdrafts, lost updates, stale accepted), and for
-// context overlaps, stale writes rejected and availability; the longest
-// overlap (exposure) and the strikes when any run measured them. It is
+// context overlaps, stale writes rejected and availability; the writes
+// whose token regressed, the longest overlap (exposure) and the strikes
+// when any run has them. It is
 // what `lockbench verdicts` prints and what report.md shows. When a cell
 // ran more than one trial, the table has one row per cell instead
 // (verdictTrialsTable).
@@ -52,6 +53,13 @@ func VerdictTable(w io.Writer, ss []results.Summary) error {
 		"lost updates", "stale accepted", "overlaps", "stale rejected", "availability"}
 	right := []bool{false, false, false, false, true, true, true, true, true, true, true, true}
 	exposure, strikes := anyExposure(ss), anyStrikes(ss)
+	regressed := false
+	for i := range ss {
+		regressed = regressed || ss[i].TokenRegressed > 0
+	}
+	if regressed {
+		header, right = append(header, "token regressed"), append(right, true)
+	}
 	if exposure {
 		header, right = append(header, "exposure"), append(right, true)
 	}
@@ -68,6 +76,9 @@ func VerdictTable(w io.Writer, ss []results.Summary) error {
 			keyOf(&s).name(), faultName(&s), fmtFencing(s.Fencing), verdict,
 			i64(s.Duplicates), i64(s.Lost), i64(s.Overdrafts), i64(s.LostUpdates), i64(s.StaleAccepted),
 			i64(s.Overlaps), i64(s.StaleRejected), fmtPercent(s.Availability),
+		}
+		if regressed {
+			row = append(row, i64(s.TokenRegressed))
 		}
 		if exposure {
 			row = append(row, results.FormatDuration(s.OverlapMaxNs))
