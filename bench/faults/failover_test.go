@@ -168,25 +168,27 @@ func TestFailover(t *testing.T) {
 
 // fencing's token counter lives in the same asynchronously replicated
 // Redis: the promoted replica never saw the caught holder's INCR, so the
-// next holder gets the same token. The store's "not older than the newest
-// seen" rule lets both writes through; the strict rule (newer than the
-// last applied write's) refuses the reused one.
+// next holder gets the same token, and enters while the caught holder is
+// inside: the caught holder is superseded, and its write is stale. The
+// store's "not older than the newest seen" rule lets it through (stale
+// accepted: unsafe); the strict rule (newer than the last applied
+// write's) refuses the reused token (stale rejected: safe).
 func TestFailoverFencing(t *testing.T) {
 	c := sentinelServers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), failoverTimeout)
 	defer cancel()
 	t.Run("on", func(t *testing.T) {
 		s, counts := failoverRun(ctx, t, c, "fencing", "failover", small(failoverPayments, true), 0, false)
-		if s.Overlaps == 0 || counts.TokenReused == 0 || !s.Unsafe {
-			t.Errorf("overlaps %d, token reused %d, unsafe %v; want a token handed out twice and let through: overlaps > 0, token reused > 0, unsafe",
-				s.Overlaps, counts.TokenReused, s.Unsafe)
+		if s.Overlaps == 0 || counts.StaleAccepted == 0 || !s.Unsafe {
+			t.Errorf("overlaps %d, stale accepted %d, unsafe %v; want a token handed out twice and the superseded holder's write let through: overlaps > 0, stale accepted > 0, unsafe",
+				s.Overlaps, counts.StaleAccepted, s.Unsafe)
 		}
 	})
 	t.Run("strict", func(t *testing.T) {
 		s, counts := failoverRun(ctx, t, c, "fencing", "failover", small(failoverPayments, true), 0, true)
-		if s.Overlaps == 0 || counts.TokenReused == 0 || s.Unsafe {
-			t.Errorf("overlaps %d, token reused %d, unsafe %v; want the reused token refused: overlaps > 0, token reused > 0, safe",
-				s.Overlaps, counts.TokenReused, s.Unsafe)
+		if s.Overlaps == 0 || counts.StaleRejected == 0 || s.Unsafe {
+			t.Errorf("overlaps %d, stale rejected %d, unsafe %v; want the superseded holder's reused token refused: overlaps > 0, stale rejected > 0, safe",
+				s.Overlaps, counts.StaleRejected, s.Unsafe)
 		}
 	})
 }
