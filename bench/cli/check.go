@@ -26,14 +26,11 @@ type checkOptions struct {
 func parseCheck(args []string, stdout, stderr io.Writer) (checkOptions, error) {
 	var o checkOptions
 	fs := newFlagSet("check", stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lockbench check [flags] DIR\n\nRe-derive every count of DIR's summary.json from its runs' histories (--history) and check each lock key for mutual exclusion (porcupine); exit 5 on any disagreement. docs/history.md.")
-		fs.PrintDefaults()
-	}
 	fs.IntVar(&o.opt.MaxKeys, "max-keys", judge.DefaultMaxKeys, "most lock keys checked for exclusion per run, 1..")
 	fs.IntVar(&o.opt.MaxOpsPerKey, "max-ops-per-key", judge.DefaultMaxOpsPerKey, "most operations in one exclusion check, 2..")
 	fs.DurationVar(&o.opt.KeyTimeout, "key-timeout", judge.DefaultKeyTimeout, "time the exclusion check may spend on one key")
 	fs.DurationVar(&o.opt.Timeout, "timeout", judge.DefaultTimeout, "time the exclusion check may spend on one run")
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return o, parseFlags(fs, args, stdout) // its usage error, or help
 	}
