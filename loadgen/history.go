@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -116,11 +117,13 @@ type HistoryClock struct {
 	UncertaintyNs int64
 }
 
-// historyWriter writes one run's history.
+// historyWriter writes one run's history: plain JSON lines into
+// path.part while the run goes on, compressed into path once it is over
+// (close), so that the load does not pay for the compression.
 type historyWriter struct {
-	f  *os.File
-	zw *zstd.Encoder
-	bw *bufio.Writer
+	path string
+	f    *os.File // path.part
+	bw   *bufio.Writer
 
 	mu    sync.Mutex // the encoder, buf, err and the drained instances
 	buf   []byte
@@ -148,16 +151,11 @@ func newHistoryWriter(path string, h HistoryHeader) (*historyWriter, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	f, err := os.Create(path)
+	f, err := os.Create(path + partExt)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	zw, err := zstd.NewWriter(f, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	w := &historyWriter{f: f, zw: zw, bw: bufio.NewWriterSize(zw, 256<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &historyWriter{path: path, f: f, bw: bufio.NewWriterSize(f, 256<<10), stop: make(chan struct{}), done: make(chan struct{})}
 	w.header(h)
 	return w, nil
 }
@@ -250,18 +248,43 @@ func (w *historyWriter) close(payments int64) error {
 	w.write(append(b, "}\n"...))
 	err := w.err
 	w.mu.Unlock()
-	err = errors.Join(err, w.bw.Flush(), w.zw.Close(), w.f.Close())
+	err = errors.Join(err, w.bw.Flush())
+	if err == nil {
+		err = compress(w.f, w.path)
+	}
+	err = errors.Join(err, w.f.Close(), os.Remove(w.path+partExt))
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
 	return nil
 }
 
-// abort closes the file without finishing it (a run that failed).
+// partExt ends the name of a history being written.
+const partExt = ".part"
+
+// compress writes what f holds, from its start, zstd-compressed into path.
+func compress(f *os.File, path string) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	zw, err := zstd.NewWriter(out)
+	if err != nil {
+		out.Close()
+		return err
+	}
+	_, err = io.Copy(zw, f)
+	return errors.Join(err, zw.Close(), out.Close())
+}
+
+// abort removes the unfinished history (a run that failed).
 func (w *historyWriter) abort() {
 	w.detach()
-	_ = w.zw.Close()
 	_ = w.f.Close()
+	_ = os.Remove(w.path + partExt)
 }
 
 // detach stops the store's recording and the drains.
