@@ -6,12 +6,14 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/loadgen"
 )
 
 // verdictsOptions are the parsed and checked input of `lockbench verdicts`.
@@ -101,6 +103,7 @@ type cellFlags struct {
 	seed     *int64
 	dryRun   *bool
 	history  *bool
+	mode     loadgen.InstanceMode
 }
 
 // cellHelp is the help of the shared flags whose wording is the command's
@@ -119,6 +122,14 @@ func (cf *cellFlags) register(fs *flag.FlagSet, command string, help cellHelp) {
 	cf.out = fs.String("out", "", "run directory (default out/"+command+"-DATE-TIME)")
 	cf.trials = trialsFlag(fs)
 	cf.history = historyFlag(fs)
+	fs.Func("instance-mode", "process: run every cell's instances as OS processes, not only the cells that need them (default: each cell's own mode)", func(v string) error {
+		mode := loadgen.InstanceMode(v)
+		if mode != loadgen.InstanceProcess {
+			return errors.New("want process (cells that can run as goroutines do by default)")
+		}
+		cf.mode = mode
+		return nil
+	})
 	cf.lanes = lanesFlag(fs)
 	cf.seed = seedFlag(fs)
 	cf.dryRun = fs.Bool("dry-run", false, help.dryRun)
@@ -151,6 +162,9 @@ type cellOptions struct {
 func (cf *cellFlags) options(cases []verdictCase) (cellOptions, error) {
 	for i := range cases {
 		cases[i].sc.Seed = *cf.seed
+		if cf.mode != "" {
+			cases[i].sc.InstanceMode = cf.mode
+		}
 	}
 	if _, err := cf.ef.endpoints(); err != nil {
 		return cellOptions{}, err
