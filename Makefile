@@ -43,10 +43,13 @@ test: vet build
 	$(GO) test -run '^$$' -fuzz FuzzArgs -fuzztime 10s ./bench/cli/
 
 # bench: the published matrix, quick form (under 5 minutes; its verdict
-# cells in two lanes, each on servers of its own), into $(OUT).
+# cells in two lanes, each on servers of its own), into $(OUT), with every
+# run's history; then the second judge re-checks every verdict from them.
 bench: build
 	rm -rf $(OUT)
-	$(BIN) matrix --quick --lanes 2 --out $(OUT)
+	$(BIN) matrix --quick --lanes 2 --history --out $(OUT)
+	$(BIN) check $(OUT) > $(OUT)/check.txt || { cat $(OUT)/check.txt; exit 5; }
+	@grep -c '^agree' $(OUT)/check.txt | sed 's/^/check: the history agrees with summary.json on every count, runs: /'
 	@echo "report: $(OUT)/report.md"
 
 # bench-go: the go test benchmarks, benchstat-ready.

@@ -49,9 +49,11 @@ type Options struct {
 	// Log receives instance processes' stderr; nil discards it.
 	Log io.Writer
 	// StoreTransport is how instance processes reach the store:
-	// TransportSync (the default; "" is the same) or TransportSequenced
-	// (docs/seq-store.md), which needs Scenario.InstanceMode "process"
-	// (Run refuses it otherwise): local processes number their events
+	// TransportSync, TransportSequenced, or "" for the default: sequenced
+	// for local instance processes where it can serve the run (silently
+	// sync where it cannot), sync on agents. TransportSequenced
+	// (docs/seq-store.md) needs Scenario.InstanceMode "process" (Run
+	// refuses it otherwise): local processes number their events
 	// from a shared page, those a Spawner places send their Enters
 	// one-way, applied on arrival (store.Client.Arrive). A run that asked for the
 	// sequenced store and cannot have it (the Postgres store, pg-unique's
@@ -176,7 +178,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		}
 	}
 
-	transport, why := storeTransport(sc, info, o.StoreTransport, env.holdsEnters)
+	transport, why := storeTransport(sc, info, o.StoreTransport, o.Spawner == nil, env.holdsEnters)
 	if why != "" && o.Fallback != nil {
 		o.Fallback(why)
 	}

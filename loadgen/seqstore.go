@@ -60,12 +60,24 @@ func checkTransport(o Options) error {
 
 // storeTransport decides, once, the store transport of a run of sc with
 // a strategy of info that asked for asked: "" for in-process instances,
-// which call the store directly; TransportSequenced when asked for and
-// nothing keeps the run off it; else TransportSync, with why (not "") when
-// the run asked for the sequenced store and sequencedBar keeps it sync.
-func storeTransport(sc Scenario, info strategies.Info, asked string, holdsEnters bool) (used, why string) {
+// which call the store directly; TransportSequenced when asked for (or,
+// for local instance processes, by default: asked "", local) and nothing
+// keeps the run off it; else TransportSync, with why (not "") when the
+// run asked for the sequenced store and sequencedBar keeps it sync.
+//
+// Sequenced is the default for local instance processes: run over every
+// verdict cell in process mode under --history, the second judge agreed
+// with the store on every cell it served, and every verdict equalled the
+// sync transport's (docs/seq-store.md, "The default").
+func storeTransport(sc Scenario, info strategies.Info, asked string, local, holdsEnters bool) (used, why string) {
 	if sc.InstanceMode != InstanceProcess {
 		return "", ""
+	}
+	if asked == "" && local {
+		if sequencedBar(sc, info, holdsEnters) != "" {
+			return TransportSync, "" // the default, not asked for: no word
+		}
+		return TransportSequenced, ""
 	}
 	if asked != TransportSequenced {
 		return TransportSync, ""

@@ -307,7 +307,8 @@ func TestCheckTransport(t *testing.T) {
 
 // A run that asks for the sequenced store and cannot have it says why,
 // once, runs sync, and records the transport it used; in-process
-// instances record none.
+// instances record none. Local instance processes are sequenced by
+// default, and a run the default cannot serve is sync without a word.
 func TestTransportRecorded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -319,7 +320,9 @@ func TestTransportRecorded(t *testing.T) {
 		fallbacks       int
 	}{
 		{name: "goroutine", mode: "goroutine", want: ""},
-		{name: "process", mode: "process", want: TransportSync},
+		{name: "process", mode: "process", want: TransportSequenced},
+		{name: "process sync", mode: "process", transport: TransportSync, want: TransportSync},
+		{name: "default held", mode: "process", holds: true, want: TransportSync},
 		{name: "process sequenced", mode: "process", transport: TransportSequenced, want: TransportSequenced},
 		// A fault that holds Enters: sync, said once.
 		{name: "fallback", mode: "process", transport: TransportSequenced, holds: true, want: TransportSync, fallbacks: 1},

@@ -324,13 +324,14 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	t0 := time.Now()
 	var t1 time.Time
 	entered := false
+	var entry int64 // the store's entry number for this delivery's Enter
 	txr, err := in.tx.Process(ctx, store.TxReq{Payment: d.Payment, Account: d.Account, Amount: d.Amount}, func(ctx context.Context) error {
 		t1 = time.Now()
 		read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Worker: w.id, Waiting: true})
 		if err != nil {
 			return fmt.Errorf("%w: %w", errStore, err)
 		}
-		entered = true
+		entered, entry = true, read.Entry
 		if read.Slow > 0 {
 			hold = read.Slow
 			bound.Reset(sc.AcquireTimeout + hold)
@@ -350,7 +351,7 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	if entered {
 		// The store must see every delivery that entered leave, whatever
 		// happened to its transaction.
-		if _, ferr := in.store.Finish(cx.detached, store.FinishReq{LockKey: key, Payment: d.Payment, Account: d.Account}); ferr != nil {
+		if _, ferr := in.store.Finish(cx.detached, store.FinishReq{LockKey: key, Payment: d.Payment, Account: d.Account, Entry: entry}); ferr != nil {
 			w.c.Errors[ecStore].Add(1)
 		}
 	}

@@ -253,3 +253,31 @@ func TestCheckFlagErrorIsOneLine(t *testing.T) {
 		}
 	})
 }
+
+// The store's other ways in are judged alike: a transactional strategy
+// (pg-unique, on the Postgres store, each delivery a transaction whose
+// bookkeeping Enter and Finish are the history's) and the sequenced store
+// transport (Enters applied in the order of a shared sequence) both leave
+// histories the second judge agrees with.
+func TestCheckAgreesTransactionalAndSequenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Postgres and instance processes; skipped with -short")
+	}
+	for name, args := range map[string][]string{
+		"pg-unique": {"--strategy", "pg-unique", "--store", "postgres", "--hold", "1ms"},
+		"sequenced": {"--strategy", "nolock", "--instance-mode", "process", "--store-transport", "sequenced", "--hold", "1ms"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "run")
+			r := checkCmd(t, append([]string{"run", "--payments", "300", "--accounts", "4", "--instances", "3",
+				"--workers", "4", "--history", "--out", dir}, args...)...)
+			if r.err != nil {
+				t.Fatalf("run: %v (exit %d)\n%s%s", r.err, r.code, r.out, r.errs)
+			}
+			c := checkCmd(t, "check", dir)
+			if c.code != 0 || !strings.Contains(c.out, "agree  ") {
+				t.Errorf("check: exit %d; want 0 and agreement\n%s%s", c.code, c.out, c.errs)
+			}
+		})
+	}
+}

@@ -301,7 +301,7 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&ef.agents, "agents", "", "run the instance processes on these agents (lockbench agent), comma-separated host:port; a name stands for every address it resolves to; makes process the default instance mode (token in env "+agent.TokenEnv+")")
-	fs.Func("store-transport", "how instance processes reach the store: sync (an Enter and a Finish, a round trip each) or sequenced (local processes: both one-way, applied in the order of a shared sequence; on agents: the Enter one-way, applied as it arrives, the Finish a round trip; docs/seq-store.md; needs --instance-mode process or --agents; verdicts and matrix apply it to their process cells; a run it cannot serve runs sync and says so) (default sync)", func(v string) error {
+	fs.Func("store-transport", "how instance processes reach the store: sync (an Enter and a Finish, a round trip each) or sequenced (local processes: both one-way, applied in the order of a shared sequence; on agents: the Enter one-way, applied as it arrives, the Finish a round trip; docs/seq-store.md; needs --instance-mode process or --agents; verdicts and matrix apply it to their process cells; a run it cannot serve runs sync and says so) (default: sequenced for local instance processes where it can serve the run, sync where it cannot and on agents)", func(v string) error {
 		if v != loadgen.TransportSync && v != loadgen.TransportSequenced {
 			return fmt.Errorf("want %s or %s", loadgen.TransportSync, loadgen.TransportSequenced)
 		}

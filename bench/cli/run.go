@@ -92,8 +92,8 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 		if !given["fault"] {
 			faultSpec.vals = []string{fault}
 		}
-		if !given["store-transport"] && s.Params.StoreTransport == loadgen.TransportSequenced {
-			ef.transport = loadgen.TransportSequenced
+		if !given["store-transport"] && s.Params.StoreTransport != "" {
+			ef.transport = s.Params.StoreTransport // the transport the row used
 		}
 		// The row's interval came from its own run: keep it unless given.
 		sf.intervalSet = sf.intervalSet || base.Interval != 0

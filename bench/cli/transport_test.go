@@ -63,7 +63,9 @@ func TestStoreTransportRecorded(t *testing.T) {
 		said  bool   // the fallback line on stderr
 	}{
 		{name: "sequenced", extra: []string{"--instance-mode", "process", "--store-transport", "sequenced"}, want: loadgen.TransportSequenced},
-		{name: "sync", extra: []string{"--instance-mode", "process"}, want: loadgen.TransportSync},
+		{name: "sync", extra: []string{"--instance-mode", "process", "--store-transport", "sync"}, want: loadgen.TransportSync},
+		// Local instance processes are sequenced by default.
+		{name: "default", extra: []string{"--instance-mode", "process"}, want: loadgen.TransportSequenced},
 		// In-process instances have no transport.
 		{name: "goroutine", want: ""},
 		{name: "postgres", extra: []string{"--instance-mode", "process", "--store", "postgres", "--store-transport", "sequenced"}, want: loadgen.TransportSync, said: true},
@@ -84,12 +86,8 @@ func TestStoreTransportRecorded(t *testing.T) {
 			if len(sums) != 1 || sums[0].Params.StoreTransport != tc.want {
 				t.Fatalf("%d rows, store transport %q; want 1 row and %q", len(sums), sums[0].Params.StoreTransport, tc.want)
 			}
-			// The row runs again on the transport it used (sync is the
-			// default: "").
-			again := ""
-			if tc.want == loadgen.TransportSequenced {
-				again = tc.want
-			}
+			// The row runs again on the transport it used.
+			again := tc.want
 			if o, err := parseRun([]string{"--from", dir}, io.Discard, io.Discard); err != nil || o.ef.transport != again {
 				t.Errorf("--from the row: transport %q, %v; want %q", o.ef.transport, err, again)
 			}
