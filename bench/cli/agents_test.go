@@ -153,13 +153,15 @@ func runCommand(t *testing.T, args ...string) string {
 }
 
 // verdictSample runs `verdicts` on the sample of cells (setnx and
-// fencing, without a fault and under pause, seed 3) with extra flags, and
-// returns each cell's verdict (unsafe) by strategy/fault/fencing/variant.
+// fencing, without a fault and under pause, seed 3) with extra flags, has
+// the second judge re-check it from the runs' histories, and returns each
+// cell's verdict (unsafe) by strategy/fault/fencing/variant.
 func verdictSample(t *testing.T, extra ...string) map[string]bool {
 	t.Helper()
 	dir := t.TempDir()
-	args := append([]string{"verdicts", "--strategy", "setnx,fencing", "--fault", "none,pause", "--seed", "3", "--out", dir}, extra...)
+	args := append([]string{"verdicts", "--strategy", "setnx,fencing", "--fault", "none,pause", "--seed", "3", "--history", "--out", dir}, extra...)
 	runCommand(t, args...)
+	checkAgrees(t, dir, "lockbench_acct") // on agents too, their clocks moved onto ours
 	f, err := os.Open(filepath.Join(dir, results.VerdictsFile))
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,8 @@ func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy
 	sc.FencingStrict = strict
 	mem := store.NewMemory()
 	began := time.Now()
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategies.MustLookup(strategy), Scenario: sc, Lock: lock, Store: mem, Fault: f})
+	dir, history := historyDir(t)
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategies.MustLookup(strategy), Scenario: sc, Lock: lock, Store: mem, Fault: f, History: history})
 	if err != nil {
 		t.Fatalf("%s under %s: %v", strategy, fault, err)
 	}
@@ -98,6 +99,7 @@ func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy
 	for _, e := range s.FaultEvents {
 		t.Logf("  %6.3fs %s", time.Duration(e.AtNs).Seconds(), e.What)
 	}
+	secondJudge(ctx, t, dir, history, s)
 	if w := s.FaultWindow; w == nil || w.EndNs <= w.StartNs {
 		t.Fatalf("fault window = %+v; want the failover to have struck and ended", w)
 	}

@@ -121,6 +121,7 @@ func run(ctx context.Context, t *testing.T, strategy, fault string, sc loadgen.S
 		st = pg
 	}
 	began := time.Now()
+	dir, history := historyDir(t)
 	r, err := loadgen.Run(ctx, loadgen.Options{
 		Strategy: strategies.MustLookup(strategy),
 		Scenario: sc,
@@ -130,6 +131,7 @@ func run(ctx context.Context, t *testing.T, strategy, fault string, sc loadgen.S
 		// Set by the sequenced store's tests (seqstore_test.go).
 		StoreTransport: seqTransport,
 		Sequenced:      seqObserver,
+		History:        history,
 	})
 	if err != nil {
 		t.Fatalf("%s under %s: %v", strategy, fault, err)
@@ -144,6 +146,7 @@ func run(ctx context.Context, t *testing.T, strategy, fault string, sc loadgen.S
 	for _, e := range s.FaultEvents {
 		t.Logf("  %6.3fs %s", time.Duration(e.AtNs).Seconds(), e.What)
 	}
+	secondJudge(ctx, t, dir, history, s)
 	return r
 }
 

@@ -1,0 +1,45 @@
+package faults_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/results"
+)
+
+// historyDir is where a fault test's run keeps its history for the
+// second judge: a fresh run directory of the test's.
+func historyDir(t *testing.T) (dir, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	return dir, filepath.Join(dir, results.HistoryDir, "run"+results.HistoryExt)
+}
+
+// secondJudge writes s as dir's summary.json, names the run's history
+// (at path) after it, and runs lockbench check's judge over the directory:
+// it must re-derive every count of s from the history alone.
+func secondJudge(ctx context.Context, t *testing.T, dir, path string, s results.Summary) {
+	t.Helper()
+	if err := os.Rename(path, filepath.Join(dir, results.HistoryDir, s.ID()+results.HistoryExt)); err != nil {
+		t.Fatalf("the run's history: %v", err)
+	}
+	var buf bytes.Buffer
+	if err := results.WriteJSON(&buf, []results.Summary{s}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, results.SummaryJSONFile), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep, err := check.Dir(ctx, dir, check.Options{}, &out)
+	if err != nil {
+		t.Fatalf("check: %v\n%s", err, out.String())
+	}
+	if n := rep.Disagreements(); n > 0 {
+		t.Errorf("the second judge disagrees with the store (%d):\n%s", n, out.String())
+	}
+}
