@@ -413,3 +413,25 @@ func TestUnreadable(t *testing.T) {
 		t.Errorf("output lacks the unreadable run:\n%s", out.String())
 	}
 }
+
+// Rows of one file with the same ID (a sweep's points) are runs of their
+// own, their histories ID, ID.2, … as results.FileIDs names files: each
+// row is judged by its own history.
+func TestSameIDRows(t *testing.T) {
+	clean := func(n int64) *hist {
+		h := newHist("lock", "fencing", "account", true, false, []int64{1000}, 0)
+		for p := int64(1); p <= n; p++ {
+			h.offer(p, 0, 100)
+			h.hold(0, 0, acct0, p, 0, 100*p, p, p-1, 1000-100*(p-1), 100)
+		}
+		return h
+	}
+	one := &testRun{strategy: "fencing", fencing: true, counts: Counts{Processed: 1}, hist: clean(1)}
+	two := &testRun{strategy: "fencing", fencing: true, counts: Counts{Processed: 2}}
+	dir := writeDir(t, one, two)
+	writeHistory(t, HistoryPath(dir, one.id()+".2"), clean(2))
+	rep, out := runDir(t, dir, Options{})
+	if rep.Disagreements() != 0 || !strings.Contains(out, "agree  "+one.id()+"\n") || !strings.Contains(out, "agree  "+one.id()+".2\n") {
+		t.Errorf("got %d disagreements, output\n%s; want both runs to agree, the second as %s.2", rep.Disagreements(), out, one.id())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/lockbench/lockbench/results"
 )
@@ -60,10 +61,15 @@ func readRows(dir string) ([]runRows, error) {
 		if err := json.Unmarshal(data, &objs); err != nil {
 			return nil, fmt.Errorf("check: %s: %w", filepath.Join(dir, name), err)
 		}
+		seen := map[string]int{} // a file's runs of one ID: the k-th is ID.k (results.FileIDs)
 		for n, obj := range objs {
 			id, r, err := decodeRow(name, obj)
 			if err != nil {
 				return nil, fmt.Errorf("check: %s: row %d: %w", filepath.Join(dir, name), n+1, err)
+			}
+			seen[id]++
+			if k := seen[id]; k > 1 {
+				id += "." + strconv.Itoa(k)
 			}
 			j, ok := at[id]
 			if !ok {

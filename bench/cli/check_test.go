@@ -281,3 +281,22 @@ func TestCheckAgreesTransactionalAndSequenced(t *testing.T) {
 		})
 	}
 }
+
+// Runs of one directory with the same ID (a sweep's points) keep a
+// history each, named as results.FileIDs names their interval logs: ID,
+// ID.2, ID.3, …, a history still being written counting as taken.
+func TestFreeHistoryPath(t *testing.T) {
+	dir := t.TempDir()
+	name := func(p string) string { return filepath.Base(p) }
+	if got := name(freeHistoryPath(dir, "a")); got != "a"+results.HistoryExt {
+		t.Errorf("first: %s", got)
+	}
+	for _, f := range []string{"a" + results.HistoryExt, "a.2" + results.HistoryExt + ".part"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := name(freeHistoryPath(dir, "a")); got != "a.3"+results.HistoryExt {
+		t.Errorf("after a and a.2 (under way): %s; want a.3%s", got, results.HistoryExt)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -246,14 +248,14 @@ func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spe
 	if s.historyDir != "" {
 		id := (&results.Summary{Strategy: name, Scenario: o.Scenario.Name, Fault: faultName, Variant: o.Scenario.Variant,
 			Fencing: o.Scenario.Fencing && info.Fencing, Trial: trial}).ID()
-		o.History = filepath.Join(s.historyDir, id+results.HistoryExt)
+		o.History = freeHistoryPath(s.historyDir, id)
 	}
 	endMetrics := s.observe(&o, faultName, trial)
 	run, err := loadgen.Run(ctx, o)
 	endMetrics()
 	if o.History != "" && err == nil {
-		if want := filepath.Join(s.historyDir, run.Summary.ID()+results.HistoryExt); want != o.History {
-			err = os.Rename(o.History, want) // the summary named the run otherwise
+		if id := run.Summary.ID(); !strings.HasPrefix(filepath.Base(o.History), id+".") {
+			err = os.Rename(o.History, freeHistoryPath(s.historyDir, id)) // the summary named the run otherwise
 		}
 	}
 	if stream != nil {
@@ -344,4 +346,19 @@ func (s *session) applicable(names []string, spec faults.Spec, w io.Writer) ([]s
 		return nil, usageErr("--strategy: %s", strings.Join(why, "; "))
 	}
 	return keep, nil
+}
+
+// freeHistoryPath is where the history of a run named id goes in dir: its
+// ID, or, when an earlier run of the directory had the same ID (a sweep's
+// points), ID.2, ID.3, … as results.FileIDs names their interval logs.
+func freeHistoryPath(dir, id string) string {
+	path := filepath.Join(dir, id+results.HistoryExt)
+	for k := 2; ; k++ {
+		_, done := os.Stat(path)
+		_, writing := os.Stat(path + ".part") // a run of another lane's, under way
+		if errors.Is(done, fs.ErrNotExist) && errors.Is(writing, fs.ErrNotExist) {
+			return path
+		}
+		path = filepath.Join(dir, id+"."+strconv.Itoa(k)+results.HistoryExt)
+	}
 }
