@@ -15,6 +15,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lockbench/lockbench/internal/handshake"
 )
 
 // Serve serves s on ln until ln is closed, running every call as it
@@ -43,12 +45,27 @@ type ServeOptions struct {
 	Sync func() bool
 }
 
-// ServeWith serves s on ln until ln is closed.
+// HandshakeTimeout is how long a served store waits for a connection's
+// hello (the protocol's magic, version and token, wire.go) before it
+// closes it: handshake.Timeout, 5 seconds. After the hello a connection
+// may be idle as long as its client keeps it.
+const HandshakeTimeout = handshake.Timeout
+
+// MaxPending bounds the connections a served store holds before their
+// hellos are read: handshake.MaxPending, 512. Beyond it the oldest is
+// closed to make room, so that silent connections never keep an instance
+// out.
+const MaxPending = handshake.MaxPending
+
+// ServeWith serves s on ln until ln is closed. A connection that has not
+// sent its hello within HandshakeTimeout is closed, and so is the oldest
+// of more than MaxPending such connections.
 func ServeWith(ln net.Listener, s Store, o ServeOptions) error {
 	if o.Seq != nil {
 		stop := o.Seq.watch()
 		defer stop()
 	}
+	ln = handshake.NewListener(ln, HandshakeTimeout, MaxPending)
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -76,7 +93,7 @@ func ServeWith(ln net.Listener, s Store, o ServeOptions) error {
 // malformed.
 func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 	defer conn.Close()
-	if tc, ok := conn.(*net.TCPConn); ok {
+	if tc, ok := handshake.Unwrap(conn).(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
 	br := bufio.NewReaderSize(conn, connBuffer)
@@ -93,6 +110,9 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 	}
 	if o.Token != "" && subtle.ConstantTimeCompare(token, []byte(o.Token)) != 1 {
 		return errors.New("store: client with a bad token")
+	}
+	if !handshake.Done(conn) {
+		return errHandshakeLate
 	}
 	out := &coalescer{w: conn}
 	if sc != nil {
@@ -172,6 +192,10 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 		}
 	}
 }
+
+// errHandshakeLate ends a connection whose hello came after the listener
+// had closed it (HandshakeTimeout, MaxPending).
+var errHandshakeLate = errors.New("store: connection closed before its hello was read")
 
 // coalescer writes frames to w from many goroutines, coalescing them: a
 // sender that finds a write in flight appends its frame to the queue and
