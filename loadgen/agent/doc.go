@@ -8,7 +8,11 @@
 // kind, the shared token (TokenEnv; the agent refuses a coordinator
 // without it or with another, saying so in one line on both sides, never
 // naming it) and the coordinator's lockbench version. TLS is optional
-// (TLSFiles), mutual when the agent has a CA for its coordinators.
+// (TLSFiles), mutual when the agent has a CA for its coordinators. A
+// connection whose hello is not in and accepted within HandshakeTimeout
+// is closed, and of more than MaxPending connections waiting for theirs
+// the oldest is (internal/handshake), so that silent or slow connections
+// neither pile up nor keep a coordinator out.
 //
 // A coordinator opens one control connection per agent (a session): it
 // agrees the clock offset (NTP's rule: of clockSamples round trips, the

@@ -3,14 +3,14 @@ package agent
 import (
 	"bufio"
 	"crypto/subtle"
-	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"time"
+
+	"github.com/lockbench/lockbench/internal/handshake"
 )
 
 // Protocol is the agent protocol's number. A coordinator and an agent
@@ -48,8 +48,15 @@ const (
 	maxSpawn = 1 << 20
 )
 
-// HandshakeTimeout bounds a connection's hello and its answer: 5 seconds.
-const HandshakeTimeout = 5 * time.Second
+// HandshakeTimeout bounds a connection's hello and its answer (and an
+// instance connection's spawn request): handshake.Timeout, 5 seconds. A
+// connection that has not sent an accepted hello by then is closed.
+const HandshakeTimeout = handshake.Timeout
+
+// MaxPending bounds the connections an agent holds before their hellos
+// are accepted: handshake.MaxPending, 512. Beyond it the oldest is closed
+// to make room, so that silent connections never keep a coordinator out.
+const MaxPending = handshake.MaxPending
 
 // streamBuffer bounds the socket buffers of an instance's delivery stream:
 // the coordinator's send buffer and the agent's receive buffer, 64 KB each
@@ -62,12 +69,10 @@ const HandshakeTimeout = 5 * time.Second
 const streamBuffer = 64 << 10
 
 // boundStream applies streamBuffer to conn's TCP connection (under TLS
-// too) with set: the TCPConn's SetWriteBuffer or SetReadBuffer.
+// and the agent's handshake.Conn too) with set: the TCPConn's
+// SetWriteBuffer or SetReadBuffer.
 func boundStream(conn net.Conn, set func(*net.TCPConn, int) error) {
-	if t, ok := conn.(*tls.Conn); ok {
-		conn = t.NetConn()
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
+	if tc, ok := handshake.Unwrap(conn).(*net.TCPConn); ok {
 		_ = set(tc, streamBuffer)
 	}
 }

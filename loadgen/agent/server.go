@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/handshake"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
 )
@@ -81,8 +82,13 @@ func (a *Agent) logf(format string, args ...any) {
 }
 
 // Serve accepts coordinators on ln until ln is closed or ctx is done;
-// then every session ends and every instance process is killed.
+// then every session ends and every instance process is killed. A
+// connection that has not sent an accepted hello within HandshakeTimeout
+// is closed, and of more than MaxPending such connections at once the
+// oldest is (internal/handshake): silent or slow connections cannot pile
+// up, nor keep a coordinator out.
 func (a *Agent) Serve(ctx context.Context, ln net.Listener) error {
+	ln = handshake.NewListener(ln, HandshakeTimeout, MaxPending)
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer stop()
 	defer a.shutdown()
@@ -157,8 +163,14 @@ func (a *Agent) serveConn(conn net.Conn) {
 	h, err := readHello(conn)
 	if err != nil {
 		// A connection closed without a word (a TCP readiness probe) is
-		// not worth a line; a failed TLS handshake or a stranger is.
-		if !errors.Is(err, io.EOF) {
+		// not worth a line; a failed TLS handshake or a stranger is, and
+		// so is one closed for its silence.
+		var ne net.Error
+		switch {
+		case errors.Is(err, io.EOF):
+		case errors.Is(err, net.ErrClosed) || errors.As(err, &ne) && ne.Timeout():
+			a.logf("closed %s before its hello: silent for %s, or the oldest of %d pending", peer, HandshakeTimeout, MaxPending)
+		default:
 			a.logf("refused %s: %v", peer, err)
 		}
 		return
@@ -167,6 +179,9 @@ func (a *Agent) serveConn(conn net.Conn) {
 		a.logf("refused %s: %s", peer, why)
 		_ = writeStatus(conn, statusRefused, why)
 		return
+	}
+	if !handshake.Done(conn) {
+		return // closed meanwhile: timed out, or made room for another
 	}
 	switch h.Kind {
 	case kindControl:
