@@ -145,4 +145,3 @@ func TestAgentPendingBoundKeepsCoordinators(t *testing.T) {
 		}
 	}
 }
-
