@@ -59,6 +59,8 @@ type clientEvent struct {
 	// OK: the call succeeded; for a transaction, it committed.
 	OK                           bool
 	Claimed, Debited, Redelivery bool
+	// Conflict: a transaction's version check failed (tx).
+	Conflict bool
 	Err                          string
 }
 
@@ -406,6 +408,9 @@ func (w *historyWriter) clientLine(ev *clientEvent) {
 			outcome = "commit"
 		}
 		b = appendStr(b, "outcome", outcome)
+		if ev.Conflict {
+			b = appendBool(b, "conflict", true)
+		}
 	case evMessage:
 		b = appendField(b, "at", ev.Inv)
 		b = appendBool(b, "redelivery", ev.Redelivery)

@@ -50,6 +50,9 @@ type Instance struct {
 		store.Transactor
 		Close() error
 	}
+	// txKind is the transactional strategy's transaction
+	// (Info.Transaction).
+	txKind store.TxKind
 	// broker is the strategy when it queues deliveries instead of taking
 	// a lock (queue); nil otherwise.
 	broker broker
@@ -140,7 +143,7 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 			_ = s.Close()
 			return nil, err
 		}
-		in.tx = tx
+		in.tx, in.txKind = tx, txKindOf(info.Transaction)
 	}
 	if b, ok := s.(broker); ok {
 		in.broker = b
@@ -377,4 +380,15 @@ func (in *Instance) Counts() Snapshot {
 		s.Add(w.c.Snapshot())
 	}
 	return s
+}
+
+// txKindOf is the store's name for a transactional strategy's transaction.
+func txKindOf(t strategies.Transaction) store.TxKind {
+	switch t {
+	case strategies.TxRowLock:
+		return store.TxRowLock
+	case strategies.TxOptimistic:
+		return store.TxOptimistic
+	}
+	return store.TxUniqueMarker
 }

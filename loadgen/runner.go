@@ -637,6 +637,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 		TokenRegressed: c.TokenRegressed,
 		NotAcquired:    snap.NotAcquired,
 		Redeliveries:   snap.Redeliveries,
+		Conflicts:      snap.Conflicts,
 		Errors:         snap.ErrorMap(),
 		Latency:        total.Latencies(),
 		DurationNs:     int64(measured),

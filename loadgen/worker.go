@@ -44,19 +44,22 @@ type Counters struct {
 	// Redeliveries counts messages a broker strategy (queue) delivered
 	// again after another consumer's ack deadline passed.
 	Redeliveries atomic.Int64
-	Errors       [numErrClasses]atomic.Int64
+	// Conflicts counts the failed version checks of an optimistic
+	// transactional strategy (pg-optimistic), each tried again.
+	Conflicts atomic.Int64
+	Errors    [numErrClasses]atomic.Int64
 }
 
 // Snapshot is a plain copy of Counters, for sending and summing.
 type Snapshot struct {
 	Deliveries, Acquired, NotAcquired, Measured int64
-	Redeliveries                                int64
+	Redeliveries, Conflicts                     int64
 	Errors                                      [numErrClasses]int64
 }
 
 // Snapshot copies c.
 func (c *Counters) Snapshot() Snapshot {
-	s := Snapshot{Deliveries: c.Deliveries.Load(), Acquired: c.Acquired.Load(), NotAcquired: c.NotAcquired.Load(), Measured: c.Measured.Load(), Redeliveries: c.Redeliveries.Load()}
+	s := Snapshot{Deliveries: c.Deliveries.Load(), Acquired: c.Acquired.Load(), NotAcquired: c.NotAcquired.Load(), Measured: c.Measured.Load(), Redeliveries: c.Redeliveries.Load(), Conflicts: c.Conflicts.Load()}
 	for i := range s.Errors {
 		s.Errors[i] = c.Errors[i].Load()
 	}
@@ -70,6 +73,7 @@ func (s *Snapshot) Add(o Snapshot) {
 	s.NotAcquired += o.NotAcquired
 	s.Measured += o.Measured
 	s.Redeliveries += o.Redeliveries
+	s.Conflicts += o.Conflicts
 	for i := range s.Errors {
 		s.Errors[i] += o.Errors[i]
 	}
@@ -302,13 +306,15 @@ func (w *worker) noteRelease(cx cycleCtx, d Delivery, key, kind string, t2, t3 i
 	w.note(ev)
 }
 
-// transact handles one delivery of a transactional strategy (pg-unique): one
-// transaction on the Postgres store, with no lock. Its phases: acquire is
-// the claim (the processed-marker insert, including any wait for another
-// transaction holding the same marker), critical the work, the debit and the
-// commit; there is nothing to release. Inside the transaction the delivery
-// also enters the store's critical-section bookkeeping (the fault hooks fire
-// there, and overlaps are counted), and leaves it after the commit.
+// transact handles one delivery of a transactional strategy (pg-unique,
+// pg-for-update, pg-optimistic): one transaction on the Postgres store,
+// with no lock server. Its phases: acquire is the claim (the
+// processed-marker insert or the row lock, with any wait for another
+// transaction, and for an optimistic strategy every attempt whose version
+// check failed), critical the work, the write and the commit; there is
+// nothing to release. Inside the transaction the delivery also enters the
+// store's critical-section bookkeeping (the fault hooks fire there, and
+// overlaps are counted), and leaves it when the transaction is over.
 func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	in := w.inst
 	sc := &in.cfg.Scenario
@@ -322,48 +328,45 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	bound := time.AfterFunc(2*sc.AcquireTimeout+hold, func() { cancel(context.DeadlineExceeded) })
 	defer bound.Stop()
 	t0 := time.Now()
-	var t1 time.Time
-	entered := false
-	var entry int64 // the store's entry number for this delivery's Enter
-	txr, err := in.tx.Process(ctx, store.TxReq{Payment: d.Payment, Account: d.Account, Amount: d.Amount}, func(ctx context.Context) error {
-		t1 = time.Now()
-		read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Worker: w.id, Waiting: true})
-		if err != nil {
-			return fmt.Errorf("%w: %w", errStore, err)
+	req := store.TxReq{Payment: d.Payment, Account: d.Account, Amount: d.Amount, Kind: in.txKind}
+	if in.txKind == store.TxRowLock {
+		req.LockTimeout = sc.AcquireTimeout
+	}
+	var (
+		t1, t2  time.Time
+		txr     store.TxResp
+		err     error
+		backoff = strategies.DefaultRetryBase
+	)
+	for {
+		t1, txr, err = w.txAttempt(cx, ctx, d, key, req, hold, bound)
+		t2 = time.Now()
+		if err != nil || !txr.Conflict {
+			break
 		}
-		entered, entry = true, read.Entry
-		if read.Slow > 0 {
-			hold = read.Slow
-			bound.Reset(sc.AcquireTimeout + hold)
-		}
-		if hold > 0 {
-			t := time.NewTimer(hold)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				return ctx.Err()
+		// The version check failed: another delivery updated the account
+		// since this one read it. Try again, jittered as lock retries are,
+		// while the acquire timeout lasts.
+		w.c.Conflicts.Add(1)
+		sleep := time.Duration(w.rng.Int64N(int64(backoff)) + 1)
+		backoff = min(2*backoff, strategies.DefaultRetryCap)
+		if t2.Add(sleep).Sub(t0) >= sc.AcquireTimeout {
+			w.c.NotAcquired.Add(1)
+			if d.Record {
+				w.rec.Record(results.Acquire, t2.Sub(t0))
+				w.rec.RecordOutcome(results.GaveUp, t2.Sub(t0))
 			}
+			return
 		}
-		return nil
-	})
-	t2 := time.Now()
-	if entered {
-		// The store must see every delivery that entered leave, whatever
-		// happened to its transaction.
-		if _, ferr := in.store.Finish(cx.detached, store.FinishReq{LockKey: key, Payment: d.Payment, Account: d.Account, Entry: entry}); ferr != nil {
-			w.c.Errors[ecStore].Add(1)
+		t := time.NewTimer(sleep)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return // the run is ending
 		}
 	}
 	claimed := !t1.IsZero()
-	if w.hb != nil {
-		ev := clientEvent{Kind: evTx, Payment: d.Payment, Account: d.Account, Key: key,
-			Inv: t0.UnixNano(), Ret: t2.UnixNano(), OK: err == nil, Claimed: err == nil && txr.Claimed, Debited: err == nil && txr.Debited}
-		if claimed {
-			ev.Claim = t1.UnixNano()
-		}
-		w.note(ev)
-	}
 	if !claimed {
 		t1 = t2
 	}
@@ -371,15 +374,15 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 	case err == nil:
 		w.c.Acquired.Add(1)
 		if d.Record {
-			// A marker insert that waited on another transaction's marker
-			// is not told apart: every claim counts as a first try.
+			// A claim that waited on another transaction is not told
+			// apart: every claim counts as a first try.
 			w.rec.RecordOutcome(results.FirstTry, t1.Sub(t0))
 		}
 	case cx.run.Err() != nil:
 		// The run is ending: neither a give-up nor a server error.
 		return
-	case !claimed && ctx.Err() != nil:
-		// Waited on the marker past the acquire timeout.
+	case !claimed && (ctx.Err() != nil || errors.Is(err, store.ErrLockTimeout)):
+		// Waited on the marker or the row past the acquire timeout.
 		w.c.NotAcquired.Add(1)
 		if d.Record {
 			w.rec.Record(results.Acquire, t1.Sub(t0))
@@ -402,6 +405,57 @@ func (w *worker) transact(cx cycleCtx, d Delivery, key string) {
 		}
 		w.rec.RecordCycle(t1.Sub(t0), t2.Sub(t1), 0, total)
 	}
+}
+
+// txAttempt runs one transaction of transact's delivery and notes it in
+// the history. claim is when the transaction claimed the payment (it
+// entered the store's bookkeeping and did the work), zero when it did not.
+func (w *worker) txAttempt(cx cycleCtx, ctx context.Context, d Delivery, key string, req store.TxReq, hold time.Duration, bound *time.Timer) (claim time.Time, txr store.TxResp, err error) {
+	in := w.inst
+	sc := &in.cfg.Scenario
+	begin := time.Now()
+	entered := false
+	var entry int64 // the store's entry number for this delivery's Enter
+	txr, err = in.tx.Process(ctx, req, func(ctx context.Context) error {
+		claim = time.Now()
+		read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Worker: w.id, Waiting: true})
+		if err != nil {
+			return fmt.Errorf("%w: %w", errStore, err)
+		}
+		entered, entry = true, read.Entry
+		if read.Slow > 0 {
+			hold = read.Slow
+			bound.Reset(sc.AcquireTimeout + hold)
+		}
+		if hold > 0 {
+			t := time.NewTimer(hold)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	end := time.Now()
+	if entered {
+		// The store must see every delivery that entered leave, whatever
+		// happened to its transaction.
+		if _, ferr := in.store.Finish(cx.detached, store.FinishReq{LockKey: key, Payment: d.Payment, Account: d.Account, Entry: entry}); ferr != nil {
+			w.c.Errors[ecStore].Add(1)
+		}
+	}
+	if w.hb != nil {
+		ok := err == nil && !txr.Conflict
+		ev := clientEvent{Kind: evTx, Payment: d.Payment, Account: d.Account, Key: key,
+			Inv: begin.UnixNano(), Ret: end.UnixNano(), OK: ok, Claimed: ok && txr.Claimed, Debited: ok && txr.Debited, Conflict: txr.Conflict}
+		if !claim.IsZero() {
+			ev.Claim = claim.UnixNano()
+		}
+		w.note(ev)
+	}
+	return claim, txr, err
 }
 
 // errStore marks a failure of the store's bookkeeping call inside a

@@ -27,6 +27,8 @@ var palette = map[string]color.RGBA{
 	"pg-onconflict":  {0x56, 0xb4, 0xe9, 0xff}, // sky blue
 	"pg-advisory":    {0xaa, 0x44, 0x99, 0xff}, // purple (Tol)
 	"pg-unique":      {0xdd, 0xcc, 0x77, 0xff}, // sand (Tol): no lock, the database's constraint
+	"pg-for-update":  {0x66, 0x33, 0x33, 0xff}, // dark red (Tol dark): no lock server, the account row's lock
+	"pg-optimistic":  {0x44, 0xaa, 0x99, 0xff}, // teal (Tol): no lock, a version check
 	"queue":          {0x99, 0x99, 0x33, 0xff}, // olive (Tol): no lock, the broker's dedupe
 }
 
@@ -36,8 +38,8 @@ var palette = map[string]color.RGBA{
 var fallbackColors = []color.RGBA{
 	{0xf0, 0xe4, 0x42, 0xff}, // Okabe-Ito yellow
 	{0x99, 0x99, 0x99, 0xff}, // grey
-	{0x88, 0x22, 0x55, 0xff}, // wine (Tol)
-	{0x44, 0xaa, 0x99, 0xff}, // teal (Tol)
+	{0xee, 0x66, 0x77, 0xff}, // red (Tol bright)
+	{0xcc, 0xbb, 0x44, 0xff}, // yellow (Tol bright)
 }
 
 // StrategyColor returns the colour of strategy name in every chart.

@@ -60,6 +60,7 @@ var benchMetrics = []benchMetric{
 	{"overlaps", "", count(func(s *Summary) int64 { return s.Overlaps })},
 	{"unprocessed", "", count(func(s *Summary) int64 { return s.Unprocessed })},
 	{"not-acquired", "", count(func(s *Summary) int64 { return s.NotAcquired })},
+	{"conflicts", "", count(func(s *Summary) int64 { return s.Conflicts })},
 	{"errors", "", count(func(s *Summary) int64 {
 		var n int64
 		for _, v := range s.Errors {

@@ -49,6 +49,7 @@ var fixedCSVColumns = []csvColumn{
 	{"token_regressed", func(s *Summary) string { return i64(s.TokenRegressed) }},
 	{"token_reused", func(s *Summary) string { return i64(s.TokenReused) }},
 	{"not_acquired", func(s *Summary) string { return i64(s.NotAcquired) }},
+	{"conflicts", func(s *Summary) string { return i64(s.Conflicts) }},
 	{"availability", func(s *Summary) string { return f64(s.Availability) }},
 	{"ops_per_sec", func(s *Summary) string { return f64(s.OpsPerSec) }},
 	{"payments_per_sec", func(s *Summary) string { return f64(s.PaymentsPerSec) }},

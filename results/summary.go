@@ -53,6 +53,10 @@ type Summary struct {
 	// is judged by the order holders entered in (stale_accepted).
 	TokenRegressed int64 `json:"token_regressed"`
 	NotAcquired    int64 `json:"not_acquired"`
+	// Conflicts counts the failed version checks of an optimistic
+	// strategy (pg-optimistic), each tried again: the work a hot account
+	// throws away. 0 for every other strategy.
+	Conflicts int64 `json:"conflicts"`
 
 	// Availability is Processed ÷ Payments (1 when no payment was offered).
 	Availability float64 `json:"availability"`

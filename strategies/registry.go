@@ -70,6 +70,9 @@ type Info struct {
 	// generator through the store; its Acquire returns ErrTransactional. It
 	// needs the Postgres store.
 	Transactional bool
+	// Transaction is what a transactional strategy's transaction does to
+	// exclude a second delivery; TxUniqueMarker for pg-unique.
+	Transaction Transaction
 	// SessionBound marks a lock that lives as long as its holder's
 	// connection (a Postgres advisory lock): no TTL, kept through a pause,
 	// freed at once when the holder closes or dies, and lost, while the
@@ -102,6 +105,23 @@ type Info struct {
 	// New builds the strategy.
 	New Factory
 }
+
+// Transaction names how a transactional strategy's delivery (one
+// transaction on the Postgres store) excludes a second delivery of the same
+// payment.
+type Transaction int
+
+const (
+	// TxUniqueMarker: the processed marker's unique constraint
+	// (pg-unique).
+	TxUniqueMarker Transaction = iota
+	// TxRowLock: SELECT … FOR UPDATE on the account row, then a plain
+	// processed mark (pg-for-update).
+	TxRowLock
+	// TxOptimistic: a version check on the account row's update, retried
+	// on conflict (pg-optimistic).
+	TxOptimistic
+)
 
 // LeaseTTL is how long a lock of the strategy outlives a holder that stops
 // renewing it: Info.Lease(ttl), or ttl when Lease is nil.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,6 +271,9 @@ func (p *Postgres) Finish(ctx context.Context, r FinishReq) (FinishResp, error) 
 // bookkeeping Finish would do, in the same transaction, so a delivery
 // counts as applied exactly when its transaction commits.
 func (p *Postgres) Process(ctx context.Context, r TxReq, inside func(ctx context.Context) error) (TxResp, error) {
+	if r.Kind != TxUniqueMarker {
+		return p.processRead(ctx, r, inside)
+	}
 	marker := `INSERT INTO lockbench_store_processed (payment) VALUES ($1) ON CONFLICT DO NOTHING`
 	if r.Unguarded {
 		marker = `INSERT INTO lockbench_store_processed_unguarded (payment) VALUES ($1)`
@@ -296,6 +300,93 @@ func (p *Postgres) Process(ctx context.Context, r TxReq, inside func(ctx context
 	}
 	return out, nil
 }
+
+// errConflict rolls back a TxOptimistic transaction whose version check
+// failed; Process reports it as TxResp.Conflict.
+var errConflict = errors.New("store: version check failed")
+
+// processRead runs the transactions that read the account row and write
+// a debit computed from what they read (TxRowLock, TxOptimistic), at READ
+// COMMITTED: read the row (FOR UPDATE, under lock_timeout, for TxRowLock),
+// look for the payment's processed mark (a plain row, no unique
+// constraint), and only if there is none: inside, the update (checked
+// against the version read, for TxOptimistic), the mark, and the store's
+// bookkeeping of the write in lockbench_store_record.
+func (p *Postgres) processRead(ctx context.Context, r TxReq, inside func(ctx context.Context) error) (TxResp, error) {
+	read := `SELECT balance, version FROM lockbench_store_accounts WHERE id = $1`
+	if r.Kind == TxRowLock && !r.Unguarded {
+		read += ` FOR UPDATE`
+	}
+	update := `UPDATE lockbench_store_accounts SET balance = $2, version = version + 1 WHERE id = $1`
+	if r.Kind == TxOptimistic && !r.Unguarded {
+		update += ` AND version = $3`
+	}
+	update += ` RETURNING version`
+	var out TxResp
+	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if r.Kind == TxRowLock && r.LockTimeout > 0 {
+			ms := max(1, r.LockTimeout.Milliseconds())
+			if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(ms, 10)+"ms"); err != nil {
+				return err
+			}
+		}
+		var balance, version int64
+		if err := tx.QueryRow(ctx, read, r.Account).Scan(&balance, &version); err != nil {
+			return err
+		}
+		var done bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM lockbench_store_marks WHERE payment = $1)`, r.Payment).Scan(&done); err != nil {
+			return err
+		}
+		if done {
+			return nil // processed by another delivery: nothing to do
+		}
+		out.Claimed = true
+		if inside != nil {
+			if err := inside(ctx); err != nil {
+				return err
+			}
+		}
+		var debit int64
+		if balance >= r.Amount {
+			debit = r.Amount
+		}
+		args := []any{r.Account, balance - debit}
+		if r.Kind == TxOptimistic && !r.Unguarded {
+			args = append(args, version)
+		}
+		var made int64
+		switch err := tx.QueryRow(ctx, update, args...).Scan(&made); {
+		case errors.Is(err, pgx.ErrNoRows):
+			out.Conflict = true
+			return errConflict
+		case err != nil:
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO lockbench_store_marks (payment) VALUES ($1)`, r.Payment); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT lockbench_store_record($1, $2, $3, $4, $5)`, r.Payment, r.Account, debit, version, made); err != nil {
+			return err
+		}
+		out.Debited = debit > 0
+		return nil
+	})
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return out, nil
+	case errors.Is(err, errConflict):
+		return TxResp{Claimed: true, Conflict: true}, nil
+	case errors.As(err, &pgErr) && pgErr.Code == sqlstateLockNotAvailable:
+		return TxResp{}, fmt.Errorf("%w: %w", ErrLockTimeout, err)
+	}
+	return TxResp{}, postgresError("process", err)
+}
+
+// sqlstateLockNotAvailable is lock_not_available: a lock wait passed
+// lock_timeout.
+const sqlstateLockNotAvailable = "55P03"
 
 // call runs one statement that returns one row, within CallTimeout as a
 // store reached over a connection does (a server that stops answering
@@ -542,6 +633,47 @@ $fn$;
 -- count it went to (refused: the Refusal constants, 0 none, 1 stale, 2
 -- token_regressed, 3 token_reused), the event's seq and the store's time
 -- (at_ns, Unix ns), and the version an applied write made (0 otherwise).
+-- Account mode: a write replaces the record at version p_current by what
+-- its holder computed from its read at p_base. Walk the two down to their
+-- common ancestor (step the larger; parents are smaller): what the current
+-- side wrote leaves the record, what p_base's side wrote comes back into
+-- it. Empty when the lock worked. Returns the change of the account's
+-- in-record debits.
+CREATE OR REPLACE FUNCTION lockbench_store_walk(
+  p_account int, p_current bigint, p_base bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_out    bigint := p_current; -- walks down from the current version
+  v_back   bigint := p_base;    -- walks down from p_base
+  v_parent bigint;
+  v_paid   bigint;              -- the payment of the version walked
+  v_amount bigint;              -- its debit
+  v_debits bigint := 0;
+BEGIN
+  WHILE v_out <> v_back LOOP
+    IF v_out > v_back THEN
+      SELECT parent, payment, debit INTO STRICT v_parent, v_paid, v_amount
+      FROM lockbench_store_versions WHERE account = p_account AND version = v_out;
+      UPDATE lockbench_store_payments SET in_record = in_record - 1 WHERE id = v_paid;
+      IF v_amount > 0 THEN
+        v_debits := v_debits - 1;
+      END IF;
+      v_out := v_parent;
+    ELSE
+      SELECT parent, payment, debit INTO STRICT v_parent, v_paid, v_amount
+      FROM lockbench_store_versions WHERE account = p_account AND version = v_back;
+      UPDATE lockbench_store_payments SET in_record = in_record + 1 WHERE id = v_paid;
+      IF v_amount > 0 THEN
+        v_debits := v_debits + 1;
+      END IF;
+      v_back := v_parent;
+    END IF;
+  END LOOP;
+  RETURN v_debits;
+END
+$fn$;
+
 CREATE OR REPLACE FUNCTION lockbench_store_finish(
   p_key text, p_token bigint, p_payment bigint, p_account int, p_entry bigint,
   p_apply bool, p_debit bigint, p_base bigint, p_new_balance bigint)
@@ -566,11 +698,6 @@ DECLARE
   v_seq     bigint;
   v_made    bigint;
   v_current bigint;
-  v_out     bigint;      -- walks down from the current version
-  v_back    bigint;      -- walks down from p_base
-  v_parent  bigint;
-  v_paid    bigint;      -- the payment of the version walked
-  v_amount  bigint;      -- its debit
   v_debits  bigint := 0; -- change of the account's in-record debits
   v_debit   int := CASE WHEN p_debit > 0 THEN 1 ELSE 0 END;
 BEGIN
@@ -644,31 +771,8 @@ BEGIN
   END IF;
   IF v_mode = 0 THEN
     -- Account mode: the record is replaced by what the holder computed
-    -- from its read at p_base. Walk the current version and p_base down
-    -- to their common ancestor (step the larger; parents are smaller):
-    -- what the current side wrote leaves the record, what p_base's side
-    -- wrote comes back into it. Empty when the lock worked.
-    v_out := v_current;
-    v_back := p_base;
-    WHILE v_out <> v_back LOOP
-      IF v_out > v_back THEN
-        SELECT parent, payment, debit INTO STRICT v_parent, v_paid, v_amount
-        FROM lockbench_store_versions WHERE account = p_account AND version = v_out;
-        UPDATE lockbench_store_payments SET in_record = in_record - 1 WHERE id = v_paid;
-        IF v_amount > 0 THEN
-          v_debits := v_debits - 1;
-        END IF;
-        v_out := v_parent;
-      ELSE
-        SELECT parent, payment, debit INTO STRICT v_parent, v_paid, v_amount
-        FROM lockbench_store_versions WHERE account = p_account AND version = v_back;
-        UPDATE lockbench_store_payments SET in_record = in_record + 1 WHERE id = v_paid;
-        IF v_amount > 0 THEN
-          v_debits := v_debits + 1;
-        END IF;
-        v_back := v_parent;
-      END IF;
-    END LOOP;
+    -- from its read at p_base (lockbench_store_walk).
+    v_debits := lockbench_store_walk(p_account, v_current, p_base);
     UPDATE lockbench_store_accounts SET
       balance          = p_new_balance,
       version          = v_current + 1,
@@ -750,7 +854,46 @@ BEGIN
 END
 $fn$;
 
+-- pg-for-update's and pg-optimistic's processed marks (processRead): no
+-- unique constraint, so the row lock or the version check is the whole
+-- protection.
+CREATE TABLE IF NOT EXISTS lockbench_store_marks (
+  payment bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS lockbench_store_marks_payment ON lockbench_store_marks (payment);
+
+-- processRead's bookkeeping, in its transaction, after the app's update
+-- made version p_made of the account from its read at p_base (whatever the
+-- lock key): the record walk (a lost update when p_base was not the
+-- version replaced), the debit's counts and the chain of versions, which
+-- these writes always keep, since they always read-modify-write.
+CREATE OR REPLACE FUNCTION lockbench_store_record(
+  p_payment bigint, p_account int, p_debit bigint, p_base bigint, p_made bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_debits bigint;
+  v_debit  int := CASE WHEN p_debit > 0 THEN 1 ELSE 0 END;
+BEGIN
+  PERFORM 1 FROM lockbench_store_payments WHERE id = p_payment AND account = p_account;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'unknown payment % or account %', p_payment, p_account
+      USING ERRCODE = '` + sqlstateUnknown + `';
+  END IF;
+  v_debits := lockbench_store_walk(p_account, p_made - 1, p_base);
+  UPDATE lockbench_store_accounts SET
+    overdrawn        = overdrawn OR balance < 0,
+    applied_debits   = applied_debits + v_debit,
+    in_record_debits = in_record_debits + v_debits + v_debit
+  WHERE id = p_account;
+  INSERT INTO lockbench_store_versions (account, version, parent, payment, debit)
+  VALUES (p_account, p_made, p_base, p_payment, p_debit);
+  UPDATE lockbench_store_payments SET applications = applications + 1, in_record = in_record + 1
+  WHERE id = p_payment;
+END
+$fn$;
+
 TRUNCATE lockbench_store_config, lockbench_store_accounts, lockbench_store_versions,
   lockbench_store_payments, lockbench_store_lock_keys, lockbench_store_processed,
-  lockbench_store_processed_unguarded;
+  lockbench_store_processed_unguarded, lockbench_store_marks;
 `

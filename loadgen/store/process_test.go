@@ -4,28 +4,35 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// Process with the processed marker's unique constraint processes each
-// payment once however many deliveries race for it, in both modes; the
-// same transaction without the constraint (the control) is caught
-// processing the payments twice. Each delivery stays inside its open
-// transaction for a moment, so that every pair really overlaps.
+// Each kind of transaction processes each payment once however many
+// deliveries race for it, and the lock or check keeps the debits exact;
+// the same transaction without its protection (the control: no unique
+// constraint, no FOR UPDATE, no version check) is caught processing
+// payments twice. Each delivery stays inside its open transaction for a
+// moment, so that every pair really overlaps. An optimistic delivery whose
+// version check failed tries again, as the load generator's does.
 func TestPostgresProcessExcludesDuplicates(t *testing.T) {
 	const payments, deliveries = 20, 2
 	for _, tc := range []struct {
 		name      string
+		kind      TxKind
 		mode      Mode
 		unguarded bool
-		wantDups  int64
 	}{
-		{"account-mode", AccountMode, false, 0},
-		{"payment-mode", PaymentMode, false, 0},
-		// The control: the check must catch a transaction that does not
-		// exclude its duplicates, or the zero above means nothing.
-		{"unguarded-control", AccountMode, true, payments * (deliveries - 1)},
+		{"unique/account-mode", TxUniqueMarker, AccountMode, false},
+		{"unique/payment-mode", TxUniqueMarker, PaymentMode, false},
+		{"unique/unguarded-control", TxUniqueMarker, AccountMode, true},
+		{"row-lock/account-mode", TxRowLock, AccountMode, false},
+		{"row-lock/payment-mode", TxRowLock, PaymentMode, false},
+		{"row-lock/unguarded-control", TxRowLock, AccountMode, true},
+		{"optimistic/account-mode", TxOptimistic, AccountMode, false},
+		{"optimistic/payment-mode", TxOptimistic, PaymentMode, false},
+		{"optimistic/unguarded-control", TxOptimistic, AccountMode, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -39,13 +46,20 @@ func TestPostgresProcessExcludesDuplicates(t *testing.T) {
 				t.Fatal(err)
 			}
 			var wg sync.WaitGroup
+			var conflicts atomic.Int64
 			errs := make(chan error, payments*deliveries)
 			for i := range payments {
 				for range deliveries {
 					wg.Go(func() {
-						_, err := p.Process(ctx, TxReq{Payment: int64(i), Account: accounts[i], Amount: 10, Unguarded: tc.unguarded},
-							func(context.Context) error { time.Sleep(20 * time.Millisecond); return nil })
-						errs <- err
+						for {
+							r, err := p.Process(ctx, TxReq{Payment: int64(i), Account: accounts[i], Amount: 10, Kind: tc.kind, Unguarded: tc.unguarded},
+								func(context.Context) error { time.Sleep(20 * time.Millisecond); return nil })
+							if err != nil || !r.Conflict {
+								errs <- err
+								return
+							}
+							conflicts.Add(1)
+						}
 					})
 				}
 			}
@@ -60,18 +74,61 @@ func TestPostgresProcessExcludesDuplicates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Duplicates != tc.wantDups || c.Processed != payments || c.Overdrafts != 0 || c.Lost != 0 || c.LostUpdates != 0 {
-				t.Errorf("Counts: got duplicates %d, processed %d, overdrafts %d, lost %d, lost updates %d; want duplicates %d, processed %d, and no others",
-					c.Duplicates, c.Processed, c.Overdrafts, c.Lost, c.LostUpdates, tc.wantDups, payments)
+			if tc.unguarded {
+				// The control must be caught: every pair overlapped, so
+				// (nearly) every payment was processed twice.
+				if c.Duplicates < payments/2 || c.Processed != payments {
+					t.Errorf("control: got duplicates %d, processed %d; want at least %d duplicates, %d processed", c.Duplicates, c.Processed, payments/2, payments)
+				}
+				if tc.kind != TxUniqueMarker && c.LostUpdates == 0 {
+					t.Errorf("control: got no lost updates; want some (debits computed from stale reads)")
+				}
+				return
+			}
+			if c.Duplicates != 0 || c.Processed != payments || c.Overdrafts != 0 || c.Lost != 0 || c.LostUpdates != 0 {
+				t.Errorf("Counts: got duplicates %d, processed %d, overdrafts %d, lost %d, lost updates %d; want processed %d and no others",
+					c.Duplicates, c.Processed, c.Overdrafts, c.Lost, c.LostUpdates, payments)
+			}
+			if got := conflicts.Load(); (tc.kind == TxOptimistic) != (got > 0) {
+				t.Errorf("conflicts: got %d; want some exactly for the optimistic transaction (10 deliveries per account race)", got)
 			}
 			var sum int64
 			if err := p.pool.QueryRow(ctx, `SELECT sum(balance) FROM lockbench_store_accounts`).Scan(&sum); err != nil {
 				t.Fatal(err)
 			}
-			if want := 4000 - 10*(payments+tc.wantDups); sum != want {
-				t.Errorf("total balance: got %d; want %d (one debit per application)", sum, want)
+			if want := int64(4000 - 10*payments); sum != want {
+				t.Errorf("total balance: got %d; want %d (one debit per payment)", sum, want)
 			}
 		})
+	}
+}
+
+// A row lock held longer than TxReq.LockTimeout gives the waiting
+// delivery ErrLockTimeout, having claimed nothing, in about the timeout.
+func TestPostgresProcessLockTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	p := newTestPostgres(t)
+	if err := p.Reset(ctx, bank(AccountMode, false, []int64{100}, 0)); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := p.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(context.WithoutCancel(ctx))
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM lockbench_store_accounts WHERE id = 0 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	t0 := time.Now()
+	r, err := p.Process(ctx, TxReq{Payment: 0, Account: 0, Amount: 10, Kind: TxRowLock, LockTimeout: 100 * time.Millisecond},
+		func(context.Context) error { called = true; return nil })
+	if !errors.Is(err, ErrLockTimeout) || r.Claimed || called {
+		t.Fatalf("Process on a locked row: got %+v, %v, inside called %v; want ErrLockTimeout, nothing claimed", r, err, called)
+	}
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Errorf("Process on a locked row took %v; want about its 100ms lock timeout", took)
 	}
 }
 

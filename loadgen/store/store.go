@@ -27,6 +27,11 @@ var (
 	errOfferListed = errors.New("store: Offer on a bank whose payments the Setup listed")
 )
 
+// ErrLockTimeout is Transactor.Process's error when its transaction waited
+// for a row lock longer than TxReq.LockTimeout (SQLSTATE 55P03): a give-up,
+// not a server failure.
+var ErrLockTimeout = errors.New("store: lock wait timed out")
+
 // Mode says what the lock key guards, and so how the store applies a debit.
 type Mode int
 
@@ -241,11 +246,35 @@ type TxReq struct {
 	Payment int64
 	Account int32
 	Amount  int64
-	// Unguarded drops the processed marker's unique constraint: the
-	// control that proves the store catches a transaction that does not
-	// exclude its duplicates. Tests only.
+	// Kind is what the transaction does to exclude a second delivery.
+	Kind TxKind
+	// LockTimeout is TxRowLock's lock_timeout, the longest it waits for
+	// the account row; 0 for the server's (none by default).
+	LockTimeout time.Duration
+	// Unguarded drops the transaction's protection: the processed
+	// marker's unique constraint (TxUniqueMarker), FOR UPDATE
+	// (TxRowLock), or the version check (TxOptimistic). It is the control
+	// that proves the store catches a transaction that does not exclude
+	// its duplicates. Tests only.
 	Unguarded bool
 }
+
+// TxKind names a transactional strategy's transaction (Transactor).
+type TxKind int
+
+const (
+	// TxUniqueMarker: the processed marker's INSERT … ON CONFLICT DO
+	// NOTHING under a unique constraint, then a guarded debit (pg-unique).
+	TxUniqueMarker TxKind = iota
+	// TxRowLock: SELECT … FOR UPDATE on the account row, a plain
+	// processed mark, and the debit computed from the balance read
+	// (pg-for-update).
+	TxRowLock
+	// TxOptimistic: the account row read without a lock, its update
+	// checked against the version read (TxResp.Conflict when it matches
+	// no row), then a plain processed mark (pg-optimistic).
+	TxOptimistic
+)
 
 // TxResp says what the transaction did.
 type TxResp struct {
@@ -255,16 +284,21 @@ type TxResp struct {
 	// Debited: the guarded debit took the amount (false with Claimed: the
 	// payment was declined for funds, and still recorded as processed).
 	Debited bool
+	// Conflict: TxOptimistic's version check failed (another delivery
+	// updated the account since this one read it); the transaction rolled
+	// back, and the delivery may try again. Claimed is set too: the
+	// delivery found the payment unprocessed and did its work.
+	Conflict bool
 }
 
 // Transactor processes a delivery in one transaction of the store's
-// database: insert the payment's processed marker with INSERT … ON
-// CONFLICT DO NOTHING; only if it was inserted, run inside (the app's work,
-// and the hooks a fault uses to catch a delivery inside its open
-// transaction), then debit with a guarded update (balance ≥ amount) and do
-// the store's bookkeeping; commit. An error from inside rolls it all back.
-// It is how transactional strategies (pg-unique) run; only the Postgres
-// store has it.
+// database, as r.Kind says (TxKind): exclude a second delivery of the
+// payment; only if this one claimed it, run inside (the app's work, and the
+// hooks a fault uses to catch a delivery inside its open transaction), then
+// write the debit and do the store's bookkeeping; commit. An error from
+// inside rolls it all back. It is how transactional strategies (pg-unique,
+// pg-for-update, pg-optimistic) run; only the Postgres store has it. A lock
+// wait past TxReq.LockTimeout is ErrLockTimeout.
 type Transactor interface {
 	Process(ctx context.Context, r TxReq, inside func(ctx context.Context) error) (TxResp, error)
 }

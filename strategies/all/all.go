@@ -8,7 +8,9 @@ import (
 	_ "github.com/lockbench/lockbench/strategies/mutex"        // mutex
 	_ "github.com/lockbench/lockbench/strategies/nolock"       // nolock
 	_ "github.com/lockbench/lockbench/strategies/pgadvisory"   // pg-advisory
+	_ "github.com/lockbench/lockbench/strategies/pgforupdate"  // pg-for-update
 	_ "github.com/lockbench/lockbench/strategies/pgonconflict" // pg-onconflict
+	_ "github.com/lockbench/lockbench/strategies/pgoptimistic" // pg-optimistic
 	_ "github.com/lockbench/lockbench/strategies/pgunique"     // pg-unique
 	_ "github.com/lockbench/lockbench/strategies/queue"        // queue
 	_ "github.com/lockbench/lockbench/strategies/redislock"    // redislock

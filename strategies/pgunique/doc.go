@@ -19,7 +19,7 @@
 // the judgement to stay exact.
 //
 // The strategy object itself only checks, when it is built, that the
-// database answers (within DefaultConnectTimeout), so that a down server is
+// database answers (within pgutil.PingTimeout), so that a down server is
 // reported at once like every other strategy's; Acquire returns
 // strategies.ErrTransactional. The price of pg-unique is the database's:
 // every delivery is a transaction with two writes on the store's server.
