@@ -16,6 +16,11 @@
 // 3% of a core at 100,000 deliveries/s, and nothing without
 // --metrics-addr.
 //
+// The server (Listen) closes a connection that has not sent a request's
+// headers within HandshakeTimeout, and of more than MaxPending
+// connections waiting for theirs the oldest (internal/handshake); a
+// keep-alive connection idle between scrapes stays open.
+//
 // Caveats: counters include the warmup, histograms only measured
 // intervals (as summary.json's latencies do). Runs that share all five
 // labels (the points of a matrix's contention sweep, say) add to the same

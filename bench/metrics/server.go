@@ -8,10 +8,25 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/lockbench/lockbench/internal/handshake"
 )
 
 // Path is where the metrics are served.
 const Path = "/metrics"
+
+// HandshakeTimeout bounds the time a connection may take to send a
+// request's headers, the HTTP server's handshake (http.Server's
+// ReadHeaderTimeout; a connection that has not sent its first request's
+// by then is closed): handshake.Timeout, 5 seconds. A keep-alive
+// connection idle between scrapes has no bound.
+const HandshakeTimeout = handshake.Timeout
+
+// MaxPending bounds the connections the server holds before their first
+// request's headers are read: handshake.MaxPending, 512. Beyond it the
+// oldest is closed to make room, so that silent connections never keep
+// a scraper out.
+const MaxPending = handshake.MaxPending
 
 // shutdownTimeout bounds Close's wait for a scrape in progress: 2s.
 const shutdownTimeout = 2 * time.Second
@@ -37,10 +52,11 @@ func Listen(addr string, e *Exporter) (*Server, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	raw, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	ln := handshake.NewListener(raw, HandshakeTimeout, MaxPending)
 	mux := http.NewServeMux()
 	mux.Handle(Path, e.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -51,7 +67,13 @@ func Listen(addr string, e *Exporter) (*Server, error) {
 		fmt.Fprintf(w, "lockbench live metrics: %s\n", Path)
 	})
 	s := &Server{
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+		srv: &http.Server{
+			Handler:           handshakeDone(mux),
+			ReadHeaderTimeout: HandshakeTimeout,
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+				return context.WithValue(ctx, connKey{}, c)
+			},
+		},
 		ln:   ln,
 		done: make(chan error, 1),
 	}
@@ -80,4 +102,18 @@ func (s *Server) Close() error {
 		}
 	})
 	return s.closeErr
+}
+
+// connKey is the request context's key to its connection.
+type connKey struct{}
+
+// handshakeDone marks a connection's handshake complete when the first
+// request's headers have been read: h is called only then.
+func handshakeDone(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+			handshake.Done(c)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
