@@ -13,6 +13,7 @@ const (
 	EnvPostgresDSN   = "LOCKBENCH_PG_DSN"         // pgx connection string
 	EnvZKServers     = "LOCKBENCH_ZK_SERVERS"     // comma-separated host:port
 	EnvNATSURL       = "LOCKBENCH_NATS_URL"       // nats://[user:pass@]host:port, comma-separated for a cluster
+	EnvMySQLDSN      = "LOCKBENCH_MYSQL_DSN"      // user:password@tcp(host:port)/db (go-sql-driver/mysql)
 	// EnvRedisSentinels names the Sentinels of a replicated Redis
 	// (comma-separated host:port): single-node Redis strategies then find
 	// the primary through them.
@@ -71,6 +72,9 @@ type Endpoints struct {
 	// NATSURL is a NATS server URL (JetStream enabled), for the queue
 	// strategy; user and password or a token may be in it.
 	NATSURL string
+	// MySQLDSN is a MariaDB or MySQL server, as a go-sql-driver/mysql DSN
+	// (user:password@tcp(host:port)/dbname), for mysql-get-lock.
+	MySQLDSN string
 }
 
 // Needs says which servers a run needs.
@@ -80,6 +84,7 @@ type Needs struct {
 	Postgres  bool
 	ZooKeeper bool // a ZooKeeper ensemble
 	NATS      bool // a NATS server with JetStream
+	MySQL     bool // a MariaDB server (the MySQL backend)
 }
 
 // Options configure locally started servers.
@@ -130,6 +135,8 @@ type Cluster struct {
 	Etcd      []*EtcdMember
 	Postgres  *Postgres
 	ZooKeeper []*ZKMember
+	// MariaDB is the MySQL backend's server; nil when none was started.
+	MariaDB *MariaDB
 	// impl fields follow in cluster.go
 	state
 }
@@ -175,6 +182,16 @@ type ZKMember struct {
 	zkState
 }
 
+// MariaDB is a locally started MariaDB server (Debian's mariadb-server),
+// the MySQL backend: a user lockbench with a generated password and its
+// own database, reached over TCP.
+type MariaDB struct {
+	// DSN is a go-sql-driver/mysql DSN, lockbench:PASSWORD@tcp(host:port)/lockbench;
+	// it stays the same across Kill/Start.
+	DSN string
+	mariaState
+}
+
 // Every kind of locally started server is a Node.
 var (
 	_ Node     = (*Redis)(nil)
@@ -182,6 +199,7 @@ var (
 	_ Node     = (*Postgres)(nil)
 	_ Node     = (*ZKMember)(nil)
 	_ Node     = (*Sentinel)(nil)
+	_ Node     = (*MariaDB)(nil)
 	_ Clock    = (*Redis)(nil)
 	_ Volatile = (*Redis)(nil)
 )

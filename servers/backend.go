@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lockbench/lockbench/strategies"
@@ -141,6 +142,31 @@ var backends = map[strategies.Backend]*backend{
 		// (NATSServer.Start).
 		forgets: true,
 	},
+	strategies.BackendMySQL: {
+		kind: strategies.BackendMySQL, noun: "MariaDB server",
+		flag: "--mysql-dsn", env: EnvMySQLDSN,
+		endpoints:  func(ep Endpoints) []string { return nonEmpty(ep.MySQLDSN) },
+		fromConfig: func(c strategies.Config) []string { return nonEmpty(c.MySQLDSN) },
+		toConfig: func(c *strategies.Config, e []string) {
+			c.MySQLDSN = ""
+			if len(e) > 0 {
+				c.MySQLDSN = e[0]
+			}
+		},
+		nodes: func(c *Cluster) []Node {
+			if c.MariaDB == nil {
+				return nil
+			}
+			return []Node{c.MariaDB}
+		},
+		need:         func(n *Needs, _ int) { n.MySQL = true },
+		hostPort:     hostOfMySQLDSN,
+		withHostPort: replaceMySQLHost,
+		// Not forgets, as Postgres: GET_LOCK's locks die with their
+		// sessions, so a restart loses them as any cut connection does,
+		// and partition mode=reset stages that without a restart's
+		// timing (the caught holder must outlast the server's start).
+	},
 }
 
 // Forgets reports whether a node of kind, killed and started again by
@@ -227,6 +253,33 @@ func replaceNATSHost(ep, addr string) (string, error) {
 	}
 	u.Host = addr
 	return u.String(), nil
+}
+
+// hostOfMySQLDSN returns the host:port of a go-sql-driver/mysql DSN.
+// Errors never quote the DSN: it may hold a password.
+func hostOfMySQLDSN(dsn string) (string, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", errors.New("the MySQL DSN cannot be parsed (not shown: it may hold a password); want user:password@tcp(host:port)/dbname")
+	}
+	if cfg.Net != "tcp" && cfg.Net != "tcp4" && cfg.Net != "tcp6" {
+		return "", fmt.Errorf("the MySQL DSN names protocol %q; want tcp(host:port)", cfg.Net)
+	}
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+		return "", errors.New("the MySQL DSN has no host:port (not shown: it may hold a password)")
+	}
+	return cfg.Addr, nil
+}
+
+// replaceMySQLHost points a go-sql-driver/mysql DSN at addr, keeping its
+// user, password, database and parameters.
+func replaceMySQLHost(dsn, addr string) (string, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", errors.New("the MySQL DSN cannot be parsed (not shown: it may hold a password)")
+	}
+	cfg.Net, cfg.Addr = "tcp", addr
+	return cfg.FormatDSN(), nil
 }
 
 // hostOfDSN returns the host:port of a Postgres DSN (URL or keyword/value

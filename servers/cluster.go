@@ -80,7 +80,7 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	// The kinds start concurrently (initdb, an etcd election and a JVM
 	// start dominate); each goroutine writes only its own field of c.
 	var wg sync.WaitGroup
-	var redisErr, etcdErr, pgErr, zkErr, natsErr error
+	var redisErr, etcdErr, pgErr, zkErr, natsErr, mariaErr error
 	if needs.Redis > 0 {
 		wg.Go(func() { redisErr = c.startRedis(ctx, needs.Redis, bins) })
 	}
@@ -96,8 +96,11 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	if needs.NATS {
 		wg.Go(func() { natsErr = c.startNATS(ctx) })
 	}
+	if needs.MySQL {
+		wg.Go(func() { mariaErr = c.startMariaDB(ctx, bins) })
+	}
 	wg.Wait()
-	if err := errors.Join(redisErr, etcdErr, pgErr, zkErr, natsErr); err != nil {
+	if err := errors.Join(redisErr, etcdErr, pgErr, zkErr, natsErr, mariaErr); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -127,6 +130,7 @@ func Ensure(ctx context.Context, needs Needs, existing Endpoints, opts Options) 
 	start.Postgres = needs.Postgres && existing.PostgresDSN == ""
 	start.ZooKeeper = needs.ZooKeeper && len(existing.ZKServers) == 0
 	start.NATS = needs.NATS && existing.NATSURL == ""
+	start.MySQL = needs.MySQL && existing.MySQLDSN == ""
 	if start == (Needs{}) {
 		return existing, nil, nil
 	}
@@ -152,6 +156,9 @@ func Ensure(ctx context.Context, needs Needs, existing Endpoints, opts Options) 
 	}
 	if start.NATS {
 		ep.NATSURL = got.NATSURL
+	}
+	if start.MySQL {
+		ep.MySQLDSN = got.MySQLDSN
 	}
 	return ep, c, nil
 }
@@ -181,6 +188,9 @@ func (c *Cluster) Endpoints() Endpoints {
 	}
 	if c.nats != nil {
 		ep.NATSURL = c.nats.URL
+	}
+	if c.MariaDB != nil {
+		ep.MySQLDSN = c.MariaDB.DSN
 	}
 	return ep
 }
@@ -228,6 +238,9 @@ func (c *Cluster) servers() []*server {
 	}
 	if c.nats != nil {
 		all = append(all, &c.nats.server)
+	}
+	if c.MariaDB != nil {
+		all = append(all, &c.MariaDB.server)
 	}
 	return all
 }

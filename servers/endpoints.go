@@ -9,7 +9,7 @@ import (
 
 // EndpointsFromEnv reads existing servers' endpoints from EnvRedisAddrs,
 // EnvRedisPassword, EnvRedisSentinels, EnvRedisMaster, EnvEtcdEndpoints,
-// EnvPostgresDSN, EnvZKServers and EnvNATSURL, and how to log in to them
+// EnvPostgresDSN, EnvZKServers, EnvNATSURL and EnvMySQLDSN, and how to log in to them
 // from EnvRedisCACert, EnvEtcdCACert, EnvEtcdCert, EnvEtcdKey, EnvEtcdUser
 // and EnvEtcdPassword. Lists are comma-separated; blanks around items and
 // empty items are ignored. Passwords are taken verbatim.
@@ -30,6 +30,7 @@ func EndpointsFromEnv() Endpoints {
 		PostgresDSN:    strings.TrimSpace(os.Getenv(EnvPostgresDSN)),
 		ZKServers:      splitList(os.Getenv(EnvZKServers)),
 		NATSURL:        strings.TrimSpace(os.Getenv(EnvNATSURL)),
+		MySQLDSN:       strings.TrimSpace(os.Getenv(EnvMySQLDSN)),
 	}
 }
 
@@ -61,7 +62,7 @@ func (e Endpoints) withCredentials(c strategies.Config) strategies.Config {
 // Env returns the endpoints as KEY=value lines that EndpointsFromEnv reads
 // back, one per kind of server named (what `lockbench up` prints). Values are
 // verbatim, not shell-quoted, and include the Redis and etcd passwords, the
-// rediss:// entries and the DSN with their passwords: pass anything that is
+// rediss:// entries and the DSNs with their passwords: pass anything that is
 // logged through Redact.
 func (e Endpoints) Env() []string {
 	var lines []string
@@ -99,6 +100,9 @@ func (e Endpoints) Env() []string {
 	}
 	if e.NATSURL != "" {
 		lines = append(lines, EnvNATSURL+"="+e.NATSURL)
+	}
+	if e.MySQLDSN != "" {
+		lines = append(lines, EnvMySQLDSN+"="+e.MySQLDSN)
 	}
 	return lines
 }

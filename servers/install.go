@@ -16,13 +16,15 @@ import (
 
 // binaries are the programs and libraries Start runs.
 type binaries struct {
-	redisServer string // redis-server
-	faketime    string // libfaketime.so.1
-	mallocDebug string // libc_malloc_debug.so.0, preloaded before libfaketime
-	pgBin       string // directory holding initdb and postgres
-	self        string // a lockbench binary, run as an etcd member
-	java        string // the JVM that runs ZooKeeper
-	zkClasspath string // ZooKeeper's jar and an SLF4J binding
+	redisServer  string // redis-server
+	faketime     string // libfaketime.so.1
+	mallocDebug  string // libc_malloc_debug.so.0, preloaded before libfaketime
+	pgBin        string // directory holding initdb and postgres
+	self         string // a lockbench binary, run as an etcd member
+	java         string // the JVM that runs ZooKeeper
+	zkClasspath  string // ZooKeeper's jar and an SLF4J binding
+	mariadbd     string // the MariaDB server
+	mariaInstall string // mariadb-install-db
 }
 
 // aptPackage is one Debian package lockbench may install, at most once per
@@ -44,6 +46,9 @@ var (
 	// Debian's zookeeper (3.8) brings a JRE and the jars; it starts no
 	// service (zookeeperd would).
 	aptZooKeeper = &aptPackage{name: "zookeeper"}
+	// Debian's mariadb-server brings mariadbd and mariadb-install-db; its
+	// packaged service is not used (lockbench starts its own server).
+	aptMariaDB = &aptPackage{name: "mariadb-server"}
 
 	aptMu         sync.Mutex // one apt-get at a time: dpkg has one lock
 	aptUpdateOnce sync.Once
@@ -90,6 +95,13 @@ func findBinaries(ctx context.Context, needs Needs, opts Options) (binaries, err
 			return b, err
 		}
 		b.java = findJava()
+	}
+	if needs.MySQL {
+		b.mariadbd, err = ensure(ctx, aptMariaDB, "MariaDB (mariadbd and mariadb-install-db)", EnvMySQLDSN, findMariaDB)
+		if err != nil {
+			return b, err
+		}
+		b.mariaInstall = findMariaInstall()
 	}
 	return b, nil
 }
@@ -203,6 +215,25 @@ func findZooKeeper() string {
 		return jar + ":" + binding
 	}
 	return jar
+}
+
+// findMariaDB returns the MariaDB server binary, or "" when it or
+// mariadb-install-db is missing.
+func findMariaDB() string {
+	if findMariaInstall() == "" {
+		return ""
+	}
+	if p, err := exec.LookPath("mariadbd"); err == nil {
+		return p
+	}
+	return findFirst([]string{"/usr/sbin/mariadbd", "/usr/bin/mariadbd", "/usr/local/sbin/mariadbd"})
+}
+
+func findMariaInstall() string {
+	if p, err := exec.LookPath("mariadb-install-db"); err == nil {
+		return p
+	}
+	return findFirst([]string{"/usr/bin/mariadb-install-db", "/usr/local/bin/mariadb-install-db"})
 }
 
 func findJava() string {

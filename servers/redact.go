@@ -16,6 +16,10 @@ var (
 	// with no colon, which for NATS is the secret itself (for redis:// or
 	// postgres:// it is a user name, and stays).
 	tokenRe = regexp.MustCompile(`((?:nats|tls|ws|wss)://)[^:/@\s]+@`)
+	// mysqlRe matches the password in a go-sql-driver/mysql DSN,
+	// user:password@tcp(host:port)/db: up to the last '@' before the
+	// protocol, as the driver reads a password with a raw '@'.
+	mysqlRe = regexp.MustCompile(`([A-Za-z0-9_.$-]*:)[^\s]*@((?:tcp[46]?|unix)\()`)
 	// queryRe matches ?password=… or &password=… in a URL's query.
 	queryRe = regexp.MustCompile(`(?i)([?&][a-z_]*password=)[^&#\s]+`)
 	// flagRe matches a command-line flag's value: --redis-password pw,
@@ -33,7 +37,8 @@ var (
 
 // Redact returns s with passwords hidden: in URLs
 // (postgres://u:pw@h/db, redis://:pw@h:6379, rediss://user:pw@h:6380,
-// ?password=pw, nats://token@h:4222) and in key=value connection strings (password=pw,
+// ?password=pw, nats://token@h:4222), in MySQL DSNs
+// (user:pw@tcp(h:3306)/db) and in key=value connection strings (password=pw,
 // password='p w'), in NAME_PASSWORD=pw lines (LOCKBENCH_REDIS_PASSWORD,
 // LOCKBENCH_ETCD_PASSWORD), in --x-password flags and in printed fields
 // (EtcdPassword:pw, "password": "pw"). Use it on anything that names a
@@ -41,6 +46,7 @@ var (
 func Redact(s string) string {
 	s = userinfoRe.ReplaceAllString(s, "${1}"+redacted+"@")
 	s = tokenRe.ReplaceAllString(s, "${1}"+redacted+"@")
+	s = mysqlRe.ReplaceAllString(s, "${1}"+redacted+"@${2}")
 	s = queryRe.ReplaceAllString(s, "${1}"+redacted)
 	s = flagRe.ReplaceAllString(s, "${1}"+redacted)
 	s = keywordRe.ReplaceAllString(s, "${1}"+redacted)

@@ -10,7 +10,8 @@ import (
 )
 
 // Node is one server lockbench started that a fault or a test can stop and
-// start again: a *Redis, an *EtcdMember, a *Postgres, a *ZKMember or a *NATSServer.
+// start again: a *Redis, an *EtcdMember, a *Postgres, a *ZKMember, a *NATSServer
+// or a *MariaDB.
 type Node interface {
 	// Name names the node and its address for people: "redis-2 (127.0.0.1:6390)".
 	Name() string
@@ -212,6 +213,7 @@ func (n *Needs) Merge(o Needs) {
 	n.Postgres = n.Postgres || o.Postgres
 	n.ZooKeeper = n.ZooKeeper || o.ZooKeeper
 	n.NATS = n.NATS || o.NATS
+	n.MySQL = n.MySQL || o.MySQL
 }
 
 // Config returns the endpoints as a lock config (TTL and Owner unset).
@@ -225,5 +227,6 @@ func (e Endpoints) Config() strategies.Config {
 		PostgresDSN:    e.PostgresDSN,
 		ZKServers:      e.ZKServers,
 		NATSURL:        e.NATSURL,
+		MySQLDSN:       e.MySQLDSN,
 	})
 }

@@ -18,12 +18,13 @@ var (
 	reRedisVersion    = regexp.MustCompile(`v=(\S+)`)
 	rePostgresVersion = regexp.MustCompile(`\(PostgreSQL\) (\S+)`)
 	reZKVersion       = regexp.MustCompile(`(?m)^Zookeeper version: ([^-,\s]+)`)
+	reMariaDBVersion  = regexp.MustCompile(`Ver (\d[^-\s]*)-MariaDB`)
 )
 
 // Versions returns the versions of the servers c started, by kind
-// ("redis", "postgres", "etcd", "zookeeper"), for a run directory's
+// ("redis", "postgres", "etcd", "zookeeper", "mariadb"), for a run directory's
 // meta.json: the binaries' own answer (redis-server --version, postgres
-// --version), ZooKeeper's srvr word, and etcd's version compiled into the
+// --version, mariadbd --version), ZooKeeper's srvr word, and etcd's version compiled into the
 // lockbench binary its members run from. A version it cannot find is left
 // out; a nil Cluster has none.
 func (c *Cluster) Versions(ctx context.Context) map[string]string {
@@ -52,6 +53,9 @@ func (c *Cluster) Versions(ctx context.Context) map[string]string {
 		if dir := findPostgres(); dir != "" {
 			ask("postgres", filepath.Join(dir, "postgres"), rePostgresVersion, "--version")
 		}
+	}
+	if c.MariaDB != nil {
+		ask("mariadb", findMariaDB(), reMariaDBVersion, "--version")
 	}
 	if len(c.Etcd) > 0 {
 		out["etcd"] = etcdversion.Version + " (embedded)"

@@ -78,6 +78,10 @@ type Config struct {
 	// NATSURL is the URL of a NATS server with JetStream (the queue
 	// strategy); user and password or a token may be in it.
 	NATSURL string
+	// MySQLDSN is a go-sql-driver/mysql data source name of a MariaDB or
+	// MySQL server, user:password@tcp(host:port)/dbname?params; TLS and
+	// the password are its own (tls=…, the password in it).
+	MySQLDSN string
 }
 
 // ttl returns c.TTL or DefaultTTL.

@@ -20,6 +20,9 @@ const (
 	BackendPostgres  Backend = "postgres"
 	BackendZooKeeper Backend = "zookeeper"
 	BackendNATS      Backend = "nats"
+	// BackendMySQL is a MySQL-protocol server: the MariaDB lockbench
+	// starts, or a user's MariaDB or MySQL (Config.MySQLDSN).
+	BackendMySQL Backend = "mysql"
 )
 
 // Need is what a strategy needs from the servers: a backend and how many of
