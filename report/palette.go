@@ -26,6 +26,7 @@ var palette = map[string]color.RGBA{
 	"zookeeper":      {0x11, 0x77, 0x33, 0xff}, // green (Tol)
 	"pg-onconflict":  {0x56, 0xb4, 0xe9, 0xff}, // sky blue
 	"pg-advisory":    {0xaa, 0x44, 0x99, 0xff}, // purple (Tol)
+	"mysql-get-lock": {0x99, 0x77, 0x00, 0xff}, // ochre (Tol medium-contrast dark yellow)
 	"pg-unique":      {0xdd, 0xcc, 0x77, 0xff}, // sand (Tol): no lock, the database's constraint
 	"pg-for-update":  {0x66, 0x33, 0x33, 0xff}, // dark red (Tol dark): no lock server, the account row's lock
 	"pg-optimistic":  {0x44, 0xaa, 0x99, 0xff}, // teal (Tol): no lock, a version check

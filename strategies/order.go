@@ -8,7 +8,7 @@ import "slices"
 // the report package's, in the same order.)
 var canon = []string{
 	"nolock", "mutex", "setnx", "redislock", "setnx-watchdog", "fencing", "redlock", "redsync",
-	"etcd", "zookeeper", "pg-onconflict", "pg-advisory", "pg-unique", "pg-for-update", "pg-optimistic", "queue",
+	"etcd", "zookeeper", "pg-onconflict", "pg-advisory", "mysql-get-lock", "pg-unique", "pg-for-update", "pg-optimistic", "queue",
 }
 
 // Builtin lists the built-in strategies in canonical order.

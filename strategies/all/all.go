@@ -6,6 +6,7 @@ import (
 	_ "github.com/lockbench/lockbench/strategies/etcdlock"     // etcd
 	_ "github.com/lockbench/lockbench/strategies/fencing"      // fencing
 	_ "github.com/lockbench/lockbench/strategies/mutex"        // mutex
+	_ "github.com/lockbench/lockbench/strategies/mysqllock"    // mysql-get-lock
 	_ "github.com/lockbench/lockbench/strategies/nolock"       // nolock
 	_ "github.com/lockbench/lockbench/strategies/pgadvisory"   // pg-advisory
 	_ "github.com/lockbench/lockbench/strategies/pgforupdate"  // pg-for-update
