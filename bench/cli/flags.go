@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 	"gopkg.in/yaml.v3"
 
@@ -267,6 +268,8 @@ type endpointFlags struct {
 	zkMembers       int
 	// nats is --nats-url: the queue strategy's NATS server(s).
 	nats string
+	// mysql is --mysql-dsn: a MariaDB or MySQL server (mysql-get-lock).
+	mysql string
 	// sentinels and master name a replicated Redis; topo is
 	// --redis-topology as given ("" when not); wait and waitTimeout are
 	// --redis-wait and --redis-wait-timeout.
@@ -289,6 +292,7 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&ef.zk, "zk-servers", "", "existing ZooKeeper servers, comma-separated host:port, port 1..65535 (env "+servers.EnvZKServers+")")
 	fs.IntVar(&ef.zkMembers, "zk-members", 1, "members of a locally started ZooKeeper ensemble: 1 or 3")
 	fs.StringVar(&ef.nats, "nats-url", "", "existing NATS server with JetStream, nats://[user:password@|token@]host:port, comma-separated for a cluster (env "+servers.EnvNATSURL+")")
+	fs.StringVar(&ef.mysql, "mysql-dsn", "", "existing MariaDB or MySQL server, user:password@tcp(host:port)/dbname (go-sql-driver/mysql DSN) (env "+servers.EnvMySQLDSN+")")
 	fs.StringVar(&ef.topo, "redis-topology", "", "Redis lockbench starts: masters (independent, as many as the strategies need) or sentinel (one primary, 2 replicas, 3 Sentinels) (default masters, or sentinel when "+servers.EnvRedisSentinels+" is set)")
 	fs.StringVar(&ef.sentinels, "redis-sentinels", "", "existing Sentinels of a replicated Redis, comma-separated host:port: single-node Redis strategies find the primary through them (env "+servers.EnvRedisSentinels+")")
 	fs.StringVar(&ef.master, "redis-master", "", "the name those Sentinels know the primary by (env "+servers.EnvRedisMaster+", default "+strategies.DefaultRedisMaster+")")
@@ -431,6 +435,12 @@ func (ef *endpointFlags) endpoints() (servers.Endpoints, error) {
 		}
 		e.NATSURL = ef.nats
 	}
+	if ef.mysql != "" {
+		if err := checkMySQLDSN(ef.mysql); err != nil {
+			return e, usageErr("--mysql-dsn: %v", err)
+		}
+		e.MySQLDSN = ef.mysql
+	}
 	if ef.sentinels != "" {
 		if e.RedisSentinels, err = parseList("redis-sentinels", ef.sentinels, "host:port or redis[s]://[user:password@]host:port", checkRedisEntry); err != nil {
 			return e, err
@@ -521,6 +531,20 @@ func checkNATSURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Port() == "" {
 		return errors.New("want nats://host:port (not shown: it may hold a password or a token)")
+	}
+	return nil
+}
+
+// checkMySQLDSN accepts a go-sql-driver/mysql DSN over TCP,
+// user:password@tcp(host:port)/dbname, with a port in 1..65535. Its
+// errors never quote the DSN: it may hold a password.
+func checkMySQLDSN(s string) error {
+	cfg, err := mysql.ParseDSN(s)
+	if err != nil || (cfg.Net != "tcp" && cfg.Net != "tcp4" && cfg.Net != "tcp6") {
+		return errors.New("want user:password@tcp(host:port)/dbname (not shown: it may hold a password)")
+	}
+	if checkHostPort(cfg.Addr) != nil {
+		return errors.New("want a host:port with a port in 1..65535 in tcp(…) (not shown: it may hold a password)")
 	}
 	return nil
 }

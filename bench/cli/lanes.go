@@ -63,6 +63,7 @@ func givenKinds(e servers.Endpoints) []string {
 	add(e.PostgresDSN != "", "Postgres")
 	add(len(e.ZKServers) > 0, "ZooKeeper")
 	add(e.NATSURL != "", "NATS")
+	add(e.MySQLDSN != "", "MariaDB")
 	return kinds
 }
 
