@@ -404,11 +404,12 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 	const window = 10 * time.Second
 	deadline := time.Now().Add(90 * time.Second)
 	var empty []string
+	seen := make([]bool, len(queries)) // had data in some round
 	for round := 1; ; round++ {
 		empty = empty[:0]
 		qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
 		now := time.Now()
-		for _, q := range queries {
+		for i, q := range queries {
 			n, err := prom.points(qctx, q, now, window)
 			if errors.Is(err, errQueryFailed) {
 				qcancel()
@@ -416,6 +417,8 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 			}
 			if err != nil || n == 0 {
 				empty = append(empty, fmt.Sprintf("%s: no data (%v)", q, err))
+			} else {
+				seen[i] = true
 			}
 		}
 		qcancel()
@@ -431,8 +434,20 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 		default:
 		}
 		if runEnded || time.Now().After(deadline) {
-			t.Fatalf("queries of %s without data (run ended: %v):\n  %s\nrun's stderr:\n%s\nprometheus:\n%s",
-				dashboardFile, runEnded, strings.Join(empty, "\n  "), stderr.String(), prom.log)
+			// Name the queries that never had data; when each had some
+			// but never all at once, the last round's empty ones.
+			what := "never had data"
+			var never []string
+			for i, q := range queries {
+				if !seen[i] {
+					never = append(never, q.String())
+				}
+			}
+			if len(never) == 0 {
+				what, never = "had data, but never all at once; the last round's empty ones", empty
+			}
+			t.Fatalf("queries of %s that %s (run ended: %v):\n  %s\nrun's stderr:\n%s\nprometheus:\n%s",
+				dashboardFile, what, runEnded, strings.Join(never, "\n  "), stderr.String(), prom.log)
 		}
 		time.Sleep(scrapeInterval)
 	}
