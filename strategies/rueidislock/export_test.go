@@ -1,0 +1,4 @@
+package rueidislock
+
+// Older is older, for the tests.
+var Older = older
