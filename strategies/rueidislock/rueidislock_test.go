@@ -292,4 +292,3 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 		}
 	}
 }
-
