@@ -7,7 +7,7 @@ import "slices"
 // then roughly from weakest to strongest lock. (Their chart colours are
 // the report package's, in the same order.)
 var canon = []string{
-	"nolock", "mutex", "setnx", "redislock", "setnx-watchdog", "fencing", "redlock", "redsync",
+	"nolock", "mutex", "setnx", "redislock", "setnx-watchdog", "rueidislock", "fencing", "redlock", "redsync",
 	"etcd", "zookeeper", "pg-onconflict", "pg-advisory", "mysql-get-lock", "pg-unique", "pg-for-update", "pg-optimistic", "queue",
 }
 

@@ -17,6 +17,7 @@ import (
 	_ "github.com/lockbench/lockbench/strategies/redislock"    // redislock
 	_ "github.com/lockbench/lockbench/strategies/redlock"      // redlock
 	_ "github.com/lockbench/lockbench/strategies/redsync"      // redsync
+	_ "github.com/lockbench/lockbench/strategies/rueidislock"  // rueidislock
 	_ "github.com/lockbench/lockbench/strategies/setnx"        // setnx
 	_ "github.com/lockbench/lockbench/strategies/watchdog"     // setnx-watchdog
 	_ "github.com/lockbench/lockbench/strategies/zklock"       // zookeeper
