@@ -416,6 +416,17 @@ func (w *worker) txAttempt(cx cycleCtx, ctx context.Context, d Delivery, key str
 	begin := time.Now()
 	entered := false
 	var entry int64 // the store's entry number for this delivery's Enter
+	leave := func() {
+		entered = false
+		if _, ferr := in.store.Finish(cx.detached, store.FinishReq{LockKey: key, Payment: d.Payment, Account: d.Account, Entry: entry}); ferr != nil {
+			w.c.Errors[ecStore].Add(1)
+		}
+	}
+	req.Leave = func() {
+		if entered {
+			leave()
+		}
+	}
 	txr, err = in.tx.Process(ctx, req, func(ctx context.Context) error {
 		claim = time.Now()
 		read, err := in.store.Enter(ctx, store.EnterReq{LockKey: key, Payment: d.Payment, Account: d.Account, Instance: in.cfg.ID, Worker: w.id, Waiting: true})
@@ -441,10 +452,9 @@ func (w *worker) txAttempt(cx cycleCtx, ctx context.Context, d Delivery, key str
 	end := time.Now()
 	if entered {
 		// The store must see every delivery that entered leave, whatever
-		// happened to its transaction.
-		if _, ferr := in.store.Finish(cx.detached, store.FinishReq{LockKey: key, Payment: d.Payment, Account: d.Account, Entry: entry}); ferr != nil {
-			w.c.Errors[ecStore].Add(1)
-		}
+		// happened to its transaction: one that did not reach its commit
+		// leaves here.
+		leave()
 	}
 	if w.hb != nil {
 		ok := err == nil && !txr.Conflict

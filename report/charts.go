@@ -53,6 +53,17 @@ func BuildCharts(runs []results.Run) (ChartSet, error) {
 	ch, err := ThroughputContention(sweepSummaries(ss, results.ScenarioContention))
 	add("Throughput against contention", ch, err, `no contention sweep (scenario "contention") in these runs`)
 
+	// Only the matrix runs the sweep on the Postgres store: a report
+	// without it says nothing of it.
+	if ch, err = ThroughputContention(sweepSummaries(ss, results.ScenarioPgContention)); ch != nil || err != nil {
+		if ch != nil {
+			ch.Name, ch.Title = "throughput-contention-postgres", "Throughput against contention, on the Postgres store"
+			ch.Caption = "The same sweep with the bank in Postgres: the strategies that use the database as the lock " +
+				"(a unique marker, the row lock, a version check) beside the locks, like for like."
+		}
+		add("Throughput against contention on the Postgres store", ch, err, "")
+	}
+
 	ch, err = LatencyThroughput(sweepSummaries(ss, results.ScenarioSweep))
 	add("Latency against throughput", ch, err, `no rate sweep (scenario "sweep") in these runs`)
 

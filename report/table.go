@@ -91,6 +91,7 @@ var (
 	colStaleRejected  = countCol("stale rejected", "stale rej", func(s *results.Summary) int64 { return s.StaleRejected })
 	colStaleAccepted  = countCol("stale accepted", "stale acc", func(s *results.Summary) int64 { return s.StaleAccepted })
 	colUnprocessed    = countCol("unprocessed", "", func(s *results.Summary) int64 { return s.Unprocessed })
+	colConflicts      = countCol("conflicts", "", func(s *results.Summary) int64 { return s.Conflicts })
 	colErrors         = column{name: "errors", cell: func(s *results.Summary) string { return fmtErrors(s.Errors) }}
 	colVerdict        = column{name: "verdict", cell: func(s *results.Summary) string { return verdictOf(s) }}
 )
@@ -109,7 +110,11 @@ func Table(w io.Writer, ss []results.Summary) error {
 	}
 	cols := append(contextColumns(ss), colPaymentsPerSec, colAcquireP50, colAcquireP99, colAcquireP999,
 		colDuplicates, colLost, colOverdrafts, colOverlaps, colStaleRejected, colStaleAccepted,
-		colUnprocessed, colErrors, colVerdict)
+		colUnprocessed)
+	if anyConflicts(ss) {
+		cols = append(cols, colConflicts)
+	}
+	cols = append(cols, colErrors, colVerdict)
 	return plainTable(w, cols, ss)
 }
 
@@ -149,8 +154,24 @@ func resultsMarkdown(w io.Writer, ss []results.Summary) error {
 			cols = append(cols, c.col)
 		}
 	}
-	cols = append(cols, colDuplicates, colOverdrafts, colUnprocessed, colErrors)
+	cols = append(cols, colDuplicates, colOverdrafts, colUnprocessed)
+	if anyConflicts(ss) {
+		cols = append(cols, colConflicts)
+	}
+	cols = append(cols, colErrors)
 	return markdownOf(w, cols, ss)
+}
+
+// anyConflicts reports whether any of ss counted a conflict (an
+// optimistic strategy's failed version check): only then do the tables
+// have the column.
+func anyConflicts(ss []results.Summary) bool {
+	for i := range ss {
+		if ss[i].Conflicts > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // anyHas reports whether any of ss reports stat of phase.

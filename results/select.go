@@ -13,6 +13,10 @@ const (
 	// ScenarioContention names a contention sweep: the same load with more
 	// and more contenders per lock key.
 	ScenarioContention = "contention"
+	// ScenarioPgContention names the contention sweep on the Postgres
+	// store, where the strategies that keep the bank in the database run
+	// beside the locks.
+	ScenarioPgContention = "pg-contention"
 	// ScenarioSweep names a rate sweep: the same scenario at rising offered
 	// rates (Params.Rate).
 	ScenarioSweep = "sweep"
@@ -27,5 +31,5 @@ func InSweep(s *Summary, sweep string) bool { return strings.HasPrefix(s.Scenari
 
 // IsSweep reports whether s belongs to either kind of sweep.
 func IsSweep(s *Summary) bool {
-	return InSweep(s, ScenarioContention) || InSweep(s, ScenarioSweep)
+	return InSweep(s, ScenarioContention) || InSweep(s, ScenarioPgContention) || InSweep(s, ScenarioSweep)
 }

@@ -28,6 +28,11 @@ type matrixPlan struct {
 	// lock key (3 instances × 8 workers = 24 workers).
 	accounts       []int
 	contentionPays int
+	// pgContentionAll runs every strategy in the contention sweep on the
+	// Postgres store (results.ScenarioPgContention); false runs only the
+	// strategies that keep their state in Postgres (the transactional
+	// ones and the Postgres locks), to keep the quick matrix quick.
+	pgContentionAll bool
 	// rates are the open-loop sweep's offered payments/s; a strategy's sweep
 	// stops after the first rate it cannot sustain (see matrixSLOP99).
 	rates        []float64
@@ -43,7 +48,7 @@ type matrixPlan struct {
 // five minutes on two cores; the full matrix runs every strategy and
 // fault.
 var (
-	quickStrategies = []string{"nolock", "mutex", "setnx", "fencing", "redlock", "etcd", "pg-onconflict", "pg-unique", "queue"}
+	quickStrategies = []string{"nolock", "mutex", "setnx", "fencing", "redlock", "etcd", "pg-onconflict", "pg-unique", "pg-for-update", "pg-optimistic", "queue"}
 	quickFaults     = []string{"none", "pause", "kill-node", "restart-node", "clock-jump"}
 )
 
@@ -55,7 +60,7 @@ var (
 	fullMatrix = matrixPlan{
 		// 6,000 payments of two deliveries: 12,000 samples a phase, so
 		// that at least 10 stand beyond the p99.9 the report prints.
-		basePayments: 6000, accounts: []int{96, 24, 6, 2, 1}, contentionPays: 2000,
+		basePayments: 6000, accounts: []int{96, 24, 6, 2, 1}, contentionPays: 2000, pgContentionAll: true,
 		rates: []float64{250, 500, 1000, 2000, 4000, 8000}, stepDuration: 5 * time.Second, stepWarmup: time.Second,
 	}
 )
@@ -209,8 +214,12 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 			if v, ok := r.Summary.Latency["total"].Value(results.StatP99); ok {
 				p99 = results.FormatDuration(v)
 			}
-			fmt.Fprintf(stderr, "%-10s %-25s %8.0f pay/s  total p99 %-9s %s  (%s)\n", label, strings.TrimSpace(name+" "+varies), r.Summary.PaymentsPerSec,
-				p99, r.Summary.Verdict(), time.Since(t0).Round(100*time.Millisecond))
+			extra := ""
+			if r.Summary.Conflicts > 0 {
+				extra = fmt.Sprintf("  conflicts %d", r.Summary.Conflicts)
+			}
+			fmt.Fprintf(stderr, "%-13s %-27s %8.0f pay/s  total p99 %-9s %s%s  (%s)\n", label, strings.TrimSpace(name+" "+varies), r.Summary.PaymentsPerSec,
+				p99, r.Summary.Verdict(), extra, time.Since(t0).Round(100*time.Millisecond))
 			runs = append(runs, r)
 			if err := dir.add(r); err != nil || ctx.Err() != nil {
 				return runs, firstErr(err, ctx.Err())
@@ -235,6 +244,15 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	for _, name := range locks {
 		for _, accounts := range size.accounts {
 			if _, err := step("contention", name, fmt.Sprintf("accounts=%d", accounts), size.contentionScenario(accounts), o.sweepTrials); err != nil || ctx.Err() != nil {
+				return firstErr(err, ctx.Err())
+			}
+		}
+	}
+	// 2b. Contention on the Postgres store: the database as the lock
+	// against the locks, like for like, as accounts get hotter.
+	for _, name := range size.pgContentionNames(onPostgres) {
+		for _, accounts := range size.accounts {
+			if _, err := step("pg-contention", name, fmt.Sprintf("accounts=%d", accounts), size.pgContentionScenario(accounts), o.sweepTrials); err != nil || ctx.Err() != nil {
 				return firstErr(err, ctx.Err())
 			}
 		}
@@ -315,6 +333,31 @@ func (m matrixPlan) contentionScenario(accounts int) loadgen.Scenario {
 	return sc
 }
 
+// pgContentionScenario is the Postgres store's contention sweep's point at
+// accounts.
+func (m matrixPlan) pgContentionScenario(accounts int) loadgen.Scenario {
+	sc := m.contentionScenario(accounts)
+	sc.Name = results.ScenarioPgContention
+	sc.Store = loadgen.StorePostgres
+	return sc
+}
+
+// pgContentionNames are the strategies of onPostgres that run the
+// contention sweep on the Postgres store: all of them, or
+// (pgContentionAll unset) those that keep their state in Postgres.
+func (m matrixPlan) pgContentionNames(onPostgres []string) []string {
+	if m.pgContentionAll {
+		return onPostgres
+	}
+	var out []string
+	for _, name := range onPostgres {
+		if info, _ := strategies.Lookup(name); info.Transactional || info.Need.Backend == strategies.BackendPostgres {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // sweepScenario is the rate sweep's step at rate, long enough for the p99
 // the latency–throughput chart plots (stepFor).
 func (m matrixPlan) sweepScenario(rate float64) loadgen.Scenario {
@@ -378,6 +421,16 @@ func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase,
 		}
 	}
 	section(fmt.Sprintf("contention (accounts %v)", m.accounts), len(locks)*len(m.accounts), d, sweepTrials)
+	d = 0
+	pgNames := m.pgContentionNames(onPostgres)
+	for range pgNames {
+		for _, a := range m.accounts {
+			d += estimate(m.pgContentionScenario(a))
+		}
+	}
+	if len(pgNames) > 0 {
+		section("contention on the Postgres store", len(pgNames)*len(m.accounts), d, sweepTrials)
+	}
 	d = 0
 	for range locks {
 		for _, r := range m.rates {

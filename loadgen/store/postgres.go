@@ -293,7 +293,13 @@ func (p *Postgres) Process(ctx context.Context, r TxReq, inside func(ctx context
 				return err
 			}
 		}
-		return tx.QueryRow(ctx, `SELECT lockbench_store_debit($1, $2, $3)`, r.Payment, r.Account, r.Amount).Scan(&out.Debited)
+		if err := tx.QueryRow(ctx, `SELECT lockbench_store_debit($1, $2, $3)`, r.Payment, r.Account, r.Amount).Scan(&out.Debited); err != nil {
+			return err
+		}
+		if r.Leave != nil {
+			r.Leave()
+		}
+		return nil
 	})
 	if err != nil {
 		return TxResp{}, postgresError("process", err)
@@ -370,6 +376,9 @@ func (p *Postgres) processRead(ctx context.Context, r TxReq, inside func(ctx con
 			return err
 		}
 		out.Debited = debit > 0
+		if r.Leave != nil {
+			r.Leave()
+		}
 		return nil
 	})
 	var pgErr *pgconn.PgError

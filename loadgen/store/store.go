@@ -257,6 +257,11 @@ type TxReq struct {
 	// that proves the store catches a transaction that does not exclude
 	// its duplicates. Tests only.
 	Unguarded bool
+	// Leave, when set, is called once the transaction's write is done,
+	// just before its commit: the critical section ends with the commit,
+	// which releases the row lock or the marker, so the caller's
+	// bookkeeping of the section ends there, not after a gap.
+	Leave func()
 }
 
 // TxKind names a transactional strategy's transaction (Transactor).
