@@ -233,6 +233,28 @@ func TestTransaction(t *testing.T) {
 	}
 }
 
+// TestTransactionConflicts: an optimistic transaction whose version check
+// failed is rolled back, counts one conflict and applies nothing; the
+// delivery's next try commits.
+func TestTransactionConflicts(t *testing.T) {
+	h := newHist("transaction", "pg-optimistic", "account", false, false, []int64{1000}, 0)
+	k := "lockbench:acct:0"
+	h.offer(1, 0, 100)
+	for try, line := range []map[string]any{
+		{"claimed": false, "debited": false, "outcome": "rollback", "conflict": true},
+		{"claimed": false, "debited": false, "outcome": "rollback", "conflict": true},
+		{"claimed": true, "debited": true, "outcome": "commit"},
+	} {
+		at := int64(100 * try)
+		n := h.enter(0, 0, k, 1, 0, at+10, 0, 0, 0)
+		h.finish(k, n, 1, 0, at+20, 0, nil)
+		line["ev"], line["i"], line["w"], line["p"], line["a"], line["k"] = "tx", 0, 0, 1, 0, k
+		line["begin"], line["claim"], line["end"] = at+5, at+15, at+25
+		h.add(line)
+	}
+	checkOne(t, &testRun{strategy: "pg-optimistic", hist: h}, Counts{Processed: 1, Conflicts: 2})
+}
+
 // TestOverlapWindows: the window of exposure opens when a second holder
 // enters and closes when the key is back to one holder; a third holder
 // neither opens nor closes it, and a window that closes before it opened

@@ -17,6 +17,7 @@ type Counts struct {
 	TokenRegressed int64 `json:"token_regressed"`
 	TokenReused    int64 `json:"token_reused"`
 	UnsafeStrikes  int64 `json:"unsafe_strikes"`
+	Conflicts      int64 `json:"conflicts"`
 }
 
 // field is one count by its summary.json name.
@@ -42,5 +43,6 @@ func (c *Counts) fields() []field {
 		{"token_regressed", c.TokenRegressed},
 		{"token_reused", c.TokenReused},
 		{"unsafe_strikes", c.UnsafeStrikes},
+		{"conflicts", c.Conflicts},
 	}
 }

@@ -46,5 +46,6 @@ func derive(h *history) (*derivation, error) {
 	more, notes := judgeRecords(&h.hdr, apps, offered, &d.counts)
 	d.notes = notes
 	d.counts.UnsafeStrikes = unsafeStrikes(h.strikes, append(outcomes, more...))
+	d.counts.Conflicts = h.conflicts
 	return d, nil
 }

@@ -72,9 +72,10 @@ type line struct {
 	Write *write `json:"write"`
 
 	// tx; a strike's End too
-	End     int64  `json:"end"`
-	Claimed bool   `json:"claimed"`
-	Outcome string `json:"outcome"`
+	End      int64  `json:"end"`
+	Claimed  bool   `json:"claimed"`
+	Outcome  string `json:"outcome"`
+	Conflict bool   `json:"conflict"`
 
 	// strike
 	Start int64 `json:"start"`
@@ -153,6 +154,8 @@ type history struct {
 	strikes  []strike
 	// acquires counts the acquire lines with ok.
 	acquires int64
+	// conflicts counts the tx lines whose version check failed.
+	conflicts int64
 }
 
 // readHistory decodes the history file at path.
@@ -239,6 +242,9 @@ func (h *history) add(l *line, num int) error {
 		k := h.key(l.K)
 		k.events = append(k.events, e)
 	case "tx":
+		if l.Conflict {
+			h.conflicts++
+		}
 		if l.Outcome == "commit" && l.Claimed {
 			h.tx = append(h.tx, txApp{p: l.P, end: l.End, a: l.A})
 		}
