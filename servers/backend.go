@@ -260,7 +260,7 @@ func replaceNATSHost(ep, addr string) (string, error) {
 func hostOfMySQLDSN(dsn string) (string, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return "", errors.New("the MySQL DSN cannot be parsed (not shown: it may hold a password); want user:password@tcp(host:port)/dbname")
+		return "", errors.New("the MySQL DSN cannot be parsed (not shown: it may hold a password); want [user[:password]@]tcp(host:port)/dbname")
 	}
 	if cfg.Net != "tcp" && cfg.Net != "tcp4" && cfg.Net != "tcp6" {
 		return "", fmt.Errorf("the MySQL DSN names protocol %q; want tcp(host:port)", cfg.Net)

@@ -541,7 +541,7 @@ func checkNATSURL(s string) error {
 func checkMySQLDSN(s string) error {
 	cfg, err := mysql.ParseDSN(s)
 	if err != nil || (cfg.Net != "tcp" && cfg.Net != "tcp4" && cfg.Net != "tcp6") {
-		return errors.New("want user:password@tcp(host:port)/dbname (not shown: it may hold a password)")
+		return errors.New("want [user[:password]@]tcp(host:port)/dbname (not shown: it may hold a password)")
 	}
 	if checkHostPort(cfg.Addr) != nil {
 		return errors.New("want a host:port with a port in 1..65535 in tcp(…) (not shown: it may hold a password)")
