@@ -27,7 +27,7 @@ func Expected(info strategies.Info, fenced bool) string {
 	case !info.CrossProcess:
 		return "no exclusion across instances: double-processes duplicates sent to two instances"
 	case info.Transactional:
-		return "no lock: the unique constraint and the guarded debit hold under pause, slow and partition; kill-node of its database ends the run"
+		return "no lock server: safe under pause, slow and partition by " + txGuard[info.Transaction] + " in the payment's transaction; kill-node of its database ends the run"
 	case info.SessionBound:
 		return "no TTL: pause and slow work keep the lock; a reset connection (partition mode=reset, a restart, a failover) drops it under a live holder: double-processing; kill-node: unavailable (one node)"
 	}
@@ -143,4 +143,11 @@ func measured(ss []results.Summary, name string, fenced bool) string {
 		return fmt.Sprintf("safe and available under all %d faults run", len(faults))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// txGuard names what protects a transactional strategy's payment.
+var txGuard = map[strategies.Transaction]string{
+	strategies.TxUniqueMarker: "the unique constraint and the guarded debit",
+	strategies.TxRowLock:      "the account row's lock (FOR UPDATE)",
+	strategies.TxOptimistic:   "the version check, retried on conflict",
 }

@@ -34,7 +34,9 @@ func TestExpected(t *testing.T) {
 		{"etcd", true, "pause past TTL (slow work keeps the lease alive): stale writes rejected by the store (fenced); kill-node: unavailable without quorum"},
 		{"pg-onconflict", true, "pause past TTL, slow work past TTL: stale writes rejected by the store (fenced); kill-node: unavailable (one node)"},
 		// No lock: the database's constraint is the protection.
-		{"pg-unique", false, "no lock: the unique constraint and the guarded debit hold under pause, slow and partition; kill-node of its database ends the run"},
+		{"pg-unique", false, "no lock server: safe under pause, slow and partition by the unique constraint and the guarded debit in the payment's transaction; kill-node of its database ends the run"},
+		{"pg-for-update", false, "no lock server: safe under pause, slow and partition by the account row's lock (FOR UPDATE) in the payment's transaction; kill-node of its database ends the run"},
+		{"pg-optimistic", false, "no lock server: safe under pause, slow and partition by the version check, retried on conflict in the payment's transaction; kill-node of its database ends the run"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.strategy, func(t *testing.T) {
