@@ -1,6 +1,7 @@
 // Package servers starts and stops the lock servers lockbench measures:
-// Redis nodes, an etcd cluster, PostgreSQL, a ZooKeeper ensemble and a NATS
-// server with JetStream (the queue strategy's broker), on loopback, on free ports, in one temporary directory, so that a benchmark
+// Redis nodes, an etcd cluster, PostgreSQL, a ZooKeeper ensemble, a NATS
+// server with JetStream (the queue strategy's broker) and MariaDB (the
+// MySQL backend), on loopback, on free ports, in one temporary directory, so that a benchmark
 // or a test needs nothing but the binaries. For instances on agents off
 // this host's loopback (package loadgen/agent), Options.Host puts every
 // server on another address of this machine (Postgres on it and on
@@ -66,7 +67,17 @@
 // temporary directory is made traversable for it, and its parents ($TMPDIR,
 // /tmp by default) must be too.
 //
-// A missing redis-server, PostgreSQL, libfaketime or ZooKeeper is installed
+// MariaDB is Debian's mariadb-server (10.11): mariadb-install-db creates
+// its system tables in the server's directory, and mariadbd runs with TCP
+// on (--skip-networking=0) on a free port, its socket in that directory,
+// --no-defaults (no /etc/mysql configuration is read) and an init file
+// that creates the user MariaDBUser, with a password generated for each
+// Cluster, and the database MariaDBDatabase; root is reachable only
+// through the socket. As PostgreSQL, mariadbd does not run as root: as
+// root it runs as the mysql user. Debian's packaged service is neither
+// needed nor touched.
+//
+// A missing redis-server, PostgreSQL, libfaketime, ZooKeeper or MariaDB is installed
 // with apt-get (once per process) when lockbench runs as root on a system
 // that has apt-get; otherwise Start returns an error saying what to install.
 // ZooKeeper is Debian's zookeeper package (3.8), run straight from java
@@ -77,8 +88,9 @@
 // # Caveats
 //
 // These servers are tuned for benchmarking locks on one machine, not for
-// keeping data: PostgreSQL runs with fsync and full_page_writes off, and
-// etcd with UnsafeNoFsync. Both survive a killed process (acknowledged
+// keeping data: PostgreSQL runs with fsync and full_page_writes off,
+// MariaDB with innodb_flush_log_at_trx_commit=2, and etcd with
+// UnsafeNoFsync. Both survive a killed process (acknowledged
 // commits are in the page cache; PostgreSQL keeps synchronous_commit on so
 // that they are) but not a power cut. Redis saves
 // nothing unless Options.RedisAOF is set, so a killed and restarted node comes
