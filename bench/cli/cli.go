@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockbench/lockbench/bench/selfcheck"
 	"github.com/lockbench/lockbench/internal/usage"
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
 )
 
@@ -168,7 +169,8 @@ func printHelp(w io.Writer) {
 }
 
 // ExitCode prints err on one line (even when a driver's error spans
-// several) and maps it to its exit code: 0 done (and -h), 2 bad usage, 3
+// several; files that could not be written get one line per kind of file)
+// and maps it to its exit code: 0 done (and -h), 2 bad usage, 3
 // unsafe with --fail-on-unsafe, 4 a regression with --fail-on-regression,
 // 130 interrupted (whatever else the command returned: its results are
 // partial), 1 anything else. An interruption with no error of its own
@@ -176,9 +178,20 @@ func printHelp(w io.Writer) {
 func ExitCode(err error, stderr io.Writer) int {
 	// Redact: the last line of defence for a password an error quotes.
 	say := func(err error) { fmt.Fprintln(stderr, "lockbench:", servers.Redact(oneLine(err.Error()))) }
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	// Files that could not be written: one line per kind, then the rest.
+	if lines, rest := results.WriteFailures(err); len(lines) > 0 {
+		for _, l := range lines {
+			fmt.Fprintln(stderr, "lockbench:", servers.Redact(oneLine(l)))
+		}
+		if rest == nil {
+			return 1
+		}
+		return ExitCode(rest, stderr)
+	}
+	switch {
 	case errors.Is(err, ErrInterrupted):
 		if err != ErrInterrupted {
 			say(err)

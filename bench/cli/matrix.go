@@ -169,7 +169,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if o.dryRun {
 		return printMatrix(stdout, size, names, cases, o.trials, o.sweepTrials, o.lanes, o.seed, o.ef)
 	}
-	dir, err := newRunDir(o.out, "matrix", args)
+	dir, err := newRunDir(o.out, "matrix", args, outEstimate(size.runs(names, len(cases), o.trials, o.sweepTrials), size.basePayments, o.history))
 	if err != nil {
 		return err
 	}
@@ -331,6 +331,14 @@ func (m matrixPlan) contentionScenario(accounts int) loadgen.Scenario {
 	sc.Accounts = accounts
 	sc.Payments = m.contentionPays
 	return sc
+}
+
+// runs is how many runs the matrix of names and cases fault cells makes at
+// most (every rate of the sweep).
+func (m matrixPlan) runs(names []string, cases, trials, sweepTrials int) int {
+	locks, onPostgres := splitLocks(names)
+	sweeps := (len(locks)+len(m.pgContentionNames(onPostgres)))*len(m.accounts) + len(locks)*len(m.rates)
+	return (len(m.baseCells(locks, onPostgres))+cases)*trials + sweeps*sweepTrials
 }
 
 // pgContentionScenario is the Postgres store's contention sweep's point at

@@ -170,7 +170,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return err
 	}
 	risks, risksFrom := o.risks, o.risksFrom
-	dir, err := newRunDir(o.out, "plan", args)
+	// A plan's sweeps stop at the first rate a strategy cannot hold: at
+	// most a few dozen runs a strategy.
+	dir, err := newRunDir(o.out, "plan", args, outEstimate(32*len(o.names), 0, false))
 	if err != nil {
 		return err
 	}

@@ -159,7 +159,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		return err
 	}
 	names, sc := o.names, o.sc
-	dir, err := newRunDir(o.out, "run", args)
+	payments, _ := sc.PaymentBound()
+	dir, err := newRunDir(o.out, "run", args, outEstimate(len(names)*len(o.cells)*max(1, o.trials), payments, o.history))
 	if err != nil {
 		return err
 	}

@@ -29,12 +29,19 @@ type runDir struct {
 	closed  bool
 }
 
-func newRunDir(out, kind string, args []string) (*runDir, error) {
+// newRunDir makes the run directory out (a dated one under out/ when ""),
+// after checking that its file system has room for need bytes
+// (outEstimate): too little is a usage error naming --out.
+func newRunDir(out, kind string, args []string, need int64) (*runDir, error) {
 	if out == "" {
 		out = filepath.Join("out", kind+"-"+time.Now().Format("20060102-150405"))
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
+	}
+	if free, ok := freeBytes(out); ok && free < need {
+		return nil, usageErr("--out: %s has %s free; this command writes up to about %s there (charts, reports, interval logs%s): free some space or choose another --out",
+			out, fmtBytes(free), fmtBytes(need), map[bool]string{true: ", histories"}[need > outFixed+outPerRun*1000])
 	}
 	return &runDir{dir: out, started: results.ReadMachineTime(), meta: results.Meta{
 		SchemaVersion: results.MetaSchemaVersion,
@@ -126,4 +133,42 @@ func (d *runDir) summaries() []results.Summary {
 		out[i] = r.Summary
 	}
 	return out
+}
+
+// What a command writes into its run directory, at most, for the check
+// newRunDir makes before it starts (measured on runs of 3,000 payments:
+// 100 KB of charts and 90 KB of report.html for two runs, 10 KB of interval
+// logs and rows a run, and a history of 160 B a payment compressed, about
+// 1 KB while it is written).
+const (
+	outFixed              = 4 << 20  // charts, report.md, report.html
+	outPerRun             = 64 << 10 // interval logs, summary rows
+	historyPerPayment     = 256      // a history, compressed
+	historyPartPerPayment = 1536     // the history being written, plain
+)
+
+// outEstimate is what a command of runs runs of at most payments payments
+// each (0: unknown, taken as 10,000) writes into --out, with their
+// histories when history is set: a generous upper bound, so that a run
+// that starts has room to finish.
+func outEstimate(runs, payments int, history bool) int64 {
+	need := int64(outFixed) + int64(runs)*outPerRun
+	if history {
+		if payments <= 0 {
+			payments = 10000
+		}
+		need += int64(runs)*int64(payments)*historyPerPayment + int64(payments)*historyPartPerPayment
+	}
+	return need
+}
+
+// fmtBytes is n in KB, MB or GB (powers of 1024), for people.
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KB", n>>10)
 }

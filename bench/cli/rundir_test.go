@@ -101,7 +101,7 @@ func TestRunDirRendersOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := newRunDir(t.TempDir(), "run", nil)
+	d, err := newRunDir(t.TempDir(), "run", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

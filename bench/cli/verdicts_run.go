@@ -74,7 +74,13 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	for _, c := range cases {
 		need.Merge(needs([]string{c.strategy}, c.sc))
 	}
-	dir, err := newRunDir(o.out, "verdicts", args)
+	payments := 0
+	for _, c := range cases {
+		if p, ok := c.sc.PaymentBound(); ok {
+			payments = max(payments, p)
+		}
+	}
+	dir, err := newRunDir(o.out, "verdicts", args, outEstimate(len(cases)*o.trials, payments, o.history))
 	if err != nil {
 		return err
 	}
