@@ -24,7 +24,7 @@ const RefuseLimit = 5 * time.Second
 // tlsStrategies are the strategies whose clients TLS and auth concern:
 // every Redis, etcd and Postgres lock.
 var tlsStrategies = []string{
-	"setnx", "fencing", "redislock", "setnx-watchdog", "redlock", "redsync",
+	"setnx", "fencing", "redislock", "setnx-watchdog", "rueidislock", "redlock", "redsync",
 	"etcd", "pg-advisory", "pg-onconflict",
 }
 
@@ -236,7 +236,7 @@ func TestTLSSentinel(t *testing.T) {
 	for _, s := range good.RedisSentinels {
 		wrong.RedisSentinels = append(wrong.RedisSentinels, setPassword(s, "not-"+tlsPassword))
 	}
-	for _, info := range lookupAll(t, []string{"setnx", "fencing", "redislock", "setnx-watchdog"}) {
+	for _, info := range lookupAll(t, []string{"setnx", "fencing", "redislock", "setnx-watchdog", "rueidislock"}) {
 		t.Run(info.Name, func(t *testing.T) {
 			h := &harness{info: info, target: servers.Target{Need: info.Need, Config: good}}
 			t.Run("exclusion-per-contender", func(t *testing.T) { testExclusion(t, h, true) })

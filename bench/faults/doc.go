@@ -31,7 +31,7 @@
 //     node, the etcd member or Postgres and starts it again.
 //   - restart-node, clock-jump: node=N (default 0; for redlock the middle
 //     node), hold=D (default TTL/2), split=on|off (default on); clock-jump
-//     also jump=D (default TTL + 1s). Redis strategies only.
+//     also jump=D (default the lease TTL + 1s). Redis strategies only.
 //   - partition: node=N (default 0), mode=cut|delay|reset (default cut),
 //     delay=D (default 200ms), for=D (default 3s). mode=reset resets every
 //     connection through the proxy (TCP RST both ways) while a holder is

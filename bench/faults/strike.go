@@ -23,7 +23,7 @@ type strikeConfig struct {
 	hold  span // zero: TTL/2
 	split bool
 	sched schedule
-	jump  time.Duration // clock-jump: 0 means TTL + 1s
+	jump  time.Duration // clock-jump: 0 means the lease TTL + 1s
 }
 
 const strikeParams = "node=N (default 0; for redlock the middle node, N/2), hold=D or MIN-MAX (how long the caught holder stays inside, default TTL/2), " +
@@ -122,7 +122,9 @@ func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 		s.cfg.hold = fixed(env.Scenario.TTL / 2)
 	}
 	if s.cfg.jump == 0 {
-		s.cfg.jump = env.Scenario.TTL + time.Second
+		// Past the lease the server grants (Info.LeaseTTL), which is the
+		// TTL unless the library fixes its own (rueidislock: 5s).
+		s.cfg.jump = env.Info.LeaseTTL(env.Scenario.TTL) + time.Second
 	}
 	nd, err := serverNode(s.name, env, s.target, s.cfg.index)
 	if err != nil {
@@ -303,7 +305,7 @@ func init() {
 		Name: "clock-jump",
 		Description: "while a holder is inside its critical section, one Redis node's clock (libfaketime) jumps forward past the TTL, " +
 			"so its copy of the lock expires early; set back at the end",
-		Params:     strikeParams + ", jump=D (default TTL + 1s)",
+		Params:     strikeParams + ", jump=D (default the lease's TTL + 1s: the TTL, or the lease the library fixes)",
 		AppliesTo:  clocked,
 		NeedsLocal: true,
 		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
