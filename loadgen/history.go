@@ -61,7 +61,7 @@ type clientEvent struct {
 	Claimed, Debited, Redelivery bool
 	// Conflict: a transaction's version check failed (tx).
 	Conflict bool
-	Err                          string
+	Err      string
 }
 
 // histBuf is one worker's events since the last drain.
