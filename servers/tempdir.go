@@ -149,6 +149,18 @@ func newTempDir(parent string) (string, error) {
 	return dir, nil
 }
 
+// RemoveStaleTempDirs removes the temporary directories of lockbench
+// processes that are gone (killed before they could remove them) from
+// os.TempDir, and returns their paths. Every lockbench command calls it
+// when it starts, whether it starts servers or not.
+func RemoveStaleTempDirs() []string {
+	me, known := currentOwner()
+	if !known {
+		return nil
+	}
+	return removeStale(os.TempDir(), me)
+}
+
 // removeStale removes the lockbench directories in parent whose owner is
 // gone (see above) and returns their paths. Errors are ignored: a
 // directory that cannot be removed now is tried again next time.

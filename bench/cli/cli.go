@@ -97,6 +97,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if c == nil {
 		return err
 	}
+	// A run killed outright left its servers' directory: any command
+	// removes it, not only the next that starts servers.
+	servers.RemoveStaleTempDirs()
 	err = c.run(ctx, args[1:], stdout, stderr)
 	if ctx.Err() == nil || errors.Is(err, flag.ErrHelp) || isUsage(err) {
 		return err

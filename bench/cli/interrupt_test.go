@@ -107,7 +107,8 @@ func TestInterruptedRunExits130(t *testing.T) {
 }
 
 // A run killed with SIGKILL cannot remove its servers' temporary
-// directory; the next run does.
+// directory; the next lockbench command of any kind does, here one that
+// starts no server.
 func TestKilledRunsTempDirIsRemovedByTheNext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds lockbench and starts Redis; skipped with -short")
@@ -129,15 +130,75 @@ func TestKilledRunsTempDirIsRemovedByTheNext(t *testing.T) {
 	// Its redis-server dies with it (Pdeathsig); give it a moment.
 	time.Sleep(200 * time.Millisecond)
 
-	next := exec.Command(bin, "run", "--strategy", "setnx", "--payments", "50", "--out", filepath.Join(t.TempDir(), "next"))
+	next := exec.Command(bin, "strategies")
 	next.Env = childEnv(tmp)
 	if b, err := next.CombinedOutput(); err != nil {
-		t.Fatalf("next run: %v\n%s", err, b)
+		t.Fatalf("next command: %v\n%s", err, b)
 	}
 	if _, err := os.Stat(stale[0]); !os.IsNotExist(err) {
 		t.Errorf("%s after the next run: %v; want it removed", stale[0], err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*")); len(left) > 0 {
 		t.Errorf("left in TMPDIR: %v; want nothing", left)
+	}
+}
+
+// Ctrl-C in the middle of a verdicts run is said once, in one line: the
+// runs it cut short are not reported as failures besides.
+func TestInterruptedVerdictsSaidOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds lockbench and starts Redis; skipped with -short")
+	}
+	bin := lockbenchBinary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "verdicts")
+	cmd := exec.Command(bin, "verdicts", "--strategy", "setnx,fencing", "--fault", "none,pause", "--trials", "3", "--out", out)
+	cmd.Env = childEnv(tmp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.After(2 * time.Minute)
+	for rows := 0; rows == 0; {
+		select {
+		case err := <-done:
+			t.Fatalf("ended (%v) before it was interrupted; stderr:\n%s", err, stderr.String())
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("no row in summary.json after 2 minutes; stderr:\n%s", stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if ss, _, err := report.ReadSummaries(out); err == nil {
+			rows = len(ss)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the next run is under way
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 60s after SIGINT; stderr:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v; want exit status 130. stderr:\n%s", err, stderr.String())
+	}
+	said := 0
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, "failed") || strings.Contains(l, "context canceled") || strings.Contains(l, "error:") {
+			t.Errorf("stderr line %q: the interruption reported as a failure", l)
+		}
+		if strings.Contains(l, "interrupted") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("stderr says interrupted %d times; want once:\n%s", said, stderr.String())
 	}
 }

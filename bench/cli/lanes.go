@@ -151,6 +151,11 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []verdic
 		r, rerr := runTrial(ctx, s, v.c.strategy, v.c.sc, v.c.spec, v.trial)
 		mu.Lock()
 		defer mu.Unlock()
+		if rerr != nil && ctx.Err() != nil {
+			// Interrupted: said once, when the command ends, not as a
+			// failure of each run it cut short.
+			return
+		}
 		if rerr != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", v.label, rerr))
 			fmt.Fprintf(stderr, "[%d/%d] %s: error: %v\n", v.n, total, v.label, rerr)
