@@ -38,7 +38,7 @@ func skipReason(h *history) string {
 		}
 		return ""
 	case kindTransaction:
-		return h.hdr.strategy + " takes no lock"
+		return h.hdr.strategy + " runs each delivery as one database transaction: no lock holder to check (its counts are)"
 	case kindQueue:
 		return h.hdr.strategy + " is a queue: its holds are messages, not locks"
 	}

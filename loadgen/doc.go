@@ -17,8 +17,10 @@
 // scenario's retry policy), read "processed?" and the balance from the
 // store, do the work, write the new balance and mark the payment processed
 // with the lease's fencing token, release. A transactional strategy
-// (strategies.Info.Transactional, pg-unique) takes no lock: each delivery is
-// one transaction on the Postgres store (store.Transactor).
+// (strategies.Info.Transactional: pg-unique, pg-for-update, pg-optimistic)
+// takes no lock from a lock server: each delivery is one transaction on the
+// Postgres store (store.Transactor), protected by a unique constraint, the
+// account row's lock or a version check (store.TxKind).
 // A broker strategy (the queue, strategies.Info.Redelivers) takes no lock
 // either: its deliveries publish the payment and take the next message of
 // its shard, and the worker processes the payment that message carries

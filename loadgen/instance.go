@@ -136,7 +136,7 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 		// them.
 		if cfg.Scenario.Store != StorePostgres {
 			_ = s.Close()
-			return nil, usageErr("store", "%s takes no lock and needs the Postgres store (--store postgres)", cfg.Strategy)
+			return nil, usageErr("store", "%s runs each delivery as a transaction on the Postgres store; want --store postgres", cfg.Strategy)
 		}
 		tx, err := store.NewPostgres(ctx, lock.PostgresDSN)
 		if err != nil {

@@ -148,7 +148,7 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 	}
 	if info.Transactional {
 		if _, ok := o.Store.(store.Transactor); !ok || sc.Store != StorePostgres {
-			return results.Run{}, usageErr("store", "%s takes no lock: each delivery is a transaction on the Postgres store; want --store postgres", info.Name)
+			return results.Run{}, usageErr("store", "%s runs each delivery as a transaction on the Postgres store; want --store postgres", info.Name)
 		}
 	}
 	wl := NewWorkload(&sc)

@@ -220,7 +220,7 @@ func (sf *scenarioFlags) storeFor(names []string, sc *loadgen.Scenario) error {
 			continue
 		}
 		if sf.storeSet && sc.Store != loadgen.StorePostgres {
-			return usageErr("--store: %s takes no lock and runs on the Postgres store; want --store postgres, or leave --store out", name)
+			return usageErr("--store: %s runs each delivery as a transaction on the Postgres store; want --store postgres, or leave --store out", name)
 		}
 		sc.Store = loadgen.StorePostgres
 	}
