@@ -255,6 +255,40 @@ func TestTransactionConflicts(t *testing.T) {
 	checkOne(t, &testRun{strategy: "pg-optimistic", hist: h}, Counts{Processed: 1, Conflicts: 2})
 }
 
+// TestTransactionUnknownOutcome: a transaction whose COMMIT failed on the
+// way may have committed: the row's counts agree anywhere between none and
+// all of those committed, and not beyond.
+func TestTransactionUnknownOutcome(t *testing.T) {
+	mk := func() *hist {
+		h := newHist("transaction", "pg-for-update", "account", false, false, []int64{1000}, 0)
+		k := "lockbench:acct:0"
+		for p := int64(1); p <= 3; p++ {
+			h.offer(p, 0, 100)
+		}
+		for p, outcome := range map[int64]string{1: "commit", 2: "unknown"} {
+			at := 100 * p
+			n := h.enter(0, 0, k, p, 0, at+10, 0, 0, 0)
+			h.finish(k, n, p, 0, at+20, 0, nil)
+			h.add(map[string]any{"ev": "tx", "i": 0, "w": 0, "p": p, "a": 0, "k": k, "begin": at + 5, "claim": at + 15,
+				"end": at + 25, "claimed": true, "debited": true, "outcome": outcome})
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		processed int64
+		agree     bool
+	}{{1, true}, {2, true}, {3, false}} {
+		r := &testRun{strategy: "pg-for-update", hist: mk(), counts: Counts{Processed: tc.processed, Unprocessed: max(3-tc.processed, 0)}}
+		rep, out := runDir(t, writeDir(t, r), Options{})
+		if got := rep.Disagreements() == 0; got != tc.agree {
+			t.Errorf("summary processed %d: agree %v; want %v\n%s", tc.processed, got, tc.agree, out)
+		}
+		if !strings.Contains(out, "1 transactions of unknown outcome") {
+			t.Errorf("output lacks the note on the unknown outcome:\n%s", out)
+		}
+	}
+}
+
 // TestOverlapWindows: the window of exposure opens when a second holder
 // enters and closes when the key is back to one holder; a third holder
 // neither opens nor closes it, and a window that closes before it opened

@@ -1,12 +1,17 @@
 package check
 
 import (
+	"fmt"
 	"slices"
 )
 
 // derivation is what the rules derive from one history.
 type derivation struct {
 	counts Counts
+	// hi, when the history has transactions of unknown outcome, is what
+	// the counts come to if every one of them committed: the row's count
+	// must lie between counts and hi.
+	hi *Counts
 	// overlapKeys are the keys where the store counted an overlap.
 	overlapKeys map[string]bool
 	// writes are the writes recorded otherwise than the rules derive.
@@ -43,9 +48,26 @@ func derive(h *history) (*derivation, error) {
 	if h.payments != nil {
 		offered = *h.payments
 	}
+	var hi Counts
+	if len(h.maybeTx) > 0 {
+		// Every transaction of unknown outcome committed: the other end
+		// of the range.
+		hi = d.counts
+		all := slices.Clone(apps)
+		for _, t := range h.maybeTx {
+			all = append(all, app{p: t.p, at: t.end, a: t.a})
+		}
+		moreHi, _ := judgeRecords(&h.hdr, all, offered, &hi)
+		hi.UnsafeStrikes = unsafeStrikes(h.strikes, append(slices.Clone(outcomes), moreHi...))
+		hi.Conflicts = h.conflicts
+		d.hi = &hi
+	}
 	more, notes := judgeRecords(&h.hdr, apps, offered, &d.counts)
 	d.notes = notes
 	d.counts.UnsafeStrikes = unsafeStrikes(h.strikes, append(outcomes, more...))
 	d.counts.Conflicts = h.conflicts
+	if d.hi != nil {
+		d.notes = append(d.notes, fmt.Sprintf("%d transactions of unknown outcome (their COMMIT failed on the way): each count is compared with its range, from none of them committed to all", len(h.maybeTx)))
+	}
 	return d, nil
 }

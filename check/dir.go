@@ -88,7 +88,7 @@ func checkRun(ctx context.Context, dir string, rr runRows, opt *Options) RunRepo
 		return r
 	}
 	r.Counts = d.counts
-	r.Disagreements, r.Notes = compare(&d.counts, rr.rows)
+	r.Disagreements, r.Notes = compare(&d.counts, d.hi, rr.rows)
 	for _, w := range d.writes {
 		r.Disagreements = append(r.Disagreements, Disagreement{Field: FieldApplied, Write: w})
 	}
@@ -113,17 +113,27 @@ func checkRun(ctx context.Context, dir string, rr runRows, opt *Options) RunRepo
 
 // compare compares the derived counts c with each row of the run, and
 // notes the counts a row lacks (a file written before the count existed).
-func compare(c *Counts, rows []row) ([]Disagreement, []string) {
+// With hi (transactions of unknown outcome), a row's count agrees when it
+// lies between c's and hi's.
+func compare(c, hi *Counts, rows []row) ([]Disagreement, []string) {
 	var dis []Disagreement
 	var notes []string
+	var his []field
+	if hi != nil {
+		his = hi.fields()
+	}
 	for _, rw := range rows {
 		var missing []string
-		for _, f := range c.fields() {
+		for i, f := range c.fields() {
 			v, ok := rw.counts[f.name]
+			lo, up := f.value, f.value
+			if his != nil {
+				lo, up = min(f.value, his[i].value), max(f.value, his[i].value)
+			}
 			switch {
 			case !ok:
 				missing = append(missing, f.name)
-			case v != f.value:
+			case v < lo || v > up:
 				dis = append(dis, Disagreement{Field: f.name, File: rw.file, History: f.value, Row: v})
 			}
 		}

@@ -151,6 +151,9 @@ type history struct {
 	// its workers, when the history has one: unprocessed counts from it.
 	payments *int64
 	tx       []txApp
+	// maybeTx are the claimed transactions whose COMMIT failed on the
+	// way (outcome "unknown"): each may or may not be an application.
+	maybeTx []txApp
 	strikes  []strike
 	// acquires counts the acquire lines with ok.
 	acquires int64
@@ -245,8 +248,11 @@ func (h *history) add(l *line, num int) error {
 		if l.Conflict {
 			h.conflicts++
 		}
-		if l.Outcome == "commit" && l.Claimed {
+		switch {
+		case l.Outcome == "commit" && l.Claimed:
 			h.tx = append(h.tx, txApp{p: l.P, end: l.End, a: l.A})
+		case l.Outcome == "unknown" && l.Claimed:
+			h.maybeTx = append(h.maybeTx, txApp{p: l.P, end: l.End, a: l.A})
 		}
 	case "strike":
 		h.strikes = append(h.strikes, strike{start: l.Start, close: l.Close})

@@ -61,7 +61,10 @@ type clientEvent struct {
 	Claimed, Debited, Redelivery bool
 	// Conflict: a transaction's version check failed (tx).
 	Conflict bool
-	Err      string
+	// Unknown: a transaction's COMMIT failed on the way; it may have
+	// committed (tx).
+	Unknown bool
+	Err     string
 }
 
 // histBuf is one worker's events since the last drain.
@@ -404,8 +407,11 @@ func (w *historyWriter) clientLine(ev *clientEvent) {
 		b = appendBool(b, "claimed", ev.Claimed)
 		b = appendBool(b, "debited", ev.Debited)
 		outcome := "rollback"
-		if ev.OK {
+		switch {
+		case ev.OK:
 			outcome = "commit"
+		case ev.Unknown:
+			outcome = "unknown"
 		}
 		b = appendStr(b, "outcome", outcome)
 		if ev.Conflict {

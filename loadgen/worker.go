@@ -458,8 +458,12 @@ func (w *worker) txAttempt(cx cycleCtx, ctx context.Context, d Delivery, key str
 	}
 	if w.hb != nil {
 		ok := err == nil && !txr.Conflict
+		// A failed COMMIT may have committed: the history says so, with
+		// what the transaction would have done.
+		unknown := errors.Is(err, store.ErrOutcomeUnknown)
 		ev := clientEvent{Kind: evTx, Payment: d.Payment, Account: d.Account, Key: key,
-			Inv: begin.UnixNano(), Ret: end.UnixNano(), OK: ok, Claimed: ok && txr.Claimed, Debited: ok && txr.Debited, Conflict: txr.Conflict}
+			Inv: begin.UnixNano(), Ret: end.UnixNano(), OK: ok, Unknown: unknown,
+			Claimed: (ok || unknown) && txr.Claimed, Debited: (ok || unknown) && txr.Debited, Conflict: txr.Conflict}
 		if !claim.IsZero() {
 			ev.Claim = claim.UnixNano()
 		}

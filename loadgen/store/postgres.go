@@ -279,7 +279,7 @@ func (p *Postgres) Process(ctx context.Context, r TxReq, inside func(ctx context
 		marker = `INSERT INTO lockbench_store_processed_unguarded (payment) VALUES ($1)`
 	}
 	var out TxResp
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err := runTx(ctx, p.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, marker, r.Payment)
 		if err != nil {
 			return err
@@ -301,10 +301,31 @@ func (p *Postgres) Process(ctx context.Context, r TxReq, inside func(ctx context
 		}
 		return nil
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrOutcomeUnknown):
+		return out, err
+	case err != nil:
 		return TxResp{}, postgresError("process", err)
 	}
 	return out, nil
+}
+
+// runTx runs fn in a transaction of pool, as pgx.BeginTxFunc does, but
+// tells a failed COMMIT apart: the database may have committed it, so the
+// error wraps ErrOutcomeUnknown.
+func runTx(ctx context.Context, pool *pgxpool.Pool, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	tx, err := pool.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(ctx) // as pgx.BeginTxFunc: a done ctx closes the connection
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	return nil
 }
 
 // errConflict rolls back a TxOptimistic transaction whose version check
@@ -329,7 +350,7 @@ func (p *Postgres) processRead(ctx context.Context, r TxReq, inside func(ctx con
 	}
 	update += ` RETURNING version`
 	var out TxResp
-	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+	err := runTx(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if r.Kind == TxRowLock && r.LockTimeout > 0 {
 			ms := max(1, r.LockTimeout.Milliseconds())
 			if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(ms, 10)+"ms"); err != nil {
@@ -385,6 +406,8 @@ func (p *Postgres) processRead(ctx context.Context, r TxReq, inside func(ctx con
 	switch {
 	case err == nil:
 		return out, nil
+	case errors.Is(err, ErrOutcomeUnknown):
+		return out, err
 	case errors.Is(err, errConflict):
 		return TxResp{Claimed: true, Conflict: true}, nil
 	case errors.As(err, &pgErr) && pgErr.Code == sqlstateLockNotAvailable:

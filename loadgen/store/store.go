@@ -32,6 +32,11 @@ var (
 // not a server failure.
 var ErrLockTimeout = errors.New("store: lock wait timed out")
 
+// ErrOutcomeUnknown is Transactor.Process's error when its COMMIT failed
+// on the way (a cut connection, a timeout): the database may have
+// committed or not, and nobody on this side can tell.
+var ErrOutcomeUnknown = errors.New("store: the commit's outcome is unknown")
+
 // Mode says what the lock key guards, and so how the store applies a debit.
 type Mode int
 
