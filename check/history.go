@@ -154,7 +154,7 @@ type history struct {
 	// maybeTx are the claimed transactions whose COMMIT failed on the
 	// way (outcome "unknown"): each may or may not be an application.
 	maybeTx []txApp
-	strikes  []strike
+	strikes []strike
 	// acquires counts the acquire lines with ok.
 	acquires int64
 	// conflicts counts the tx lines whose version check failed.
