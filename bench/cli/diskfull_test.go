@@ -100,21 +100,7 @@ func TestOutFullPartWay(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var rows int
-	deadline := time.After(3 * time.Minute)
-	for rows == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("ended (%v) before the disk was filled; stderr:\n%s", err, stderr.String())
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatalf("no row in summary.json after 3 minutes; stderr:\n%s", stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if ss, _, err := report.ReadSummaries(out); err == nil {
-			rows = len(ss)
-		}
-	}
+	rows := waitForRows(t, cmd, done, out, &stderr, "before the disk was filled")
 	fill(t, filepath.Join(fs, "filler"))
 	var err error
 	select {
@@ -171,6 +157,27 @@ func fill(t *testing.T, path string) {
 				}
 			}
 			t.Fatal(err)
+		}
+	}
+}
+
+// waitForRows waits (3 minutes at most) until the run directory out of
+// the running cmd holds a row in summary.json, and returns how many; done
+// delivers cmd's end, which fails the test, saying what it came before.
+func waitForRows(t *testing.T, cmd *exec.Cmd, done <-chan error, out string, stderr *bytes.Buffer, before string) int {
+	t.Helper()
+	deadline := time.After(3 * time.Minute)
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("ended (%v) %s; stderr:\n%s", err, before, stderr.String())
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("no row in summary.json after 3 minutes; stderr:\n%s", stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if ss, _, err := report.ReadSummaries(out); err == nil && len(ss) > 0 {
+			return len(ss)
 		}
 	}
 }

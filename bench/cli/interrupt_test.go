@@ -160,20 +160,7 @@ func TestInterruptedVerdictsSaidOnce(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	deadline := time.After(2 * time.Minute)
-	for rows := 0; rows == 0; {
-		select {
-		case err := <-done:
-			t.Fatalf("ended (%v) before it was interrupted; stderr:\n%s", err, stderr.String())
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatalf("no row in summary.json after 2 minutes; stderr:\n%s", stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if ss, _, err := report.ReadSummaries(out); err == nil {
-			rows = len(ss)
-		}
-	}
+	waitForRows(t, cmd, done, out, &stderr, "before it was interrupted")
 	time.Sleep(300 * time.Millisecond) // the next run is under way
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
