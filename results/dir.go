@@ -10,6 +10,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // The entries of a run directory (the README's "A run directory"). At the top: what a person
@@ -125,6 +127,9 @@ func WriteDataLayout(dir string, runs []Run, meta Meta, l Layout) error {
 	ss := SummariesOf(runs)
 	ids := FileIDs(ss)
 	for i, r := range runs {
+		if r.OnDisk {
+			continue
+		}
 		for p := Phase(0); p < NumPhases; p++ {
 			path := l.hlogPath(dir, ids[i], p)
 			fp, write := hlogFingerprint(r, p), func(w io.Writer) error { return WriteHlog(w, r, p) }
@@ -305,7 +310,7 @@ func LoadRuns(ctx context.Context, fsys fs.FS, l Layout, ss []Summary, want func
 					r.Intervals = append(r.Intervals, Interval{StartNs: iv.StartNs, EndNs: iv.EndNs})
 				}
 				if j < len(r.Intervals) {
-					r.Intervals[j].Hists[p] = iv.Hists[p]
+					r.Intervals[j].Hists[p] = fitted(iv.Hists[p])
 				}
 			}
 			r.Total[p] = total
@@ -347,4 +352,25 @@ func fillEmpty(r *Run) {
 			}
 		}
 	}
+}
+
+// fitted is h in a histogram that covers values only up to h's largest,
+// with the same buckets below it: the same counts, quantiles, mean and
+// extremes in a fraction of the memory (an interval's latencies seldom
+// reach the minutes a histogram covers), for the intervals of a long
+// command read back at once.
+func fitted(h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
+	lo := h.LowestTrackableValue()
+	hi := max(h.Max(), 2*lo)
+	if hi >= h.HighestTrackableValue() {
+		return h
+	}
+	f := hdrhistogram.New(lo, hi, int(h.SignificantFigures()))
+	if f.Merge(h) != 0 {
+		return h
+	}
+	f.SetTag(h.Tag())
+	f.SetStartTimeMs(h.StartTimeMs())
+	f.SetEndTimeMs(h.EndTimeMs())
+	return f
 }

@@ -57,6 +57,22 @@ type Meta struct {
 	// Archive describes the directory's packed data (Pack), absent while
 	// it is unpacked.
 	Archive *ArchiveInfo `json:"archive,omitempty"`
+	// Resumptions are the times an interrupted command was continued in
+	// this directory (--resume), in order.
+	Resumptions []Resumption `json:"resumptions,omitempty"`
+}
+
+// Resumption is one continuation of an interrupted command (--resume):
+// when it began, how many runs the directory already held, the runs of
+// the command line given that it dropped (--force), and the host's load
+// averages when it began and ended.
+type Resumption struct {
+	Date       time.Time `json:"date"`
+	RunsBefore int       `json:"runs_before"`
+	Dropped    int       `json:"dropped,omitempty"`
+	Forced     bool      `json:"forced,omitempty"`
+	LoadBefore *LoadAvg  `json:"loadavg_before,omitempty"`
+	LoadAfter  *LoadAvg  `json:"loadavg_after,omitempty"`
 }
 
 // LoadAvg is the 1-, 5- and 15-minute load averages of a host.

@@ -20,6 +20,12 @@ type Run struct {
 	// writes the interval logs from it. Its owner closes it once the data
 	// files are written.
 	Log *HlogStream
+	// OnDisk marks a run whose interval logs WriteData has already written
+	// into the run directory and which keeps only its Summary (Total and
+	// Intervals empty, Log nil), so that a long command's memory does not
+	// grow with the runs it has finished: WriteData leaves its logs as
+	// they are, and its report is drawn from the directory.
+	OnDisk bool
 }
 
 // Event is a timestamped note of the fault's timeline.

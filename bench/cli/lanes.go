@@ -120,7 +120,7 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []verdic
 	sess := lanes[0]
 	total := len(cases) * trials
 	var todo []*verdictRun
-	n := 0
+	n, held := 0, 0
 	for trial := 1; trial <= trials; trial++ {
 		for _, c := range cases {
 			n++
@@ -140,8 +140,15 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []verdic
 				}
 				continue
 			}
+			if _, ok := dir.match.done(c.strategy, trial, paramsOf(trialScenario(sess, c.sc, trial), c.spec), c.sc.Variant, c.wait); ok {
+				held++
+				continue
+			}
 			todo = append(todo, &verdictRun{c: c, trial: trial, n: n, label: label})
 		}
+	}
+	if dir.resumed {
+		fmt.Fprintf(stderr, "resume: %s holds %d of the %d fault runs; running the other %d\n", dir.dir, held, held+len(todo), len(todo))
 	}
 	first := len(dir.runs)
 	var mu sync.Mutex // dir, failed, err and stderr

@@ -169,7 +169,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if o.dryRun {
 		return printMatrix(stdout, size, names, cases, o.trials, o.sweepTrials, o.lanes, o.seed, o.ef)
 	}
-	dir, err := newRunDir(o.out, "matrix", args, outEstimate(size.runs(names, len(cases), o.trials, o.sweepTrials), size.basePayments, o.history))
+	dir, err := openCellDir(o.cellOptions, "matrix", args, outEstimate(size.runs(names, len(cases), o.trials, o.sweepTrials), size.basePayments, o.history))
 	if err != nil {
 		return err
 	}
@@ -191,6 +191,9 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err := sess.serveMetrics(o.mf); err != nil {
 		return err
 	}
+	if err := dir.checkServers(ctx, sess); err != nil {
+		return err
+	}
 	dir.describe(ctx, sess, o.trials, o.seed, o.history)
 	// step runs every trial of one fault-free cell, one after another
 	// (a sweep decides on a rate's trials before the next rate).
@@ -201,6 +204,10 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		sc.Seed = o.seed
 		var runs []results.Run
 		for trial := 1; trial <= trials; trial++ {
+			if s, ok := dir.match.done(name, trial, paramsOf(trialScenario(sess, sc, trial), faults.Spec{}), sc.Variant, 0); ok {
+				runs = append(runs, results.Run{Summary: s, OnDisk: true}) // held by the directory resumed
+				continue
+			}
 			t0 := time.Now()
 			r, err := runTrial(ctx, sess, name, sc, faults.Spec{}, trial)
 			if err != nil {
@@ -285,6 +292,9 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	defer closeLanes()
 	_, failed, err := runCases(ctx, lanes, dir, cases, o.trials, stderr)
 	if err != nil {
+		return err
+	}
+	if err := dir.finishResume(stderr); err != nil {
 		return err
 	}
 	if err := dir.close(); err != nil {

@@ -27,6 +27,12 @@ type runDir struct {
 	// meta.json's steal_percent.
 	started results.MachineTime
 	closed  bool
+	// resumed is set for a directory reopened by --resume (resumeRunDir);
+	// startedServers are then the servers its first part ran on, and
+	// match finds the runs it held.
+	resumed        bool
+	startedServers map[string]string
+	match          *resumeMatch
 }
 
 // newRunDir makes the run directory out (a dated one under out/ when ""),
@@ -70,10 +76,26 @@ func (d *runDir) describe(ctx context.Context, sess *session, trials int, seed i
 	}
 }
 
-// add records r and writes the data files of every run so far.
+// add records r and writes the data files of every run so far. Once they
+// are written, every run keeps only its summary (results.Run.OnDisk): its
+// histograms are on disk, and the report is drawn from there, so a long
+// command's memory does not grow with the runs it has finished.
 func (d *runDir) add(r results.Run) error {
 	d.runs = append(d.runs, r)
-	return results.WriteData(d.dir, d.runs, d.meta)
+	if err := results.WriteData(d.dir, d.runs, d.meta); err != nil {
+		return err
+	}
+	var err error
+	for i, r := range d.runs {
+		if r.OnDisk {
+			continue
+		}
+		if r.Log != nil {
+			err = errors.Join(err, r.Log.Close())
+		}
+		d.runs[i] = results.Run{Summary: r.Summary, OnDisk: true}
+	}
+	return err
 }
 
 // close draws the charts and writes report.md and report.html from every
@@ -94,29 +116,54 @@ func (d *runDir) close() error {
 		_ = os.Remove(d.dir)
 		return nil
 	}
-	d.meta.LoadAfter = results.CurrentLoad()
+	if d.resumed {
+		d.meta.Resumptions[len(d.meta.Resumptions)-1].LoadAfter = results.CurrentLoad()
+	} else {
+		d.meta.LoadAfter = results.CurrentLoad()
+	}
 	if p := results.StealPercent(d.started, results.ReadMachineTime()); !math.IsNaN(p) {
 		d.meta.StealPercent = &p
 	}
-	// A long run's intervals are on disk only (results.Run.Log): the
-	// report is then drawn from the data files, as `lockbench report`
-	// draws it, and the streams' scratch files go.
-	streamed := false
-	for _, r := range d.runs {
-		streamed = streamed || r.Log != nil
-	}
+	// The runs added are on disk (add): the report is drawn from the data
+	// files, as `lockbench report` draws it. A run whose files could not
+	// be written still holds its interval stream, closed here.
 	err := results.WriteMeta(d.dir, d.meta)
-	if streamed {
-		err = errors.Join(err, report.Render(context.Background(), d.dir))
-	} else {
-		err = errors.Join(err, report.RenderRuns(d.dir, d.runs, d.meta))
-	}
+	err = errors.Join(err, report.Render(context.Background(), d.dir))
 	for _, r := range d.runs {
 		if r.Log != nil {
 			err = errors.Join(err, r.Log.Close())
 		}
 	}
 	return err
+}
+
+// windowRates are the lock cycles per second of each run before, during
+// and after its fault window (windowRates; NaNs for a run without one),
+// read back from the run directory one run at a time.
+func (d *runDir) windowRates(ctx context.Context) ([][3]float64, error) {
+	fsys, err := results.OpenDir(d.dir)
+	if err != nil {
+		return nil, err
+	}
+	l := results.LayoutOfFS(fsys)
+	ss := d.summaries()
+	out := make([][3]float64, len(ss))
+	for i := range ss {
+		out[i] = [3]float64{math.NaN(), math.NaN(), math.NaN()}
+		if ss[i].FaultWindow == nil {
+			continue
+		}
+		id := ss[i].ID() // those of another run only if it repeats this one's
+		runs, err := results.LoadRuns(ctx, fsys, l, ss, func(s *results.Summary, p results.Phase) (load, intervals bool) {
+			on := p == results.Critical && s.ID() == id
+			return on, on
+		})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = windowRates(runs[i])
+	}
+	return out, nil
 }
 
 // closeAtExit is close for a command's defer: its error, if any, is

@@ -26,17 +26,23 @@ func trialSeed(base int64, trial int) int64 { return base + int64(trial) - 1 }
 // first trial's) with the trial's seed, and returns the run with its trial
 // and its whole scenario in the summary.
 func runTrial(ctx context.Context, sess *session, name string, sc loadgen.Scenario, spec faults.Spec, trial int) (results.Run, error) {
-	sc.Seed = trialSeed(sc.Seed, trial)
-	if sess.agents != nil {
-		// On agents every instance is a process: record it so.
-		sc.InstanceMode = loadgen.InstanceProcess
-	}
+	sc = trialScenario(sess, sc, trial)
 	r, err := sess.run(ctx, name, sc, spec, trial)
 	r.Summary.Trial = trial
 	used := r.Summary.Params.StoreTransport // the run's, not the scenario's
 	r.Summary.Params = paramsOf(sc, spec)
 	r.Summary.Params.StoreTransport = used
 	return r, err
+}
+
+// trialScenario is sc as trial trial of a cell runs it on sess: its seed
+// is the trial's, and on agents every instance is a process (recorded so).
+func trialScenario(sess *session, sc loadgen.Scenario, trial int) loadgen.Scenario {
+	sc.Seed = trialSeed(sc.Seed, trial)
+	if sess.agents != nil {
+		sc.InstanceMode = loadgen.InstanceProcess
+	}
+	return sc
 }
 
 // paramsOf is the whole scenario of a run and its fault, as summary.json

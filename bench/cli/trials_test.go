@@ -205,6 +205,9 @@ func TestVerdictsTrials(t *testing.T) {
 	c := cells[0]
 	if c.Trials != 3 || c.UnsafeTrials != 3 || c.UnsafeRateCI95 != results.Wilson(3, 3) {
 		t.Errorf("cell: trials %d, unsafe %d, ci %v; want 3, 3, %v", c.Trials, c.UnsafeTrials, c.UnsafeRateCI95, results.Wilson(3, 3))
+		for _, s := range readSummaries(t, dir) {
+			t.Logf("trial %d: unsafe %v, duplicates %d, strikes %d (unsafe %d), window %+v, events %+v", s.Trial, s.Unsafe, s.Duplicates, s.Strikes, s.UnsafeStrikes, s.FaultWindow, s.FaultEvents)
+		}
 	}
 	if !strings.Contains(out.String(), "3/3 (44–100%)") {
 		t.Errorf("the table lacks the unsafe trials 3/3 (44–100%%):\n%s", out.String())

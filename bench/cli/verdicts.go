@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/lockbench/lockbench/bench/faults"
@@ -98,6 +99,8 @@ type cellFlags struct {
 	strategy *string
 	fault    *faultValues
 	out      *string
+	resume   *string
+	force    *bool
 	trials   *int
 	lanes    *int
 	seed     *int64
@@ -120,6 +123,8 @@ func (cf *cellFlags) register(fs *flag.FlagSet, command string, help cellHelp) {
 	cf.strategy = fs.String("strategy", "all", help.strategy)
 	cf.fault = faultsFlag(fs, "all", help.fault)
 	cf.out = fs.String("out", "", "run directory (default out/"+command+"-DATE-TIME)")
+	cf.resume = fs.String("resume", "", "continue the interrupted `DIR` of the same "+command+" command line: run only the runs it does not hold yet, then draw the report")
+	cf.force = fs.Bool("force", false, "with --resume: continue it with this command line, dropping the runs of cells it does not name")
 	cf.trials = trialsFlag(fs)
 	cf.history = historyFlag(fs)
 	fs.Func("instance-mode", "process: run every cell's instances as OS processes, not only the cells that need them (default: each cell's own mode)", func(v string) error {
@@ -141,6 +146,12 @@ func (cf *cellFlags) parse(fs *flag.FlagSet, args []string, stdout io.Writer) er
 	if err := parseFlags(fs, args, stdout); err != nil {
 		return err
 	}
+	switch {
+	case *cf.force && *cf.resume == "":
+		return usageErr("--force: only with --resume DIR")
+	case *cf.resume != "" && *cf.out != "" && filepath.Clean(*cf.out) != filepath.Clean(*cf.resume):
+		return usageErr("--resume: the run directory is %s; --out names another (%s)", *cf.resume, *cf.out)
+	}
 	return checkLanes(*cf.lanes, cf.ef)
 }
 
@@ -150,6 +161,8 @@ type cellOptions struct {
 	mf      metricsFlag
 	cases   []verdictCase
 	out     string
+	resume  string
+	force   bool
 	dryRun  bool
 	trials  int
 	lanes   int
@@ -172,6 +185,6 @@ func (cf *cellFlags) options(cases []verdictCase) (cellOptions, error) {
 	if err := cf.ef.checkSequencedCells(cases); err != nil {
 		return cellOptions{}, err
 	}
-	return cellOptions{ef: cf.ef, mf: cf.mf, cases: cases, out: *cf.out, dryRun: *cf.dryRun,
+	return cellOptions{ef: cf.ef, mf: cf.mf, cases: cases, out: *cf.out, resume: *cf.resume, force: *cf.force, dryRun: *cf.dryRun,
 		trials: *cf.trials, lanes: *cf.lanes, seed: *cf.seed, history: *cf.history}, nil
 }

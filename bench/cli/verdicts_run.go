@@ -80,7 +80,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 			payments = max(payments, p)
 		}
 	}
-	dir, err := newRunDir(o.out, "verdicts", args, outEstimate(len(cases)*o.trials, payments, o.history))
+	dir, err := openCellDir(o.cellOptions, "verdicts", args, outEstimate(len(cases)*o.trials, payments, o.history))
 	if err != nil {
 		return err
 	}
@@ -93,6 +93,9 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	defer sess.Close()
 	if err := sess.serveMetrics(o.mf); err != nil {
+		return err
+	}
+	if err := dir.checkServers(ctx, sess); err != nil {
 		return err
 	}
 	dir.describe(ctx, sess, o.trials, o.seed, o.history)
@@ -110,6 +113,9 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	defer closeLanes()
 	skipped, failed, err := runCases(ctx, lanes, dir, cases, o.trials, stderr)
 	if err != nil {
+		return err
+	}
+	if err := dir.finishResume(stderr); err != nil {
 		return err
 	}
 	sums := dir.summaries()
@@ -131,10 +137,14 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	} else {
 		stdout.Write(table.Bytes())
 		fmt.Fprintln(stdout)
-		if err := windowTable(stdout, dir.runs); err != nil {
+		rates, err := dir.windowRates(ctx)
+		if err != nil {
 			return err
 		}
-		if err := waitTable(stdout, dir.runs); err != nil {
+		if err := windowTable(stdout, sums, rates); err != nil {
+			return err
+		}
+		if err := waitTable(stdout, sums); err != nil {
 			return err
 		}
 		printNotApplicable(stdout, skipped)

@@ -47,7 +47,7 @@ func onOff(b bool) string {
 // runs), each interval's cycles shared out in proportion to its overlap
 // with the three spans, so the figures are approximate at the window's
 // edges.
-func windowTable(w io.Writer, runs []results.Run) error {
+func windowTable(w io.Writer, ss []results.Summary, rates [][3]float64) error {
 	fmt.Fprintln(w, "Lock cycles completed per second before, during and after each fault window (from the latency intervals, approximate at the edges; with trials, the median trial):")
 	fmt.Fprintln(w)
 	type key struct {
@@ -60,8 +60,7 @@ func windowTable(w io.Writer, runs []results.Run) error {
 	}
 	var order []key
 	rows := map[key]*row{}
-	for _, r := range runs {
-		s := r.Summary
+	for i, s := range ss {
 		if s.FaultWindow == nil {
 			continue
 		}
@@ -70,8 +69,8 @@ func windowTable(w io.Writer, runs []results.Run) error {
 			order = append(order, k)
 			rows[k] = &row{s: s}
 		}
-		for i, v := range windowRates(r) {
-			rows[k].rates[i] = append(rows[k].rates[i], v)
+		for j, v := range rates[i] {
+			rows[k].rates[j] = append(rows[k].rates[j], v)
 		}
 	}
 	// The strategy column names the variant too, as the verdict table
@@ -140,7 +139,7 @@ func windowRates(r results.Run) [3]float64 {
 // single-node Redis strategy that also ran with WAIT (--redis-wait), both
 // ways, with its verdict, availability, give-ups and acquire latency. It
 // writes nothing when no cell ran with WAIT.
-func waitTable(w io.Writer, runs []results.Run) error {
+func waitTable(w io.Writer, ss []results.Summary) error {
 	type cell struct{ strategy, fault, variant string }
 	withWait := map[cell]bool{}
 	base := func(v string) (string, bool) {
@@ -155,9 +154,9 @@ func waitTable(w io.Writer, runs []results.Run) error {
 		}
 		return strings.Join(keep, ","), waited
 	}
-	for _, r := range runs {
-		if b, waited := base(r.Summary.Variant); waited {
-			withWait[cell{r.Summary.Strategy, r.Summary.Fault, b}] = true
+	for _, s := range ss {
+		if b, waited := base(s.Variant); waited {
+			withWait[cell{s.Strategy, s.Fault, b}] = true
 		}
 	}
 	if len(withWait) == 0 {
@@ -173,8 +172,7 @@ func waitTable(w io.Writer, runs []results.Run) error {
 	fmt.Fprintln(&b, "\nWhat WAIT buys and costs (the same cells without and with it):")
 	fmt.Fprintln(&b)
 	fmt.Fprintf(&b, "%-16s %-10s %-42s %-8s %12s %12s %12s %12s %12s\n", "strategy", "fault", "variant", "verdict", "availability", "not acquired", "acquire p50", "acquire p99", "total p99")
-	for _, r := range runs {
-		s := r.Summary
+	for _, s := range ss {
 		if bv, _ := base(s.Variant); !withWait[cell{s.Strategy, s.Fault, bv}] {
 			continue
 		}

@@ -237,7 +237,8 @@ func TestVariantCases(t *testing.T) {
 }
 
 // The window table shares each interval's lock cycles out by its overlap
-// with the spans before, during and after the fault window.
+// with the spans before, during and after the fault window, read back
+// from the run directory.
 func TestWindowTable(t *testing.T) {
 	iv := func(startS, endS float64, cycles int) results.Interval {
 		h := results.NewPhaseSet()
@@ -253,8 +254,17 @@ func TestWindowTable(t *testing.T) {
 		// and half.
 		Intervals: []results.Interval{iv(0, 1, 100), iv(1, 2, 0), iv(2, 3, 50), iv(3, 4, 100)},
 	}
+	// Through the run directory, as verdicts reads the intervals back.
+	d := &runDir{dir: t.TempDir()}
+	if err := d.add(r); err != nil {
+		t.Fatal(err)
+	}
+	rates, err := d.windowRates(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var b bytes.Buffer
-	if err := windowTable(&b, []results.Run{r}); err != nil {
+	if err := windowTable(&b, d.summaries(), rates); err != nil {
 		t.Fatal(err)
 	}
 	fields := strings.Fields(strings.Split(strings.TrimSpace(b.String()), "\n")[3])
