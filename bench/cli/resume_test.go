@@ -23,7 +23,7 @@ func TestResumeCommand(t *testing.T) {
 		"lockbench verdicts --strategy setnx --out D":                    "lockbench verdicts --strategy setnx",
 		"lockbench verdicts --out=D --strategy setnx --resume D --force": "lockbench verdicts --strategy setnx",
 		"lockbench matrix --quick --resume=D":                            "lockbench matrix --quick",
-		"lockbench verdicts --trials 3 --out D --fault pause":             "lockbench verdicts --trials 3 --fault pause",
+		"lockbench verdicts --trials 3 --out D --fault pause":            "lockbench verdicts --trials 3 --fault pause",
 	} {
 		if got := resumeCommand(in); got != want {
 			t.Errorf("resumeCommand(%q) = %q; want %q", in, got, want)
