@@ -313,7 +313,7 @@ func LoadRuns(ctx context.Context, fsys fs.FS, l Layout, ss []Summary, want func
 					r.Intervals[j].Hists[p] = fitted(iv.Hists[p])
 				}
 			}
-			r.Total[p] = total
+			r.Total[p] = fitted(total)
 		}
 	}
 	return runs, nil

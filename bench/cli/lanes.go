@@ -168,10 +168,11 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []verdic
 			fmt.Fprintf(stderr, "[%d/%d] %s: error: %v\n", v.n, total, v.label, rerr)
 			return
 		}
-		v.result, v.ok = r, true
 		if aerr := dir.add(r); aerr != nil && err == nil {
 			err = aerr
 		}
+		// The run as dir keeps it: its summary alone, once on disk.
+		v.result, v.ok = dir.runs[len(dir.runs)-1], true
 		sm := r.Summary
 		fmt.Fprintf(stderr, "[%d/%d] %s: %s (duplicates %d, overlaps %d, stale rejected %d, availability %.0f%%) in %s\n",
 			v.n, total, v.label, sm.Verdict(), sm.Duplicates, sm.Overlaps, sm.StaleRejected, 100*sm.Availability, time.Since(t0).Round(100*time.Millisecond))
