@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 
@@ -54,9 +53,9 @@ func LatencySpectrum(runs []results.Run, p results.Phase) (*Chart, error) {
 		"the x axis stretches the tail (each step right is ten times rarer), so lower and flatter is better. "+
 		"A line ends where fewer than %d samples lie beyond the percentile.", p, results.MinTailSamples)
 	var keys []seriesKey
-	byKey := map[seriesKey][]*hdrhistogram.Histogram{}
+	byKey := map[seriesKey][]results.Latencies{}
 	for _, r := range runs {
-		h := r.Total[p]
+		h := r.Latencies(p)
 		if h == nil || h.TotalCount() < results.MinCount(results.StatP50) {
 			continue
 		}
@@ -104,8 +103,8 @@ func LatencySpectrum(runs []results.Run, p results.Phase) (*Chart, error) {
 // spectrumPoints samples h at percentiles evenly spaced on the 1/(1−p)
 // scale, up to the deepest percentile with MinTailSamples samples beyond
 // it: x is 1/(1−p), y the latency in ms.
-func spectrumPoints(h *hdrhistogram.Histogram) plotter.XYs {
-	xs, ys, _, _ := spectrumTrials([]*hdrhistogram.Histogram{h})
+func spectrumPoints(h results.Latencies) plotter.XYs {
+	xs, ys, _, _ := spectrumTrials([]results.Latencies{h})
 	xys := make(plotter.XYs, len(xs))
 	for i := range xs {
 		xys[i] = plotter.XY{X: xs[i], Y: ys[i]}
@@ -117,7 +116,7 @@ func spectrumPoints(h *hdrhistogram.Histogram) plotter.XYs {
 // evenly spaced on the 1/(1−p) scale, up to the deepest percentile every
 // one of them has MinTailSamples samples beyond, and returns for each x
 // the median, lowest and highest latency over them, in ms.
-func spectrumTrials(hs []*hdrhistogram.Histogram) (xs, mid, lo, hi []float64) {
+func spectrumTrials(hs []results.Latencies) (xs, mid, lo, hi []float64) {
 	last := spectrumMaxX
 	for _, h := range hs {
 		last = math.Min(last, float64(h.TotalCount())/results.MinTailSamples)

@@ -97,7 +97,7 @@ func LatencyTimeline(runs []results.Run, fault string) (*Chart, error) {
 func timelineStat(runs []results.Run) string {
 	for _, r := range runs {
 		for _, iv := range r.Intervals {
-			if h := iv.Hists[results.Total]; h != nil && h.TotalCount() > 0 && h.TotalCount() < results.MinCount(results.StatP99) {
+			if h := iv.Latencies(results.Total); h != nil && h.TotalCount() > 0 && h.TotalCount() < results.MinCount(results.StatP99) {
 				return results.StatMax
 			}
 		}
@@ -112,7 +112,7 @@ func timelineSegments(ivs []results.Interval, stat string) []plotter.XYs {
 	var segs []plotter.XYs
 	var cur plotter.XYs
 	for _, iv := range ivs {
-		h := iv.Hists[results.Total]
+		h := iv.Latencies(results.Total)
 		if h == nil || h.TotalCount() == 0 {
 			if len(cur) > 0 {
 				segs = append(segs, cur)

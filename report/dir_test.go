@@ -204,8 +204,10 @@ func TestLoadDirRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRender re-draws a directory from its data files alone: the report
-// must come out byte for byte as WriteDir wrote it.
+// TestRender re-draws a directory from its data files alone: the report,
+// the page and every chart must come out byte for byte as WriteDir wrote
+// them (Render reads the histograms back as results.Sparse, the spectra's
+// runs alone).
 func TestRender(t *testing.T) {
 	dir := t.TempDir()
 	if err := WriteDir(dir, resultstest.MakeRuns(dirFixtures()), resultstest.TestMeta()); err != nil {
@@ -214,6 +216,19 @@ func TestRender(t *testing.T) {
 	before, err := os.ReadFile(filepath.Join(dir, results.ReportFile))
 	if err != nil {
 		t.Fatal(err)
+	}
+	drawn := map[string][]byte{}
+	names, err := filepath.Glob(filepath.Join(dir, results.ChartsDir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range append(names, filepath.Join(dir, results.ReportHTMLFile)) {
+		if drawn[file], err = os.ReadFile(file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("WriteDir drew no chart")
 	}
 	var charts []string
 	for _, name := range []string{"latency-spectrum-total.png", "safety-grid.png", "latency-timeline-pause.png"} {
@@ -239,6 +254,15 @@ func TestRender(t *testing.T) {
 	for _, file := range charts {
 		if _, err := os.Stat(file); err != nil {
 			t.Errorf("Render did not redraw %s: %v", filepath.Base(file), err)
+		}
+	}
+	for file, want := range drawn {
+		got, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s after Render differs from WriteDir's", filepath.Base(file))
 		}
 	}
 }

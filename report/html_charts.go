@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -231,9 +229,9 @@ func htmlSpectrum(runs []results.Run, p results.Phase) *htmlChart {
 	runs = spectrumRuns(runs)
 	lb := newRunLabeler(runs)
 	var keys []seriesKey
-	byKey := map[seriesKey][]*hdrhistogram.Histogram{}
+	byKey := map[seriesKey][]results.Latencies{}
 	for _, r := range runs {
-		h := r.Total[p]
+		h := r.Latencies(p)
 		if h == nil || h.TotalCount() < results.MinCount(results.StatP50) {
 			continue
 		}
@@ -392,7 +390,7 @@ func htmlTimeline(runs []results.Run) *htmlChart {
 		s := newSeries(k, lb, false)
 		for _, iv := range downsampleIntervals(r.Intervals, maxTimelinePoints) {
 			s.X = append(s.X, num(float64(iv.StartNs+iv.EndNs)/2/1e9))
-			h := iv.Hists[results.Total]
+			h := iv.Latencies(results.Total)
 			switch {
 			case h == nil || h.TotalCount() == 0:
 				s.Y = append(s.Y, noValue)
@@ -430,8 +428,8 @@ func isolatedPoints(ys []num) []int {
 }
 
 // downsampleIntervals merges runs of neighbouring intervals so that at
-// most max remain. The merged interval's histograms are the merge of its
-// parts, so a percentile of it is exact for its span.
+// most max remain. The merged interval's total latencies (Sparse) are the
+// merge of its parts', so a percentile of it is exact for its span.
 func downsampleIntervals(ivs []results.Interval, max int) []results.Interval {
 	if len(ivs) <= max {
 		return ivs
@@ -441,13 +439,16 @@ func downsampleIntervals(ivs []results.Interval, max int) []results.Interval {
 	for i := 0; i < len(ivs); i += per {
 		end := min(i+per, len(ivs))
 		m := results.Interval{StartNs: ivs[i].StartNs, EndNs: ivs[end-1].EndNs}
-		h := results.NewHistogram()
+		h := results.NewSparse()
 		for _, iv := range ivs[i:end] {
-			if iv.Hists[results.Total] != nil {
-				h.Merge(iv.Hists[results.Total])
+			switch {
+			case iv.Sparse[results.Total] != nil:
+				h.Merge(iv.Sparse[results.Total])
+			case iv.Hists[results.Total] != nil:
+				h.Merge(results.SparseOf(iv.Hists[results.Total]))
 			}
 		}
-		m.Hists[results.Total] = h
+		m.Sparse[results.Total] = h
 		out = append(out, m)
 	}
 	return out

@@ -11,36 +11,47 @@ import (
 // none, of the first fault-free scenario that is not a sweep. One cell per
 // series (the first), with all its trials.
 func spectrumRuns(runs []results.Run) []results.Run {
-	var cands []results.Run
+	in := spectrumFilter(results.SummariesOf(runs))
+	var out []results.Run
 	for _, r := range runs {
-		if !r.Summary.HasFault() && !results.IsSweep(&r.Summary) {
-			cands = append(cands, r)
+		if in(&r.Summary) {
+			out = append(out, r)
 		}
 	}
-	if len(cands) == 0 {
-		return nil
-	}
-	scenario := cands[0].Summary.Scenario
-	for _, r := range cands {
-		if r.Summary.Scenario == results.ScenarioBase {
+	return out
+}
+
+// spectrumFilter says which runs of ss spectrumRuns picks, from their
+// summaries alone: Render reads the whole-run histograms of those runs
+// only.
+func spectrumFilter(ss []results.Summary) func(s *results.Summary) bool {
+	cand := func(s *results.Summary) bool { return !s.HasFault() && !results.IsSweep(s) }
+	scenario, found := "", false
+	for i := range ss {
+		if !cand(&ss[i]) {
+			continue
+		}
+		if !found {
+			scenario, found = ss[i].Scenario, true
+		}
+		if ss[i].Scenario == results.ScenarioBase {
 			scenario = results.ScenarioBase
 			break
 		}
 	}
-	cell := map[seriesKey]results.CellKey{}
-	var out []results.Run
-	for _, r := range cands {
-		if r.Summary.Scenario != scenario {
+	first := map[seriesKey]results.CellKey{}
+	for i := range ss {
+		s := &ss[i]
+		if !cand(s) || s.Scenario != scenario {
 			continue
 		}
-		k, ck := keyOf(&r.Summary), results.CellKeyOf(&r.Summary)
-		if first, ok := cell[k]; ok && first != ck {
-			continue
+		if _, ok := first[keyOf(s)]; !ok {
+			first[keyOf(s)] = results.CellKeyOf(s)
 		}
-		cell[k] = ck
-		out = append(out, r)
 	}
-	return out
+	return func(s *results.Summary) bool {
+		return found && cand(s) && s.Scenario == scenario && first[keyOf(s)] == results.CellKeyOf(s)
+	}
 }
 
 // sweepSummaries returns the fault-free summaries of the named sweep.

@@ -205,8 +205,9 @@ func writeMeta(w io.Writer, meta Meta) error {
 // run's intervals), and meta.json (zero Meta when missing). A missing
 // interval log leaves that phase empty. Interval times come back
 // to the millisecond; a run written without intervals comes back without
-// them (its log holds one WholeRunTag histogram). Memory: every interval of every phase is held, about
-// a quarter of a megabyte per histogram.
+// them (its log holds one WholeRunTag histogram). Memory: every interval of every phase is held,
+// each histogram fitted to its largest value (tens of kilobytes; LoadRunsSparse holds them in
+// under one).
 func LoadDir(dir string) ([]Run, Meta, error) {
 	fsys, err := OpenDir(dir)
 	if err != nil {
@@ -277,6 +278,19 @@ func readMeta(fsys fs.FS) (Meta, error) {
 // only their merge, Total, is kept). It stops with ctx's error once ctx is
 // done.
 func LoadRuns(ctx context.Context, fsys fs.FS, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
+	return loadRuns(ctx, fsys, l, ss, want, false)
+}
+
+// LoadRunsSparse is LoadRuns holding what it reads as Sparse histograms,
+// in Run.SparseTotal and Interval.Sparse (Total and Hists stay nil): the
+// same counts, maxima and percentiles in a fraction of the memory, for
+// drawing the report of a long command (report.Render), where LoadRuns
+// holds a gigabyte of fitted histograms.
+func LoadRunsSparse(ctx context.Context, fsys fs.FS, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool)) ([]Run, error) {
+	return loadRuns(ctx, fsys, l, ss, want, true)
+}
+
+func loadRuns(ctx context.Context, fsys fs.FS, l Layout, ss []Summary, want func(s *Summary, p Phase) (load, intervals bool), sparse bool) ([]Run, error) {
 	ids := FileIDs(ss)
 	runs := make([]Run, len(ss))
 	for i := range ss {
@@ -290,51 +304,71 @@ func LoadRuns(ctx context.Context, fsys fs.FS, l Layout, ss []Summary, want func
 			if !load {
 				continue
 			}
-			ivs, err := readHlogFile(fsys, l.hlogFile(ids[i], p), p)
-			if err != nil {
+			if err := loadPhase(fsys, l.hlogFile(ids[i], p), r, p, keep, sparse); err != nil {
 				return nil, err
 			}
-			if ivs == nil {
-				continue
-			}
-			if len(ivs) == 1 && ivs[0].Hists[p].Tag() == WholeRunTag {
-				keep = false // not a time series
-			}
-			total := NewHistogram()
-			for j, iv := range ivs {
-				total.Merge(iv.Hists[p])
-				if !keep {
-					continue
-				}
-				if j == len(r.Intervals) {
-					r.Intervals = append(r.Intervals, Interval{StartNs: iv.StartNs, EndNs: iv.EndNs})
-				}
-				if j < len(r.Intervals) {
-					r.Intervals[j].Hists[p] = fitted(iv.Hists[p])
-				}
-			}
-			r.Total[p] = fitted(total)
 		}
 	}
 	return runs, nil
 }
 
-// readHlogFile reads the interval log name of fsys; a missing file is no
-// intervals.
-func readHlogFile(fsys fs.FS, name string, p Phase) ([]Interval, error) {
+// loadPhase reads the interval log name of fsys into phase p of r: its
+// merge into Total (SparseTotal when sparse) and, when keep, each
+// interval's histogram, fitted (Sparse when sparse). A missing or empty
+// log leaves r as it is. It holds one decoded interval at a time beyond
+// those it keeps.
+func loadPhase(fsys fs.FS, name string, r *Run, p Phase, keep, sparse bool) error {
 	f, err := fsys.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("results: %w", err)
+		return fmt.Errorf("results: %w", err)
 	}
 	defer f.Close()
-	ivs, err := ReadHlog(f, p)
-	if err != nil {
-		return nil, fmt.Errorf("results: %s: %w", name, err)
+	place := func(iv Interval, j int) {
+		if j == len(r.Intervals) {
+			r.Intervals = append(r.Intervals, Interval{StartNs: iv.StartNs, EndNs: iv.EndNs})
+		}
+		if sparse {
+			r.Intervals[j].Sparse[p] = SparseOf(iv.Hists[p])
+		} else {
+			r.Intervals[j].Hists[p] = fitted(iv.Hists[p])
+		}
 	}
-	return ivs, nil
+	// An interval is placed once the next one is read: a log of one
+	// interval tagged WholeRunTag is a whole run, not a time series.
+	var (
+		total   *hdrhistogram.Histogram
+		pending Interval
+		n       int
+	)
+	err = eachHlogInterval(f, p, func(iv Interval) {
+		if total == nil {
+			total = NewHistogram()
+		}
+		total.Merge(iv.Hists[p])
+		if keep && n > 0 {
+			place(pending, n-1)
+		}
+		pending = iv
+		n++
+	})
+	if err != nil {
+		return fmt.Errorf("results: %s: %w", name, err)
+	}
+	if total == nil {
+		return nil
+	}
+	if keep && (n > 1 || pending.Hists[p].Tag() != WholeRunTag) {
+		place(pending, n-1)
+	}
+	if sparse {
+		r.SparseTotal[p] = SparseOf(total)
+	} else {
+		r.Total[p] = fitted(total)
+	}
+	return nil
 }
 
 // fillEmpty gives every phase of r a histogram, empty where nothing was

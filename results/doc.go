@@ -33,6 +33,8 @@
 //
 // Caveats: hdrhistogram-go histograms are not goroutine-safe (see
 // Recorder), and each takes about 150 kB, so LoadDir of a long run holds
-// intervals × phases of them; interval times in .hlog files are kept to the
-// millisecond.
+// intervals × phases of them, fitted to their largest values;
+// LoadRunsSparse holds them as Sparse histograms (their non-empty buckets
+// alone), which answer what the charts ask; interval times in .hlog files
+// are kept to the millisecond.
 package results

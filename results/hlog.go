@@ -172,9 +172,23 @@ var reBaseTime = regexp.MustCompile(`(?m)^#\[BaseTime: ([\d.]+)`)
 // start of the run, to the millisecond. The histogram of a run logged
 // without intervals comes back as one interval tagged WholeRunTag.
 func ReadHlog(r io.Reader, p Phase) ([]Interval, error) {
+	var out []Interval
+	err := eachHlogInterval(r, p, func(iv Interval) {
+		out = append(out, iv)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachHlogInterval is ReadHlog handing each interval to fn as it is
+// decoded, so that the caller keeps only what it needs of it (each
+// histogram decoded is one of NewHistogram's, about 180 KB).
+func eachHlogInterval(r io.Reader, p Phase, fn func(Interval)) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("results: reading hlog: %w", err)
+		return fmt.Errorf("results: reading hlog: %w", err)
 	}
 	// The library's reader adds BaseTime to every timestamp and does not
 	// say what it was; read it here to turn timestamps back to relative.
@@ -182,26 +196,25 @@ func ReadHlog(r io.Reader, p Phase) ([]Interval, error) {
 	if m := reBaseTime.FindSubmatch(data); m != nil {
 		sec, err := strconv.ParseFloat(string(m[1]), 64)
 		if err != nil {
-			return nil, fmt.Errorf("results: reading hlog: bad BaseTime %q", m[1])
+			return fmt.Errorf("results: reading hlog: bad BaseTime %q", m[1])
 		}
 		baseMs = int64(sec * 1000)
 	}
 	lr := hdrhistogram.NewHistogramLogReader(bytes.NewReader(data))
-	var out []Interval
 	for {
 		h, err := lr.NextIntervalHistogram()
 		if err != nil {
-			return nil, fmt.Errorf("results: reading hlog: %w", err)
+			return fmt.Errorf("results: reading hlog: %w", err)
 		}
 		if h == nil {
-			return out, nil
+			return nil
 		}
 		iv := Interval{
 			StartNs: (h.StartTimeMs() - baseMs) * 1e6,
 			EndNs:   (h.EndTimeMs() - baseMs) * 1e6,
 		}
 		iv.Hists[p] = h
-		out = append(out, iv)
+		fn(iv)
 	}
 }
 
