@@ -46,6 +46,10 @@ function run(hello, makeAdapter) {
   }
   send(hello);
   process.stdout.on('error', () => process.exit(0)); // lockbench went away
+  // redis-semaphore refreshes from a timer and lets a failed call's rejection
+  // go unhandled, which kills Node 20. Log it instead: the lock is not lost
+  // until a refresh finds the key gone, and then onLockLost says so.
+  process.on('unhandledRejection', (err) => log('unhandled rejection:', (err && err.message) || err));
   const adapter = makeAdapter();
   const pending = new Map(); // acquire id -> {cancelled}
   const held = new Map(); // acquire id -> {handle, key, token}
