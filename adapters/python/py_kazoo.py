@@ -40,12 +40,17 @@ class KazooLock:
         self.client = KazooClient(hosts=os.environ["LOCKBENCH_ZK_SERVERS"], timeout=ttl_s)
         self.mu = threading.Lock()
         self.holding = {}  # kazoo Lock -> the protocol's ctx, while held
+        self.connected = threading.Event()
         self.client.add_listener(self.on_state)
         # Not waiting here: an ensemble that is down makes acquires answer
         # unavailable, not the adapter fail to start.
         self.client.start_async()
 
     def on_state(self, state):
+        if state == KazooState.CONNECTED:
+            self.connected.set()
+        else:
+            self.connected.clear()
         # Only LOST (the session expired: the server has deleted our
         # ephemeral znodes) says the lock is gone. SUSPENDED only says the
         # connection dropped; the session, and the lock, may well survive it,
@@ -59,6 +64,11 @@ class KazooLock:
                 ctx.lost()
 
     def acquire(self, req, ctx):
+        # kazoo queues a request made while disconnected until it reconnects,
+        # whatever the Lock's timeout: so wait for the connection here, bounded
+        # by the acquire's timeout, and answer unavailable without one.
+        if not self.connected.wait(max(0.0, req["timeout_ms"] / 1000.0)):
+            raise Unavailable("not connected to ZooKeeper")
         lock = self.client.Lock(ROOT + "/" + req["key"].replace("/", "%2F"))
         lock.lost = False
         # kazoo does not say whether we waited: count how often it looked for
