@@ -1,0 +1,114 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// Command is how to start an adapter.
+type Command struct {
+	// Path is the program; Args its arguments.
+	Path string
+	Args []string
+	// Dir is the working directory; empty: lockbench's.
+	Dir string
+	// Env holds environment variables added to lockbench's own.
+	Env []string
+	// Prepare, when set, readies the command before each start (unpacks
+	// the shipped adapters, installs their dependencies, checks the
+	// runtime); its error is one line saying what to install.
+	Prepare func(ctx context.Context) error
+}
+
+// String is the command as typed: the path and its arguments.
+func (c Command) String() string {
+	return strings.Join(append([]string{c.Path}, c.Args...), " ")
+}
+
+func (c Command) prepare(ctx context.Context) error {
+	if c.Prepare == nil {
+		return nil
+	}
+	return c.Prepare(ctx)
+}
+
+// errorf is an error naming the adapter, on one line.
+func (c Command) errorf(format string, args ...any) error {
+	msg := fmt.Sprintf("adapter %s: "+format, append([]any{c}, args...)...)
+	return fmt.Errorf("%s", oneLine(redact(msg)))
+}
+
+// Environment variables of the scenario, given to each adapter besides the
+// servers' endpoints (servers.Endpoints.Env).
+const (
+	EnvTTL            = "LOCKBENCH_ADAPTER_TTL_MS"
+	EnvAcquireTimeout = "LOCKBENCH_ADAPTER_ACQUIRE_TIMEOUT_MS"
+	EnvWorkers        = "LOCKBENCH_ADAPTER_WORKERS"
+	EnvInstance       = "LOCKBENCH_ADAPTER_INSTANCE"
+)
+
+// environ is the adapter's environment: lockbench's, c.Env, and, for a
+// config, its endpoints as `lockbench up` prints them and the scenario's
+// variables.
+func (c Command) environ(cfg *strategies.Config) []string {
+	env := append(os.Environ(), c.Env...)
+	if cfg == nil {
+		return env
+	}
+	env = append(env, servers.EndpointsOf(*cfg).Env()...)
+	return append(env,
+		EnvTTL+"="+strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
+		EnvAcquireTimeout+"="+strconv.FormatInt(cfg.AcquireTimeout.Milliseconds(), 10),
+		EnvWorkers+"="+strconv.Itoa(max(cfg.Workers, 1)),
+		EnvInstance+"="+strings.TrimPrefix(cfg.Owner, "instance-"),
+	)
+}
+
+// childAttr makes an adapter die with the thread that started it
+// (SIGKILL), so that a killed lockbench leaves none behind. The adapter
+// stays in lockbench's process group, on purpose: stopping an instance
+// process's group (the pause fault) stops its adapter with it.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// redact hides passwords in what an adapter prints.
+func redact(s string) string { return servers.Redact(s) }
+
+// oneLine replaces line breaks with blanks.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\r", " ")), " ")
+}
+
+// maxLine bounds a protocol line: 1 MiB.
+const maxLine = 1 << 20
+
+// truncate cuts b to at most n bytes, on a rune boundary.
+func truncate(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	b = b[:n]
+	for len(b) > 0 && !utf8.Valid(b[len(b)-1:]) && !utf8.Valid(b) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// quoteLine quotes a line an adapter printed, cut short and redacted, for
+// an error message.
+func quoteLine(b []byte) string {
+	q := strconv.Quote(redact(string(truncate(b, 80))))
+	if len(b) > 80 {
+		q += "…"
+	}
+	return q
+}
