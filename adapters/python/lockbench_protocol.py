@@ -72,14 +72,13 @@ class Ctx:
         self.ops = queue.Queue()  # release/extend requests for the granted lock
         self._loop = loop
         self.data = {}  # the adapter's own per-acquire state
+        self.answered_release = False  # no lost event once release has begun
 
     def lost(self):
         g = self.granted
         if g is not None and not self.answered_release:
             send({"event": "lost", "lock": self.req["id"], "key": self.req["key"],
                   "token": g.get("token") or 0})
-
-    answered_release = False
 
 
 class Loop:
