@@ -29,7 +29,8 @@ run(hello, () => {
       });
       const mutex = new Mutex(counted, req.key, {
         lockTimeout: req.ttl_ms,
-        acquireTimeout: req.timeout_ms,
+        // With 0 its loop makes no attempt at all; 1 ms makes the one the protocol means.
+        acquireTimeout: Math.max(1, req.timeout_ms),
         retryInterval: 10,
         refreshInterval: Math.round(0.8 * req.ttl_ms),
         // The default throws from a timer and kills the process.
