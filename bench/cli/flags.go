@@ -556,10 +556,8 @@ func parseStrategies(v string) ([]string, error) {
 		return strategies.Names(), nil
 	}
 	return parseList("strategy", v, strings.Join(strategies.Names(), ", ")+", or all", func(n string) error {
-		if _, ok := strategies.Lookup(n); !ok {
-			return fmt.Errorf("unknown strategy %q", n)
-		}
-		return nil
+		_, err := strategies.Resolve(n) // an exec: adapter's error is its own line
+		return err
 	})
 }
 

@@ -217,6 +217,10 @@ func TestBroken(t *testing.T) {
 		{adaptertest.Garbage, "not a protocol line"},
 		// Never says hello: within HelloTimeout.
 		{adaptertest.NoHello, "no hello within 5s"},
+		// Says hello and never answers: New's probe gets no answer
+		// within ProbeTimeout (counted as unavailable: a hung adapter
+		// and a down server look alike that soon).
+		{adaptertest.Silent, "no answer to a probe acquire within 3s"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t0 := time.Now()
@@ -229,11 +233,11 @@ func TestBroken(t *testing.T) {
 			checkBroken(t, err, t0, tc.want)
 		})
 	}
-	// Says hello and never answers: lost 5s after the request's deadline;
-	// the call itself returns at its deadline, and every later one fails
-	// with ErrAdapterLost.
-	t.Run(adaptertest.Silent, func(t *testing.T) {
-		s := open(t, adaptertest.Silent, cfg)
+	// Stops answering after New: lost 5s after a request's deadline; the
+	// call itself returns at its deadline, and every later one fails with
+	// ErrAdapterLost.
+	t.Run(adaptertest.Stall, func(t *testing.T) {
+		s := open(t, adaptertest.Stall, cfg)
 		t0 := time.Now()
 		if _, err := s.Acquire(timeout(200*time.Millisecond), "silent"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Acquire: got %v; want its deadline exceeded", err)
@@ -256,7 +260,7 @@ func checkBroken(t *testing.T, err error, t0 time.Time, want string) {
 	if d := time.Since(t0); d > 6*time.Second {
 		t.Errorf("failed after %v; want within 5s of the deadline", d)
 	}
-	if !errors.Is(err, strategies.ErrAdapterLost) {
+	if !errors.Is(err, strategies.ErrAdapterLost) && !(want == "no answer to a probe acquire within 3s" && errors.Is(err, strategies.ErrUnavailable)) {
 		t.Fatalf("got %v; want ErrAdapterLost", err)
 	}
 	msg := err.Error()

@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -22,22 +21,11 @@ type Command struct {
 	Dir string
 	// Env holds environment variables added to lockbench's own.
 	Env []string
-	// Prepare, when set, readies the command before each start (unpacks
-	// the shipped adapters, installs their dependencies, checks the
-	// runtime); its error is one line saying what to install.
-	Prepare func(ctx context.Context) error
 }
 
 // String is the command as typed: the path and its arguments.
 func (c Command) String() string {
 	return strings.Join(append([]string{c.Path}, c.Args...), " ")
-}
-
-func (c Command) prepare(ctx context.Context) error {
-	if c.Prepare == nil {
-		return nil
-	}
-	return c.Prepare(ctx)
 }
 
 // errorf is an error naming the adapter, on one line.

@@ -114,9 +114,6 @@ const HelloTimeout = 5 * time.Second
 // HelloTimeout (or ctx, if that ends first). Its errors are one line that
 // names the adapter and what went wrong.
 func ReadHello(ctx context.Context, cmd Command) (Hello, error) {
-	if err := cmd.prepare(ctx); err != nil {
-		return Hello{}, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, HelloTimeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, cmd.Path, append(append([]string(nil), cmd.Args...), "--hello")...)

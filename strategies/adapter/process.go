@@ -19,10 +19,6 @@ import (
 // to answer it before it counts as lost: 5 seconds.
 const AnswerGrace = 5 * time.Second
 
-// closeWait bounds how long Close waits for an adapter to exit on stdin
-// EOF before it kills it: 2 seconds.
-const closeWait = 2 * time.Second
-
 // proc is one running adapter process and its pipe.
 type proc struct {
 	cmd   Command
@@ -68,10 +64,6 @@ type call struct {
 
 // start starts the adapter and waits for its hello.
 func start(ctx context.Context, cmd Command, cfg strategies.Config, log io.WriteCloser) (*proc, Hello, error) {
-	if err := cmd.prepare(ctx); err != nil {
-		_ = log.Close()
-		return nil, Hello{}, err
-	}
 	c := exec.Command(cmd.Path, cmd.Args...)
 	c.Env, c.Dir = cmd.environ(&cfg), cmd.Dir
 	c.SysProcAttr = childAttr()
@@ -318,22 +310,13 @@ func (p *proc) wait(ctx context.Context, c *call) (message, error) {
 	}
 }
 
-// close closes stdin (the adapter exits on EOF) and waits closeWait for it
-// to exit before killing it.
+// close kills the adapter (a process that exits on its own may release
+// its locks, or close a ZooKeeper session, which Close must not) and waits
+// for it to be reaped.
 func (p *proc) close() {
 	p.mu.Lock()
 	p.closing = true
 	p.mu.Unlock()
-	// Not under wmu: a write blocked on a hung adapter must not hold the
-	// close up (closing the pipe fails that write instead).
-	_ = p.stdin.Close()
-	t := time.NewTimer(closeWait)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return
-	case <-t.C:
-	}
-	p.lose("did not exit on stdin EOF")
+	p.lose("closed")
 	<-p.exited
 }

@@ -48,7 +48,40 @@ func New(ctx context.Context, cmd Command, cfg strategies.Config) (*Strategy, er
 	if s.acquireTimeout <= 0 {
 		s.acquireTimeout = DefaultCallTimeout
 	}
+	if h.Backend != "none" {
+		if err := s.probe(ctx, cfg.Owner); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// ProbeTimeout bounds the probe acquire New makes: 3 seconds.
+const ProbeTimeout = 3 * time.Second
+
+// probe takes and releases a lock of the strategy's own, so that a down
+// server is reported by New, as a Factory should, although the protocol
+// has no call but the lock's own and an adapter may connect lazily. A
+// lock held by someone else is a server that answers.
+func (s *Strategy) probe(ctx context.Context, owner string) error {
+	pctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	l, err := s.Acquire(pctx, "lockbench-probe:"+owner)
+	switch {
+	case err == nil:
+		rctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+		defer cancel()
+		_ = l.Release(rctx)
+		return nil
+	case errors.Is(err, strategies.ErrNotAcquired):
+		return nil
+	case errors.Is(err, strategies.ErrUnavailable), errors.Is(err, strategies.ErrAdapterLost), ctx.Err() != nil:
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w (its server is down, or it hangs): %w", s.p.cmd.errorf("no answer to a probe acquire within %v", ProbeTimeout), strategies.ErrUnavailable)
+	}
+	return err
 }
 
 // openLog opens the adapter's log: adapters/<owner>.log in the run
@@ -179,8 +212,8 @@ func (s *Strategy) answerErr(ctx context.Context, what string, m message) error 
 	return fmt.Errorf("%s: %s: %s%s", s.hello.Name, what, m.Error, msg)
 }
 
-// Close ends the adapter: its stdin is closed, and it is killed if it has
-// not exited within 2 seconds. Leases still held are not released.
+// Close ends the adapter: it is killed, so that leases still held are not
+// released (they expire by their TTL, or with their session).
 func (s *Strategy) Close() error {
 	s.p.close()
 	return nil

@@ -42,6 +42,9 @@ const (
 	Garbage = "garbage"
 	// Silent sends its hello and never answers.
 	Silent = "silent"
+	// Stall answers New's probe (a key starting lockbench-probe:) and
+	// nothing else.
+	Stall = "stall"
 	// NoHello prints nothing and waits.
 	NoHello = "nohello"
 )
@@ -81,6 +84,10 @@ func run(mode string) int {
 				fmt.Println("garbage, not json")
 				return 0
 			}
+			if mode == NoHello {
+				time.Sleep(time.Minute)
+				return 0
+			}
 			fmt.Println(hello(mode))
 			return 0
 		}
@@ -112,6 +119,9 @@ func run(mode string) int {
 		var r request
 		if err := json.Unmarshal(in.Bytes(), &r); err != nil {
 			fmt.Fprintf(os.Stderr, "bad request %q\n", in.Text())
+			continue
+		}
+		if mode == Stall && (r.Op != "acquire" || !strings.HasPrefix(r.Key, "lockbench-probe:")) && r.Lock == 0 {
 			continue
 		}
 		if r.Op == "cancel" {
