@@ -18,6 +18,7 @@ import (
 
 func TestMain(m *testing.M) {
 	adaptertest.Main() // returns unless re-executed as an adapter
+	holderMain()       // the same for a holder (TestPauseStopsAdapter)
 	os.Exit(m.Run())
 }
 
