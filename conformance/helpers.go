@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
@@ -51,7 +50,7 @@ func (h *harness) expiryTolerance() time.Duration {
 
 // acquire takes the lock with retries (blocking strategies wait), failing the
 // test if it cannot within acquireTimeout.
-func acquire(t *testing.T, s strategies.Strategy, key string) strategies.Lease {
+func acquire(t T, s strategies.Strategy, key string) strategies.Lease {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
 	defer cancel()
@@ -63,7 +62,7 @@ func acquire(t *testing.T, s strategies.Strategy, key string) strategies.Lease {
 }
 
 // release releases l, failing the test on any error.
-func release(t *testing.T, l strategies.Lease) {
+func release(t T, l strategies.Lease) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
 	defer cancel()

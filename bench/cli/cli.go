@@ -54,6 +54,7 @@ func commands() []command {
 		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runSelfCheck(selfcheck.Redis)},
 		{"compare-postgres", "[flags]", "pg-onconflict's lock-cycle rate against pgbench's (harness check)", runSelfCheck(selfcheck.Postgres)},
 		{"agent", "[flags]", "run instances here for a coordinator elsewhere (--listen HOST:PORT; see --agents)", runAgent},
+		{"adapter-check", "PATH [ARG]", "the conformance cases against an adapter (docs/adapters.md), one line each", runAdapterCheck},
 	}
 }
 
@@ -80,6 +81,8 @@ var checks = map[string]func(args []string) error{
 	"agent":            checkOf(parseAgent),
 	"pack":             checkOf(parsePack),
 	"check":            checkOf(parseCheck),
+	// adapter-check's parse step only forms the exec: name.
+	"adapter-check": checkOf(parseAdapterCheck),
 }
 
 // checkOf is the check of a command whose parse step is parse.

@@ -1,13 +1,14 @@
 package adapter
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
@@ -111,24 +112,53 @@ func parseHello(line []byte) (Hello, error) {
 const HelloTimeout = 5 * time.Second
 
 // ReadHello runs `cmd --hello` and returns the hello it prints, within
-// HelloTimeout (or ctx, if that ends first). Its errors are one line that
-// names the adapter and what went wrong.
+// HelloTimeout (or ctx, if that ends first), as soon as its first line is
+// out. Its errors are one line that names the adapter and what went
+// wrong. The process runs in a group of its own, killed whole once the
+// line is read, so that nothing it started lingers.
 func ReadHello(ctx context.Context, cmd Command) (Hello, error) {
 	ctx, cancel := context.WithTimeout(ctx, HelloTimeout)
 	defer cancel()
-	c := exec.CommandContext(ctx, cmd.Path, append(append([]string(nil), cmd.Args...), "--hello")...)
+	c := exec.Command(cmd.Path, append(append([]string(nil), cmd.Args...), "--hello")...)
 	c.Env, c.Dir = cmd.environ(nil), cmd.Dir
-	c.SysProcAttr = childAttr()
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.WaitDelay = time.Second
-	var stdout, stderr bytes.Buffer
-	c.Stdout, c.Stderr = &limited{b: &stdout, n: maxLine}, &limited{b: &stderr, n: 4096}
-	err := c.Run()
-	line, _, _ := bytes.Cut(bytes.TrimLeft(stdout.Bytes(), "\r\n"), []byte("\n"))
+	var stderr bytes.Buffer
+	c.Stderr = &limited{b: &stderr, n: 4096}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		return Hello{}, cmd.errorf("%v", err)
+	}
+	if err := c.Start(); err != nil {
+		return Hello{}, cmd.errorf("cannot start: %v", err)
+	}
+	lines := make(chan []byte, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 0, 4096), maxLine)
+		for sc.Scan() {
+			if line := bytes.TrimSpace(sc.Bytes()); len(line) > 0 {
+				lines <- bytes.Clone(line)
+				return
+			}
+		}
+		close(lines)
+	}()
+	var line []byte
+	select {
+	case line = <-lines:
+	case <-ctx.Done():
+	}
+	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	werr := c.Wait()
 	switch {
-	case ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded) && len(line) == 0:
+	case line != nil:
+	case ctx.Err() != nil:
 		return Hello{}, cmd.errorf("--hello printed nothing within %v", HelloTimeout)
-	case err != nil && len(line) == 0:
-		return Hello{}, cmd.errorf("--hello failed (%v)%s", err, stderrTail(stderr.Bytes()))
+	case werr != nil:
+		return Hello{}, cmd.errorf("--hello failed (%v)%s", werr, stderrTail(stderr.Bytes()))
+	default:
+		return Hello{}, cmd.errorf("--hello printed nothing%s", stderrTail(stderr.Bytes()))
 	}
 	h, herr := parseHello(line)
 	if herr != nil {
