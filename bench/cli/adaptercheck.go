@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -25,8 +26,12 @@ const adapterCheckTTL = 2 * time.Second
 // strategy name exec:PATH ARGS.
 func parseAdapterCheck(args []string, stdout, stderr io.Writer) (string, error) {
 	fs := newFlagSet("adapter-check", stderr)
-	if err := parseFlagsAllowArgs(fs, args, stdout); err != nil {
-		return "", err
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, "usage of lockbench adapter-check PATH [ARGS]: the conformance cases against the adapter PATH ARGS (docs/adapters.md)")
+		return "", flag.ErrHelp
+	} else if err != nil {
+		return "", flagUsageErr(fs, err)
 	}
 	if fs.NArg() == 0 {
 		return "", usageErr("adapter-check: want PATH [ARGS] of an adapter")
