@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,4 +105,54 @@ func TestAdapterBroken(t *testing.T) {
 			t.Errorf("%q: exit %d, %q; want exit 2 naming adapter-check", args, code, stderr)
 		}
 	}
+}
+
+// An adapter that stops answering mid-run (it answers New's probe only)
+// does not hang the run: 5s after a request's deadline it is lost, with
+// one line naming it, and the instance's later deliveries count as
+// adapter_lost in summary.json.
+func TestAdapterLostInRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis; run without -short")
+	}
+	out := t.TempDir()
+	// The lost adapter's line goes to the process's stderr (an instance
+	// process passes its own on): here, goroutine instances, to lostLog.
+	var lostLog syncBuffer
+	adapter.LostLog = &lostLog
+	defer func() { adapter.LostLog = os.Stderr }()
+	t0 := time.Now()
+	code, _, stderr := runCLI("run", "--strategy", "exec:"+adapterScript(t, adaptertest.Stall), "--instances", "1",
+		"--payments", "2000", "--acquire-timeout", "300ms", "--out", out)
+	if code != 0 || time.Since(t0) > time.Minute {
+		t.Fatalf("run: exit %d after %v; want 0 within a minute\n%s", code, time.Since(t0), stderr)
+	}
+	if n := strings.Count(lostLog.String(), "lockbench: adapter "); n != 1 || !strings.Contains(lostLog.String(), "did not answer acquire within 5s after its deadline") {
+		t.Errorf("stderr: %q; want one line on the lost adapter", lostLog.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"adapter_lost": `) {
+		t.Fatalf("summary.json: no adapter_lost errors; want the deliveries after the loss counted so\n%.600s", b)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,10 @@ import (
 
 	"github.com/lockbench/lockbench/strategies"
 )
+
+// LostLog is where a lost adapter's one line goes: standard error, which an
+// instance process passes on to lockbench's.
+var LostLog io.Writer = os.Stderr
 
 // AnswerGrace is how long past a request's deadline an adapter may take
 // to answer it before it counts as lost: 5 seconds.
@@ -213,8 +218,14 @@ func (p *proc) lose(why string) {
 	}
 	pending := p.pending
 	p.pending = map[int64]*call{}
+	closing := p.closing
 	p.mu.Unlock()
 	close(p.lost)
+	if !closing {
+		// One line for the person running lockbench, as a lost agent
+		// gets: the run goes on, the instance's deliveries fail.
+		fmt.Fprintf(LostLog, "lockbench: %v; the instance's later calls fail as adapter_lost\n", p.err)
+	}
 	for _, c := range pending {
 		c.timer.Stop()
 	}
