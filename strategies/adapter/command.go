@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
@@ -62,10 +63,27 @@ func (c Command) environ(cfg *strategies.Config) []string {
 
 // childAttr makes an adapter die with the thread that started it
 // (SIGKILL), so that a killed lockbench leaves none behind. The adapter
-// stays in lockbench's process group, on purpose: stopping an instance
-// process's group (the pause fault) stops its adapter with it.
+// stays in its parent's process group, on purpose: stopping an instance
+// process's group (the pause fault) stops its adapter with it. Except in
+// the terminal's foreground group (instances run as goroutines of the
+// lockbench typed there), where Ctrl-C would kill every adapter before
+// lockbench stops its instances in order: there it gets a group of its
+// own, and dies with lockbench or when its instance closes it.
 func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: inForeground()}
+}
+
+// inForeground reports whether this process's group is the foreground group
+// of the terminal on its standard input, output or error.
+func inForeground() bool {
+	for fd := 0; fd <= 2; fd++ {
+		var pgrp int32
+		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), syscall.TIOCGPGRP, uintptr(unsafe.Pointer(&pgrp)))
+		if errno == 0 {
+			return int(pgrp) == syscall.Getpgrp()
+		}
+	}
+	return false
 }
 
 // redact hides passwords in what an adapter prints.
