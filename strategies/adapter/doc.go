@@ -22,5 +22,6 @@
 //   - The child gets SIGKILL when the thread that started it exits
 //     (Pdeathsig), and must exit on stdin EOF, so that no adapter outlives
 //     lockbench. It stays in its parent's process group: pausing an
-//     instance process's group stops its adapter too.
+//     instance process's group stops its adapter too (but not in the
+//     terminal's foreground group, out of Ctrl-C's reach).
 package adapter
