@@ -60,7 +60,8 @@ func commands() []command {
 
 // checks are the commands' parse steps: each parses and checks a
 // command's arguments as the command does, reading the files they name,
-// and starts nothing (no server, no run directory, no load). check and the
+// and starts nothing (no server, no run directory, no load) but an exec:
+// strategy's `PATH --hello`. check and the
 // fuzz target drive them; TestEveryCommandIsChecked keeps them complete.
 var checks = map[string]func(args []string) error{
 	"strategies": func(args []string) error {
