@@ -123,6 +123,10 @@ func (h *harness) control() bool { return h.info.Control }
 func (h *harness) config(ttl time.Duration, owner string) strategies.Config {
 	c := h.target.Config
 	c.TTL, c.Owner = ttl, owner
+	// A blocking adapter waits this long at most, whatever the context
+	// (a run's acquire timeout; the default scenario's is 5s): its library's
+	// own wait then ends within DownLimit with a server down.
+	c.AcquireTimeout = caseAcquireTimeout
 	return c
 }
 

@@ -34,10 +34,11 @@ const (
 	// server is restarted: 10s.
 	RecoverLimit = 10 * time.Second
 
-	openTimeout    = 10 * time.Second // strategies.New while servers are up
-	acquireTimeout = time.Minute      // one contender's AcquireRetry, even when starved
-	restartTimeout = 60 * time.Second // starting the killed servers again
-	probeWait      = 200 * time.Millisecond
+	caseAcquireTimeout = 3 * time.Second  // Config.AcquireTimeout of every case
+	openTimeout        = 10 * time.Second // strategies.New while servers are up
+	acquireTimeout     = time.Minute      // one contender's AcquireRetry, even when starved
+	restartTimeout     = 60 * time.Second // starting the killed servers again
+	probeWait          = 200 * time.Millisecond
 )
 
 // expiryTolerance returns how long after ShortTTL a lock of the strategy

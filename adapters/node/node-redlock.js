@@ -13,7 +13,11 @@ const hello = {
 };
 
 run(hello, () => {
-  const clients = redis.addrs().map(redis.client);
+  // A down master must fail an attempt at once (redlock waits for every
+  // master's reply on each of its attempts): without the offline queue a
+  // command to a disconnected client is refused instead of held until
+  // ioredis reconnects.
+  const clients = redis.addrs().map((a) => redis.client(a, { enableOfflineQueue: false }));
   const quorum = Math.floor(clients.length / 2) + 1;
   const redlock = new Redlock(clients, { driftFactor: 0.01, retryCount: 10, retryDelay: 200, retryJitter: 100 });
   let last = 0;

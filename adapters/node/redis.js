@@ -18,7 +18,7 @@ function addrs() {
   return list;
 }
 
-function client(addr) {
+function client(addr, extra) {
   const i = addr.lastIndexOf(':');
   const opts = {
     host: addr.slice(0, i),
@@ -29,6 +29,7 @@ function client(addr) {
     // (about 10 s) while a server is down; 1 fails it at the next failed reconnect.
     maxRetriesPerRequest: 1,
   };
+  Object.assign(opts, extra);
   if (process.env.LOCKBENCH_REDIS_PASSWORD) opts.password = process.env.LOCKBENCH_REDIS_PASSWORD;
   if (process.env.LOCKBENCH_REDIS_CACERT) opts.tls = { ca: fs.readFileSync(process.env.LOCKBENCH_REDIS_CACERT) };
   const c = new Redis(opts);

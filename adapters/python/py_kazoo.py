@@ -95,8 +95,9 @@ class KazooLock:
                 raise Unavailable("not connected to ZooKeeper")
             return None
         # Lock.node is "<uuid>__lock__0000000042": its sequence number grows
-        # with each contender for the path, so it serves as a fencing token.
-        lock.token = int(lock.node[-10:])
+        # with each contender for the path, so it serves as a fencing token,
+        # plus one (the protocol's tokens are >= 1; the first is 0).
+        lock.token = int(lock.node[-10:]) + 1
         with self.mu:
             self.holding[lock] = ctx
         return {"handle": lock, "token": lock.token, "waited": lock.looks > 1}

@@ -115,7 +115,8 @@ func (s *Strategy) Hello() Hello { return s.hello }
 func (s *Strategy) Blocks() bool { return s.hello.Capabilities.Blocking }
 
 // Acquire asks the adapter for the lock on key. A blocking adapter is
-// given the time left until ctx's deadline as its timeout_ms, and is sent
+// given the time left until ctx's deadline (at most Config.AcquireTimeout)
+// as its timeout_ms, and is sent
 // cancel when ctx ends first; Acquire then returns at once, and a lock the
 // adapter grants all the same is released.
 func (s *Strategy) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
@@ -125,8 +126,10 @@ func (s *Strategy) Acquire(ctx context.Context, key string) (strategies.Lease, e
 	dl, has := ctx.Deadline()
 	var timeoutMs int64
 	if s.hello.Capabilities.Blocking {
-		if !has {
-			dl = time.Now().Add(s.acquireTimeout)
+		// The adapter waits until the caller's deadline, or the scenario's
+		// acquire timeout if that comes first (a caller without one).
+		if limit := time.Now().Add(s.acquireTimeout); !has || limit.Before(dl) {
+			dl = limit
 		}
 		timeoutMs = max(time.Until(dl).Milliseconds(), 0)
 	} else if !has {
