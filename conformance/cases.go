@@ -1,8 +1,6 @@
 package conformance
 
 import (
-	"testing"
-
 	"github.com/lockbench/lockbench/strategies"
 )
 
@@ -12,7 +10,7 @@ type testCase struct {
 	// notRun says why the case does not apply to the strategy under test,
 	// or "" when it does; nil means it applies to every strategy.
 	notRun func(h *harness) string
-	run    func(t *testing.T, h *harness)
+	run    func(t T, h *harness)
 	// noLock marks a case that applies to a transactional strategy, which
 	// takes no lock (Info.Transactional); every other case is about a lock.
 	noLock bool
@@ -29,11 +27,11 @@ func makeCases() []testCase {
 		{name: "lease", run: testLease},
 		// 32 contenders sharing one strategy object never overlap in the
 		// critical section (nolock must be caught overlapping).
-		{name: "exclusion-shared", run: func(t *testing.T, h *harness) { testExclusion(t, h, false) }},
+		{name: "exclusion-shared", run: func(t T, h *harness) { testExclusion(t, h, false) }},
 		// The same with one strategy object per contender, as separate
 		// instances would have: cross-process strategies never overlap,
 		// in-process ones must be caught overlapping.
-		{name: "exclusion-per-contender", run: func(t *testing.T, h *harness) { testExclusion(t, h, true) }},
+		{name: "exclusion-per-contender", run: func(t T, h *harness) { testExclusion(t, h, true) }},
 		// A released lease cannot release the lock that B took since: A gets
 		// ErrNotOwner and B still holds the lock.
 		{name: "stale-release-after-release", notRun: excludesNobody, run: testStaleAfterRelease},

@@ -32,8 +32,9 @@ func EnvOf(c *servers.Cluster) Env {
 
 // Run runs every case on every strategy of env, each strategy as a subtest
 // named after it and each case as a subtest of that.
-func Run(t *testing.T, env Env) {
-	t.Helper()
+func Run(tt *testing.T, env Env) {
+	tt.Helper()
+	t := Testing(tt)
 	infos := strategies.All()
 	if len(env.Strategies) > 0 {
 		infos = infos[:0]
@@ -50,7 +51,7 @@ func Run(t *testing.T, env Env) {
 		t.Fatal("no strategies to run: import github.com/lockbench/lockbench/strategies/all")
 	}
 	for _, info := range infos {
-		t.Run(info.Name, func(t *testing.T) {
+		t.Run(info.Name, func(t T) {
 			// An Env without the servers the strategy needs is a failure,
 			// not a reason to skip.
 			target, err := servers.TargetFor(info.Need, env.Endpoints, env.Cluster)
@@ -59,22 +60,50 @@ func Run(t *testing.T, env Env) {
 			}
 			h := &harness{info: info, target: target}
 			for _, c := range makeCases() {
-				t.Run(c.name, func(t *testing.T) {
-					if !c.noLock {
-						if why := lockCase(h); why != "" {
-							t.Skip(why)
-						}
-					}
-					if c.notRun != nil {
-						if why := c.notRun(h); why != "" {
-							t.Skip(why)
-						}
-					}
-					c.run(t, h)
-				})
+				t.Run(c.name, func(t T) { c.runOn(t, h) })
 			}
 		})
 	}
+}
+
+// runOn runs the case on h's strategy, or skips it with the reason it does
+// not apply.
+func (c testCase) runOn(t T, h *harness) {
+	if !c.noLock {
+		if why := lockCase(h); why != "" {
+			t.Skip(why)
+		}
+	}
+	if c.notRun != nil {
+		if why := c.notRun(h); why != "" {
+			t.Skip(why)
+		}
+	}
+	c.run(t, h)
+}
+
+// CaseNames names the cases of the table, in the order they run.
+func CaseNames() []string {
+	var names []string
+	for _, c := range makeCases() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// RunCase runs the case called name on the strategy info, whose servers
+// target gives, as t itself (no subtest): for a command that reports case
+// by case (lockbench adapter-check). It skips t with the reason when the
+// case does not apply, and fails it for an unknown name.
+func RunCase(t T, info strategies.Info, target servers.Target, name string) {
+	t.Helper()
+	for _, c := range makeCases() {
+		if c.name == name {
+			c.runOn(t, &harness{info: info, target: target})
+			return
+		}
+	}
+	t.Fatalf("no conformance case %q (known: %v)", name, CaseNames())
 }
 
 // runID keeps keys of different runs apart: etcd and Postgres keep theirs.
@@ -94,6 +123,10 @@ func (h *harness) control() bool { return h.info.Control }
 func (h *harness) config(ttl time.Duration, owner string) strategies.Config {
 	c := h.target.Config
 	c.TTL, c.Owner = ttl, owner
+	// A blocking adapter waits this long at most, whatever the context
+	// (a run's acquire timeout; the default scenario's is 5s): its library's
+	// own wait then ends within DownLimit with a server down.
+	c.AcquireTimeout = caseAcquireTimeout
 	return c
 }
 
@@ -102,17 +135,17 @@ func (h *harness) config(ttl time.Duration, owner string) strategies.Config {
 func (h *harness) nodes() []servers.Node { return h.target.Nodes }
 
 // key returns a lock key no other test or run uses.
-func (h *harness) key(t *testing.T) string {
+func (h *harness) key(t T) string {
 	return "conformance/" + runID + "/" + t.Name()
 }
 
 // open builds a strategy and closes it when the test ends (once, even if the
 // test closes it first).
-func (h *harness) open(t *testing.T, ttl time.Duration, owner string) strategies.Strategy {
+func (h *harness) open(t T, ttl time.Duration, owner string) strategies.Strategy {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	s, err := strategies.New(ctx, h.info.Name, h.config(ttl, owner))
+	s, err := strategies.New(ctx, h.info.LookupName(), h.config(ttl, owner))
 	if err != nil {
 		t.Fatalf("strategies.New(%q): got %v; want a strategy", h.info.Name, err)
 	}
@@ -124,7 +157,7 @@ func (h *harness) open(t *testing.T, ttl time.Duration, owner string) strategies
 // peer returns a second contender for s: its own strategy object (its own
 // connections, as another instance would have) for cross-process strategies,
 // s itself for in-process ones, whose objects do not see each other.
-func (h *harness) peer(t *testing.T, s strategies.Strategy, ttl time.Duration, owner string) strategies.Strategy {
+func (h *harness) peer(t T, s strategies.Strategy, ttl time.Duration, owner string) strategies.Strategy {
 	if !h.info.CrossProcess {
 		return s
 	}
@@ -134,7 +167,7 @@ func (h *harness) peer(t *testing.T, s strategies.Strategy, ttl time.Duration, o
 // stop kills nodes and returns a function that starts them again. The
 // function is idempotent and also runs when the test ends, so later cases
 // find the servers up.
-func (h *harness) stop(t *testing.T, nodes []servers.Node) (restart func()) {
+func (h *harness) stop(t T, nodes []servers.Node) (restart func()) {
 	t.Helper()
 	var killed []servers.Node
 	var once sync.Once

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
@@ -106,7 +105,7 @@ func (c Contention) IncreasingTokens() error {
 // times each (Contend) and checks that nobody ever found another contender
 // inside. perContender gives each goroutine its own strategy object instead
 // of one shared object.
-func testExclusion(t *testing.T, h *harness, perContender bool) {
+func testExclusion(t T, h *harness, perContender bool) {
 	key := h.key(t)
 	objects := make([]strategies.Strategy, Contenders)
 	for i := range objects {

@@ -2,13 +2,12 @@ package conformance
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
 )
 
-func testExpiry(t *testing.T, h *harness) {
+func testExpiry(t T, h *harness) {
 	key := h.key(t)
 	sA := h.open(t, ShortTTL, "A")
 	sB := h.open(t, ShortTTL, "B")
@@ -49,7 +48,7 @@ func testExpiry(t *testing.T, h *harness) {
 // cancelAfter is when the cancel cases give up waiting for a held lock.
 const cancelAfter = 100 * time.Millisecond
 
-func testCancel(t *testing.T, h *harness) {
+func testCancel(t T, h *harness) {
 	for _, c := range []struct {
 		name string
 		// held: the lock is held by someone else while Acquire runs.
@@ -77,7 +76,7 @@ func testCancel(t *testing.T, h *harness) {
 			t.Logf("%s: not run: %s is the control and never waits", c.name, h.info.Name)
 			continue
 		}
-		t.Run(c.name, func(t *testing.T) {
+		t.Run(c.name, func(t T) {
 			key := h.key(t)
 			s := h.open(t, LongTTL, "A")
 			other := h.peer(t, s, LongTTL, "B")

@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"errors"
-	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
@@ -21,7 +20,7 @@ const extendEvery = ShortTTL / 4
 func (h *harness) extends() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	s, err := strategies.New(ctx, h.info.Name, h.config(LongTTL, "probe"))
+	s, err := strategies.New(ctx, h.info.LookupName(), h.config(LongTTL, "probe"))
 	if err != nil {
 		return true
 	}
@@ -35,9 +34,9 @@ func (h *harness) extends() bool {
 	return ok
 }
 
-func testExtend(t *testing.T, h *harness) {
-	t.Run("outlives-ttl", func(t *testing.T) { testExtendOutlives(t, h) })
-	t.Run("server-down", func(t *testing.T) {
+func testExtend(t T, h *harness) {
+	t.Run("outlives-ttl", func(t T) { testExtendOutlives(t, h) })
+	t.Run("server-down", func(t T) {
 		if why := cannotStop(h); why != "" {
 			t.Skip(why)
 		}
@@ -50,7 +49,7 @@ func testExtend(t *testing.T, h *harness) {
 // the lock, with B trying to take the lock between renewals; then A stops,
 // B takes the lock once A's lease runs out, and A's Extend must neither
 // succeed nor extend B's lock.
-func testExtendOutlives(t *testing.T, h *harness) {
+func testExtendOutlives(t T, h *harness) {
 	key := h.key(t)
 	sA := h.open(t, ShortTTL, "A")
 	sB := h.open(t, ShortTTL, "B")
@@ -147,7 +146,7 @@ func testExtendOutlives(t *testing.T, h *harness) {
 // testExtendServerDown checks that Extend with the servers killed fails
 // within DownLimit with an error wrapping ErrUnavailable, and leaves
 // Deadline alone.
-func testExtendServerDown(t *testing.T, h *harness) {
+func testExtendServerDown(t T, h *harness) {
 	key := h.key(t)
 	s := h.open(t, LongTTL, "A")
 	l := acquire(t, s, key)

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/servers"
@@ -38,7 +37,7 @@ func notReplicated(h *harness) string {
 // acquires: no call hangs (each returns a lease or an error within
 // FailoverStreamLimit), and once the Sentinels have promoted a replica the
 // same strategy object acquires again, on the new primary.
-func testFailoverStream(t *testing.T, h *harness) {
+func testFailoverStream(t T, h *harness) {
 	s := h.open(t, LongTTL, "A")
 	cfg := h.target.Config
 	ctx, cancel := context.WithTimeout(context.Background(), FailoverRecoverLimit+restartTimeout)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
@@ -35,10 +34,11 @@ const (
 	// server is restarted: 10s.
 	RecoverLimit = 10 * time.Second
 
-	openTimeout    = 10 * time.Second // strategies.New while servers are up
-	acquireTimeout = time.Minute      // one contender's AcquireRetry, even when starved
-	restartTimeout = 60 * time.Second // starting the killed servers again
-	probeWait      = 200 * time.Millisecond
+	caseAcquireTimeout = 3 * time.Second  // Config.AcquireTimeout of every case
+	openTimeout        = 10 * time.Second // strategies.New while servers are up
+	acquireTimeout     = time.Minute      // one contender's AcquireRetry, even when starved
+	restartTimeout     = 60 * time.Second // starting the killed servers again
+	probeWait          = 200 * time.Millisecond
 )
 
 // expiryTolerance returns how long after ShortTTL a lock of the strategy
@@ -51,7 +51,7 @@ func (h *harness) expiryTolerance() time.Duration {
 
 // acquire takes the lock with retries (blocking strategies wait), failing the
 // test if it cannot within acquireTimeout.
-func acquire(t *testing.T, s strategies.Strategy, key string) strategies.Lease {
+func acquire(t T, s strategies.Strategy, key string) strategies.Lease {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
 	defer cancel()
@@ -63,7 +63,7 @@ func acquire(t *testing.T, s strategies.Strategy, key string) strategies.Lease {
 }
 
 // release releases l, failing the test on any error.
-func release(t *testing.T, l strategies.Lease) {
+func release(t T, l strategies.Lease) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), acquireTimeout)
 	defer cancel()

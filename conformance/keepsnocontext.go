@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"testing"
 
 	"github.com/lockbench/lockbench/strategies"
 )
@@ -93,7 +92,7 @@ func keepsContext(h *harness) string {
 // context behind would keep that context alive past its call. Acquire and
 // Release are called with tracking contexts, the lock free, and, for a
 // strategy that does not block, taken (Acquire's ErrNotAcquired path).
-func testKeepsNoContext(t *testing.T, h *harness) {
+func testKeepsNoContext(t T, h *harness) {
 	key := h.key(t)
 	s := h.open(t, LongTTL, "A")
 	other := h.peer(t, s, LongTTL, "B")

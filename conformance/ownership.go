@@ -3,13 +3,12 @@ package conformance
 import (
 	"context"
 	"errors"
-	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
 )
 
-func testLease(t *testing.T, h *harness) {
+func testLease(t T, h *harness) {
 	key := h.key(t)
 	s := h.open(t, LongTTL, "A")
 	l := acquire(t, s, key)
@@ -46,7 +45,7 @@ func testLease(t *testing.T, h *harness) {
 	release(t, acquire(t, s, key)) // free again after the release
 }
 
-func testStaleAfterRelease(t *testing.T, h *harness) {
+func testStaleAfterRelease(t T, h *harness) {
 	key := h.key(t)
 	sA := h.open(t, LongTTL, "A")
 	sB := h.peer(t, sA, LongTTL, "B")
@@ -62,7 +61,7 @@ func testStaleAfterRelease(t *testing.T, h *harness) {
 	release(t, b)
 }
 
-func testStaleAfterExpiry(t *testing.T, h *harness) {
+func testStaleAfterExpiry(t T, h *harness) {
 	key := h.key(t)
 	sA := h.open(t, ShortTTL, "A")
 	sB := h.open(t, ShortTTL, "B")
@@ -106,7 +105,7 @@ func testStaleAfterExpiry(t *testing.T, h *harness) {
 	release(t, b)
 }
 
-func testFencingOrder(t *testing.T, h *harness) {
+func testFencingOrder(t T, h *harness) {
 	const holders = 6
 	key := h.key(t)
 	objects := []strategies.Strategy{h.open(t, LongTTL, "A"), h.open(t, LongTTL, "B")}

@@ -79,7 +79,7 @@ func TestTLS(t *testing.T) {
 	for _, info := range lookupAll(t, tlsStrategies) {
 		t.Run(info.Name, func(t *testing.T) {
 			h := &harness{info: info, target: servers.Target{Need: info.Need, Config: trim(good, info.Need)}}
-			t.Run("exclusion-per-contender", func(t *testing.T) { testExclusion(t, h, true) })
+			t.Run("exclusion-per-contender", func(t *testing.T) { testExclusion(Testing(t), h, true) })
 
 			for _, tc := range []struct {
 				name string
@@ -239,7 +239,7 @@ func TestTLSSentinel(t *testing.T) {
 	for _, info := range lookupAll(t, []string{"setnx", "fencing", "redislock", "setnx-watchdog", "rueidislock"}) {
 		t.Run(info.Name, func(t *testing.T) {
 			h := &harness{info: info, target: servers.Target{Need: info.Need, Config: good}}
-			t.Run("exclusion-per-contender", func(t *testing.T) { testExclusion(t, h, true) })
+			t.Run("exclusion-per-contender", func(t *testing.T) { testExclusion(Testing(t), h, true) })
 			t.Run("wrong Sentinel password", func(t *testing.T) {
 				cfg := wrong
 				cfg.TTL, cfg.Owner = LongTTL, "refused"

@@ -29,7 +29,8 @@
 //
 // Instances run as goroutines, or as OS processes (the test or lockbench
 // binary re-executed: call MaybeRunChild first thing in main or TestMain)
-// so that a fault can SIGSTOP a whole instance. Process instances reach the
+// so that a fault can SIGSTOP a whole instance: its process group, so that
+// an adapter process the instance started stops with it. Process instances reach the
 // coordinator's store and report their measurements over a local
 // connection; those a Spawner places on other hosts (loadgen/agent, a
 // `lockbench agent` per host) reach it over TCP, with a token, and are

@@ -21,10 +21,14 @@ const (
 	// ErrClassAgentLost: the instance's agent was lost mid-run, and the
 	// delivery with it (package loadgen/agent).
 	ErrClassAgentLost = "agent_lost"
+	// ErrClassAdapterLost: the instance's adapter process exited, hung or
+	// broke the protocol (strategies.ErrAdapterLost); it is not restarted,
+	// and the instance's later deliveries fail the same way.
+	ErrClassAdapterLost = "adapter_lost"
 )
 
 // errClasses lists the classes in the order counters hold them.
-var errClasses = [...]string{ErrClassTimeout, ErrClassRefused, ErrClassUnavailable, ErrClassLostLock, ErrClassStore, ErrClassOther, ErrClassAgentLost}
+var errClasses = [...]string{ErrClassTimeout, ErrClassRefused, ErrClassUnavailable, ErrClassLostLock, ErrClassStore, ErrClassOther, ErrClassAgentLost, ErrClassAdapterLost}
 
 const (
 	ecTimeout = iota
@@ -34,6 +38,7 @@ const (
 	ecStore
 	ecOther
 	ecAgentLost
+	ecAdapterLost
 	numErrClasses
 )
 
@@ -41,6 +46,9 @@ const (
 func classify(err error) int {
 	var ne net.Error
 	switch {
+	// First: a lost adapter's error may wrap a timeout too.
+	case errors.Is(err, strategies.ErrAdapterLost):
+		return ecAdapterLost
 	case errors.Is(err, strategies.ErrNotOwner):
 		return ecLostLock
 	case errors.Is(err, syscall.ECONNREFUSED), strings.Contains(err.Error(), "connection refused"):

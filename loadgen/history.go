@@ -490,6 +490,8 @@ func acquireErr(cx cycleCtx, actx context.Context, err error) string {
 	switch {
 	case cx.run.Err() != nil:
 		return errEnded
+	case errors.Is(err, strategies.ErrAdapterLost):
+		return ErrClassAdapterLost
 	case errors.Is(err, strategies.ErrNotAcquired), actx.Err() != nil && !errors.Is(err, strategies.ErrUnavailable):
 		return "not_acquired"
 	}

@@ -110,6 +110,7 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 	lock := cfg.Lock
 	lock.Owner = InstanceOwner(cfg.ID)
 	lock.TTL = cfg.Scenario.TTL
+	lock.AcquireTimeout, lock.Workers = cfg.Scenario.AcquireTimeout, cfg.Scenario.Workers
 	info := cfg.Info
 	if info.New == nil {
 		var ok bool

@@ -90,6 +90,14 @@ func ChildCommand(exe string, conf []byte, procs int, stderr io.Writer) *exec.Cm
 	return cmd
 }
 
+// SignalGroup sends sig to the process group of an instance process pid
+// (ChildCommand puts each in its own): the process and whatever it started
+// that stayed in its group, such as an adapter (strategies/adapter), stop
+// and continue together.
+func SignalGroup(pid int, sig syscall.Signal) error {
+	return syscall.Kill(-pid, sig)
+}
+
 // childSchedTrace is the schedtrace GODEBUG setting of instance
 // processes: the longest period it takes (2³¹−1 ms, 24.8 days).
 //
@@ -233,16 +241,17 @@ func startLocal(cfg InstanceConfig, storeAddr string, page *store.SeqPage, log i
 
 func (p *localProc) Stdin() io.WriteCloser { return p.stdin }
 func (p *localProc) Stdout() io.Reader     { return p.stdout }
-func (p *localProc) Pause() error          { return p.cmd.Process.Signal(syscall.SIGSTOP) }
-func (p *localProc) Resume() error         { return p.cmd.Process.Signal(syscall.SIGCONT) }
+func (p *localProc) Pause() error          { return SignalGroup(p.cmd.Process.Pid, syscall.SIGSTOP) }
+func (p *localProc) Resume() error         { return SignalGroup(p.cmd.Process.Pid, syscall.SIGCONT) }
 func (p *localProc) Process() string       { return fmt.Sprintf("pid %d", p.cmd.Process.Pid) }
 func (p *localProc) ClockOffsetNs() int64  { return 0 }
 func (p *localProc) Lost() <-chan struct{} { return nil }
 func (p *localProc) Wait() error           { return p.cmd.Wait() }
 
 func (p *localProc) Kill() {
-	// A paused process must be continued to die promptly and cleanly.
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	// A paused process must be continued to die promptly and cleanly,
+	// and its adapter with it (which its death kills: Pdeathsig).
+	_ = SignalGroup(p.cmd.Process.Pid, syscall.SIGCONT)
 	_ = p.cmd.Process.Kill()
 	_, _ = p.cmd.Process.Wait()
 }

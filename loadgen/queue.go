@@ -165,6 +165,10 @@ func (w *worker) gaveUp(cx cycleCtx, d Delivery, actx context.Context, err error
 	switch {
 	case cx.run.Err() != nil:
 		// The run is ending: neither a give-up nor a server error.
+	case errors.Is(err, strategies.ErrAdapterLost):
+		// Whether or not its deadline has passed meanwhile: the adapter
+		// failed, not the lock.
+		w.c.Errors[ecAdapterLost].Add(1)
 	case errors.Is(err, strategies.ErrNotAcquired),
 		actx.Err() != nil && !errors.Is(err, strategies.ErrUnavailable):
 		w.c.NotAcquired.Add(1)

@@ -565,7 +565,7 @@ func startInstances(ctx context.Context, sc Scenario, info strategies.Info, seq,
 		go func() { _ = store.ServeWith(ln, st, serve) }()
 	}
 	for id := range sc.Instances {
-		cfg := InstanceConfig{ID: id, Strategy: info.Name, Info: info, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil, History: history}
+		cfg := InstanceConfig{ID: id, Strategy: info.LookupName(), Info: info, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil, History: history}
 		var in instance
 		var err error
 		if sc.InstanceMode == InstanceProcess {

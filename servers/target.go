@@ -230,3 +230,16 @@ func (e Endpoints) Config() strategies.Config {
 		MySQLDSN:       e.MySQLDSN,
 	})
 }
+
+// EndpointsOf returns the endpoints a lock config names: Config's inverse,
+// for a strategy that hands them on to a process (an adapter, in Env's
+// variables).
+func EndpointsOf(c strategies.Config) Endpoints {
+	return Endpoints{
+		RedisAddrs: c.RedisAddrs, RedisPassword: c.RedisPassword, RedisCACert: c.RedisCACert,
+		RedisSentinels: c.RedisSentinels, RedisMaster: c.RedisMaster,
+		EtcdEndpoints: c.EtcdEndpoints, EtcdCACert: c.EtcdCACert, EtcdCert: c.EtcdCert, EtcdKey: c.EtcdKey,
+		EtcdUser: c.EtcdUser, EtcdPassword: c.EtcdPassword,
+		PostgresDSN: c.PostgresDSN, ZKServers: c.ZKServers, NATSURL: c.NATSURL, MySQLDSN: c.MySQLDSN,
+	}
+}

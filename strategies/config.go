@@ -23,6 +23,17 @@ type Config struct {
 	// Owner names the instance the strategy belongs to; it is part of every
 	// owner value the strategy writes, so a lock can be traced to its holder.
 	Owner string
+	// AcquireTimeout is how long a caller lets Acquire take (the
+	// scenario's acquire timeout), for strategies that must know it when
+	// they start (an adapter's library client); zero when not given.
+	AcquireTimeout time.Duration
+	// Workers is how many calls the strategy may have in flight at once
+	// (the instance's workers); zero when not given.
+	Workers int
+	// RunDir is the run directory when the strategy runs within a run:
+	// a strategy that starts processes (an adapter) writes their logs
+	// under it. Empty: the logs are discarded.
+	RunDir string
 	// RedisAddrs are the addresses of independent Redis masters. Single
 	// node strategies use the first one; redlock uses all of them. An entry
 	// is host:port, or a URL with an ACL user and password:

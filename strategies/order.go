@@ -9,6 +9,7 @@ import "slices"
 var canon = []string{
 	"nolock", "mutex", "setnx", "redislock", "setnx-watchdog", "rueidislock", "fencing", "redlock", "redsync",
 	"etcd", "zookeeper", "pg-onconflict", "pg-advisory", "mysql-get-lock", "pg-unique", "pg-for-update", "pg-optimistic", "queue",
+	"node-redlock", "node-redis-semaphore", "py-redis-lock", "py-kazoo",
 }
 
 // Builtin lists the built-in strategies in canonical order.

@@ -105,8 +105,21 @@ type Info struct {
 	// something other than the TTL (etcd: whole seconds, at least its
 	// minimum lease). Nil means the TTL itself.
 	Lease func(ttl time.Duration) time.Duration
+	// Ref, when set, is the name Lookup finds the strategy by, where it
+	// differs from Name: an adapter run as exec:PATH ARGS is named exec:
+	// and the name from its hello. An instance process looks its strategy
+	// up by Ref.
+	Ref string
 	// New builds the strategy.
 	New Factory
+}
+
+// LookupName is the name Lookup finds i by: Ref, or Name.
+func (i Info) LookupName() string {
+	if i.Ref != "" {
+		return i.Ref
+	}
+	return i.Name
 }
 
 // Transaction names how a transactional strategy's delivery (one
@@ -156,7 +169,67 @@ func FactoryOf[T Strategy](newT func(ctx context.Context, cfg Config) (T, error)
 var (
 	mu       sync.RWMutex
 	registry = map[string]Info{}
+	// resolvers resolve names by prefix (RegisterResolver); resolved
+	// caches their answers, so that each name is resolved once.
+	resolvers = map[string]Resolver{}
+	resolved  = map[string]resolution{}
 )
+
+// Resolver finds the strategy a name of its prefix names (exec:PATH
+// ARGS), which no Register call can list in advance. Its error is one
+// line saying what is wrong.
+type Resolver func(name string) (Info, error)
+
+type resolution struct {
+	info Info
+	err  error
+}
+
+// RegisterResolver makes names that start with prefix resolve through r,
+// once each. It panics on a duplicate or empty prefix, as Register does.
+func RegisterResolver(prefix string, r Resolver) {
+	mu.Lock()
+	defer mu.Unlock()
+	if prefix == "" || r == nil {
+		panic("strategies: RegisterResolver with empty prefix or nil resolver")
+	}
+	if _, dup := resolvers[prefix]; dup {
+		panic("strategies: RegisterResolver called twice for " + prefix)
+	}
+	resolvers[prefix] = r
+}
+
+// Resolve returns the strategy called name: a registered one, or one a
+// resolver finds (its error, once, for a name it cannot resolve).
+func Resolve(name string) (Info, error) {
+	mu.RLock()
+	info, ok := registry[name]
+	res, done := resolved[name]
+	var r Resolver
+	for prefix, pr := range resolvers {
+		if strings.HasPrefix(name, prefix) {
+			r = pr
+		}
+	}
+	mu.RUnlock()
+	switch {
+	case ok:
+		return info, nil
+	case done:
+		return res.info, res.err
+	case r == nil:
+		return Info{}, fmt.Errorf("unknown strategy %q", name)
+	}
+	// Outside the lock: a resolver may take seconds (it runs a process).
+	info, err := r(name)
+	if err == nil && info.Ref == "" {
+		info.Ref = name
+	}
+	mu.Lock()
+	resolved[name] = resolution{info, err}
+	mu.Unlock()
+	return info, err
+}
 
 // Register makes a strategy available by info.Name. It panics on a duplicate
 // or empty name, as database/sql.Register does: that is a programming error
@@ -173,12 +246,11 @@ func Register(info Info) {
 	registry[info.Name] = info
 }
 
-// Lookup returns the registered strategy called name.
+// Lookup returns the registered strategy called name, or the one a
+// resolver finds for it (Resolve, which also says why not).
 func Lookup(name string) (Info, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	info, ok := registry[name]
-	return info, ok
+	info, err := Resolve(name)
+	return info, err == nil
 }
 
 // MustLookup is Lookup for a name known to be registered (a test's, a

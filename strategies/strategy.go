@@ -25,6 +25,12 @@ var ErrTransactional = errors.New("strategies: a transactional strategy takes no
 // can tell "someone else holds it" from "the server is down".
 var ErrUnavailable = errors.New("strategies: lock server unavailable")
 
+// ErrAdapterLost wraps the errors of a strategy whose adapter process
+// (package strategies/adapter) exited, hung or broke the protocol: that
+// call and every later one of the strategy fail with it, counted as the
+// error class adapter_lost.
+var ErrAdapterLost = errors.New("strategies: adapter lost")
+
 // Strategy hands out leases on named locks.
 //
 // Acquire tries to take the lock on key. A non-blocking strategy makes one

@@ -54,12 +54,14 @@ func commands() []command {
 		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runSelfCheck(selfcheck.Redis)},
 		{"compare-postgres", "[flags]", "pg-onconflict's lock-cycle rate against pgbench's (harness check)", runSelfCheck(selfcheck.Postgres)},
 		{"agent", "[flags]", "run instances here for a coordinator elsewhere (--listen HOST:PORT; see --agents)", runAgent},
+		{"adapter-check", "PATH [ARG]", "the conformance cases against an adapter (docs/adapters.md), one line each", runAdapterCheck},
 	}
 }
 
 // checks are the commands' parse steps: each parses and checks a
 // command's arguments as the command does, reading the files they name,
-// and starts nothing (no server, no run directory, no load). check and the
+// and starts nothing (no server, no run directory, no load) but an exec:
+// strategy's `PATH --hello`. check and the
 // fuzz target drive them; TestEveryCommandIsChecked keeps them complete.
 var checks = map[string]func(args []string) error{
 	"strategies": func(args []string) error {
@@ -80,6 +82,8 @@ var checks = map[string]func(args []string) error{
 	"agent":            checkOf(parseAgent),
 	"pack":             checkOf(parsePack),
 	"check":            checkOf(parseCheck),
+	// adapter-check's parse step only forms the exec: name.
+	"adapter-check": checkOf(parseAdapterCheck),
 }
 
 // checkOf is the check of a command whose parse step is parse.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/adapter"
 	"github.com/lockbench/lockbench/strategies/redisutil"
 )
 
@@ -555,12 +557,24 @@ func parseStrategies(v string) ([]string, error) {
 	if v == "all" {
 		return strategies.Names(), nil
 	}
-	return parseList("strategy", v, strings.Join(strategies.Names(), ", ")+", or all", func(n string) error {
-		if _, ok := strategies.Lookup(n); !ok {
-			return fmt.Errorf("unknown strategy %q", n)
+	// An exec: adapter that cannot say hello (PATH --hello, within 5s) is
+	// not bad input but a broken adapter: its own line, exit 1.
+	var broken error
+	names, err := parseList("strategy", v, strings.Join(strategies.Names(), ", ")+", exec:PATH [ARGS], or all", func(n string) error {
+		_, err := strategies.Resolve(n)
+		if err != nil && strings.HasPrefix(n, adapter.ExecPrefix) && strings.TrimSpace(strings.TrimPrefix(n, adapter.ExecPrefix)) != "" {
+			broken = cmp.Or(broken, err)
+			return nil
 		}
-		return nil
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	if broken != nil {
+		return nil, broken
+	}
+	return names, nil
 }
 
 // storeNeed is what the Postgres store needs.

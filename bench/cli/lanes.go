@@ -87,7 +87,7 @@ func openLanes(ctx context.Context, sess *session, ef endpointFlags, need server
 			return nil, func() {}, fmt.Errorf("lane %d: %w", i+1, err)
 		}
 		s.live, s.trials, s.progress = sess.live, sess.trials, false
-		s.streamDir, s.historyDir = sess.streamDir, sess.historyDir
+		s.streamDir, s.historyDir, s.runDir = sess.streamDir, sess.historyDir, sess.runDir
 		all = append(all, s)
 	}
 	if lanes > 1 {

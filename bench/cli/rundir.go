@@ -68,6 +68,7 @@ func (d *runDir) describe(ctx context.Context, sess *session, trials int, seed i
 	d.meta.Trials, d.meta.Seed = trials, seed
 	sess.trials = trials
 	sess.streamDir = filepath.Join(d.dir, results.HlogDir)
+	sess.runDir = d.dir
 	if history {
 		sess.historyDir = filepath.Join(d.dir, results.HistoryDir)
 	}

@@ -86,6 +86,9 @@ type session struct {
 	// historyDir, when set, is where each run's history goes
 	// (loadgen.Options.History), named as the run's interval logs.
 	historyDir string
+	// runDir is the run directory, under whose adapters/ an adapter's
+	// standard error goes (strategies.Config.RunDir); "" for none.
+	runDir string
 	// agents are the --agents sessions, where instance processes run; nil
 	// without --agents.
 	agents *agent.Pool
@@ -306,6 +309,7 @@ func (s *session) fellBack(name, fault, why string) {
 // ("topology=sentinel,wait=1", "fencing=strict").
 func (s *session) lockOf(info strategies.Info, target servers.Target, sc loadgen.Scenario) (strategies.Config, loadgen.Scenario) {
 	lock := target.Config
+	lock.RunDir = s.runDir
 	var parts []string
 	if sc.Variant != "" {
 		parts = append(parts, sc.Variant)

@@ -146,7 +146,7 @@ type Run struct {
 // errorClasses are the error classes a run reports (loadgen's), whose
 // counters start at zero so that a dashboard sees them before the first.
 var errorClasses = []string{loadgen.ErrClassTimeout, loadgen.ErrClassRefused, loadgen.ErrClassUnavailable,
-	loadgen.ErrClassLostLock, loadgen.ErrClassStore, loadgen.ErrClassAgentLost, loadgen.ErrClassOther}
+	loadgen.ErrClassLostLock, loadgen.ErrClassStore, loadgen.ErrClassAgentLost, loadgen.ErrClassAdapterLost, loadgen.ErrClassOther}
 
 // Run starts the series of a run labelled l, every counter at zero (a
 // series that appears only with its first increment hides that increment

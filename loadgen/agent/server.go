@@ -238,8 +238,8 @@ type child struct {
 // kill ends the process and cuts its relay: a relay blocked on a dead
 // coordinator's connection returns.
 func (c *child) kill() {
-	// A stopped process must be continued to die promptly.
-	_ = c.cmd.Process.Signal(syscall.SIGCONT)
+	// A stopped process (and its group) must be continued to die promptly.
+	_ = loadgen.SignalGroup(c.cmd.Process.Pid, syscall.SIGCONT)
 	_ = c.cmd.Process.Kill()
 	_ = c.conn.SetDeadline(time.Now())
 }
@@ -303,7 +303,8 @@ func (s *session) signal(key uint64, sig string) error {
 	default:
 		return fmt.Errorf("unknown signal %q", sig)
 	}
-	return c.cmd.Process.Signal(n)
+	// The whole group: the instance's adapter, if any, stops with it.
+	return loadgen.SignalGroup(c.cmd.Process.Pid, n)
 }
 
 // add registers c; false if the session has ended (c is then killed).

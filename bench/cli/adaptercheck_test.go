@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/strategies/adapter"
+	"github.com/lockbench/lockbench/strategies/adapter/adaptertest"
+)
+
+// adapterScript writes an executable that runs the test binary as the test
+// adapter of mode: a path and no environment of its own, as a team's
+// adapter is given to exec: and adapter-check.
+func adapterScript(t *testing.T, mode string) string {
+	t.Helper()
+	path, env := adaptertest.Command(mode)
+	p := filepath.Join(t.TempDir(), mode+".sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexec env "+env[0]+" "+path+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// adapter-check on a working adapter (a Go one on a real Redis that
+// adapter-check starts): one line per case, every lock case passes
+// (tokens and extend included, which it claims), exit 0.
+func TestAdapterCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis and runs the conformance cases; run without -short")
+	}
+	code, stdout, stderr := runCLI("adapter-check", adapterScript(t, adaptertest.Good))
+	if code != 0 {
+		t.Fatalf("adapter-check: exit %d; want 0\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"PASS  lease", "PASS  exclusion-per-contender", "PASS  stale-release-after-expiry", "PASS  expiry",
+		"PASS  cancel", "PASS  fencing-order", "PASS  extend", "PASS  server-down", "exec:go-test-good: every case passed"} {
+		if !strings.Contains(stdout, want+"\n") {
+			t.Errorf("adapter-check output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// The documented example adapters pass adapter-check (make test runs this).
+func TestAdapterCheckExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis and runs the conformance cases; run without -short")
+	}
+	for _, ex := range []struct{ runtime, script string }{
+		{adapter.Python, "example_lock.py"},
+		{"node", "example_lock.js"},
+	} {
+		t.Run(ex.script, func(t *testing.T) {
+			if _, err := exec.LookPath(ex.runtime); err != nil {
+				t.Skipf("%s is not installed", ex.runtime)
+			}
+			script := filepath.Join("..", "..", "adapters", "examples", ex.script)
+			code, stdout, stderr := runCLI("adapter-check", ex.runtime, script)
+			if code != 0 {
+				t.Fatalf("adapter-check %s: exit %d; want 0\n%s%s", ex.script, code, stdout, stderr)
+			}
+		})
+	}
+}
+
+// Three broken adapters: each is one line on stderr naming the adapter and
+// what went wrong, within 5s of its hello being due, and exit 1, from
+// adapter-check and from run --strategy exec:….
+func TestAdapterBroken(t *testing.T) {
+	for _, tc := range []struct{ mode, want string }{
+		// Exits at once.
+		{adaptertest.Exit, "--hello failed (exit status 3)"},
+		// Prints garbage.
+		{adaptertest.Garbage, `--hello: printed "garbage, not json", not a hello`},
+		// Never answers.
+		{adaptertest.NoHello, "--hello printed nothing within 5s"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			script := adapterScript(t, tc.mode)
+			for _, args := range [][]string{
+				{"adapter-check", script},
+				{"run", "--strategy", "exec:" + script, "--payments", "10", "--out", t.TempDir()},
+			} {
+				t0 := time.Now()
+				code, _, stderr := runCLI(args...)
+				took := time.Since(t0)
+				line := "lockbench: adapter " + script + ": " + tc.want
+				if code != 1 || !strings.HasPrefix(stderr, line) || strings.Count(stderr, "\n") != 1 {
+					t.Errorf("%s: exit %d, stderr %q; want exit 1 and the one line %q", args[0], code, stderr, line)
+				}
+				if took > 6*time.Second {
+					t.Errorf("%s: took %v; want within 5s of the hello being due", args[0], took)
+				}
+			}
+		})
+	}
+	// Bad input: no PATH, or a comma in the arguments.
+	for _, args := range [][]string{{"adapter-check"}, {"adapter-check", "./a", "b,c"}} {
+		if code, _, stderr := runCLI(args...); code != 2 || !strings.Contains(stderr, "adapter-check") {
+			t.Errorf("%q: exit %d, %q; want exit 2 naming adapter-check", args, code, stderr)
+		}
+	}
+}
+
+// An adapter that stops answering mid-run (it answers New's probe only)
+// does not hang the run: 5s after a request's deadline it is lost, with
+// one line naming it, and the instance's later deliveries count as
+// adapter_lost in summary.json.
+func TestAdapterLostInRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis; run without -short")
+	}
+	out := t.TempDir()
+	// The lost adapter's line goes to the process's stderr (an instance
+	// process passes its own on): here, goroutine instances, to lostLog.
+	var lostLog syncBuffer
+	adapter.LostLog = &lostLog
+	defer func() { adapter.LostLog = os.Stderr }()
+	t0 := time.Now()
+	code, _, stderr := runCLI("run", "--strategy", "exec:"+adapterScript(t, adaptertest.Stall), "--instances", "1",
+		"--payments", "2000", "--acquire-timeout", "300ms", "--out", out)
+	if code != 0 || time.Since(t0) > time.Minute {
+		t.Fatalf("run: exit %d after %v; want 0 within a minute\n%s", code, time.Since(t0), stderr)
+	}
+	if n := strings.Count(lostLog.String(), "lockbench: adapter "); n != 1 || !strings.Contains(lostLog.String(), "did not answer acquire within 5s after its deadline") {
+		t.Errorf("stderr: %q; want one line on the lost adapter", lostLog.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"adapter_lost": `) {
+		t.Fatalf("summary.json: no adapter_lost errors; want the deliveries after the loss counted so\n%.600s", b)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -1,0 +1,166 @@
+package adapter
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/adapters"
+	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/zklock"
+)
+
+// Python is the interpreter of the Python adapters: Debian's own, the one
+// its python3-* packages install into, whatever python3 comes first on
+// PATH.
+const Python = "/usr/bin/python3"
+
+// builtin is a shipped adapter: its script, and the hello it prints
+// (TestBuiltinHellos holds the two together), which its registry entry is
+// made of, so that listing strategies starts no process.
+type builtin struct {
+	runtime, script string
+	// module is the Python module the adapter imports, and the Debian
+	// package that has it.
+	module, pkg string
+	hello       string
+}
+
+// builtins are the shipped adapters, by name.
+var builtins = map[string]builtin{
+	"node-redlock": {runtime: adapters.Node, script: "node-redlock.js",
+		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"node-redlock","library":"redlock","library_version":"4.2.0","backend":"redis","nodes":5,"lease":"ttl","capabilities":{"token":false,"extend":true,"blocking":true}}`},
+	"node-redis-semaphore": {runtime: adapters.Node, script: "node-redis-semaphore.js",
+		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"node-redis-semaphore","library":"redis-semaphore","library_version":"5.8.0","backend":"redis","nodes":1,"lease":"renewed","capabilities":{"token":false,"extend":false,"blocking":true}}`},
+	"py-redis-lock": {runtime: adapters.Python, script: "py_redis_lock.py", module: "redis", pkg: "python3-redis",
+		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"py-redis-lock","library":"redis-py","library_version":"4.3.4","backend":"redis","nodes":1,"lease":"ttl","capabilities":{"token":false,"extend":true,"blocking":true}}`},
+	"py-kazoo": {runtime: adapters.Python, script: "py_kazoo.py", module: "kazoo", pkg: "python3-kazoo",
+		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"py-kazoo","library":"kazoo","library_version":"2.8","backend":"zookeeper","nodes":1,"lease":"session","capabilities":{"token":true,"extend":false,"blocking":true}}`},
+}
+
+// ExecPrefix starts a strategy name that runs any adapter: exec:PATH
+// [ARGS], arguments separated by blanks.
+const ExecPrefix = "exec:"
+
+func init() {
+	for name, b := range builtins {
+		h, err := parseHello([]byte(b.hello))
+		if err != nil || h.Name != name {
+			panic(fmt.Sprintf("adapter: built-in %s: bad hello: %v", name, err))
+		}
+		strategies.Register(InfoOf(name, h, func(ctx context.Context) (Command, error) { return BuiltinCommand(ctx, name) }))
+	}
+	strategies.RegisterResolver(ExecPrefix, resolveExec)
+}
+
+// InfoOf is the registry entry of an adapter called name that said hello
+// h, whose command cmd returns: its Need, fencing when it has tokens, a
+// lease kept alive while the holder runs when the library renews it or
+// holds it by a session (ZooKeeper's, whose server grants the timeout as
+// for package zklock).
+func InfoOf(name string, h Hello, cmd func(ctx context.Context) (Command, error)) strategies.Info {
+	info := strategies.Info{
+		Name:         name,
+		Description:  fmt.Sprintf("%s %s through an adapter (%s lease", h.Library, h.LibraryVersion, h.Lease),
+		Need:         h.Need(),
+		Fencing:      h.Capabilities.Token,
+		CrossProcess: true,
+		KeepAlive:    h.Lease != LeaseTTL,
+		New: func(ctx context.Context, cfg strategies.Config) (strategies.Strategy, error) {
+			c, err := cmd(ctx)
+			if err != nil {
+				return nil, err
+			}
+			s, err := New(ctx, c, cfg)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
+	}
+	if h.Lease == LeaseSession && h.Backend == "zookeeper" {
+		info.Lease = zklock.LeaseTTL
+	}
+	if h.Capabilities.Token {
+		info.Description += ", fenced"
+	}
+	info.Description += ")"
+	return info
+}
+
+// resolveExec resolves exec:PATH [ARGS] by running PATH ARGS --hello.
+func resolveExec(name string) (strategies.Info, error) {
+	args := strings.Fields(strings.TrimPrefix(name, ExecPrefix))
+	if len(args) == 0 {
+		return strategies.Info{}, fmt.Errorf("%q: want exec:PATH [ARGS]", name)
+	}
+	cmd := Command{Path: args[0], Args: args[1:]}
+	h, err := ReadHello(context.Background(), cmd)
+	if err != nil {
+		return strategies.Info{}, err
+	}
+	info := InfoOf(ExecPrefix+h.Name, h, func(context.Context) (Command, error) { return cmd, nil })
+	info.Ref = name
+	return info, nil
+}
+
+// BuiltinCommand is the command of the shipped adapter called name, its
+// scripts unpacked (package adapters) and its runtime checked: a missing
+// one is one line saying what to install.
+func BuiltinCommand(ctx context.Context, name string) (Command, error) {
+	b, ok := builtins[name]
+	if !ok {
+		return Command{}, fmt.Errorf("adapter: no built-in adapter %q", name)
+	}
+	if err := checkRuntime(ctx, name, b); err != nil {
+		return Command{}, err
+	}
+	dir, err := adapters.Dir(ctx, b.runtime)
+	if err != nil {
+		return Command{}, fmt.Errorf("%s: %v", name, err)
+	}
+	path := Python
+	if b.runtime == adapters.Node {
+		path = "node"
+	}
+	return Command{Path: path, Args: []string{filepath.Join(dir, b.script)}, Dir: dir}, nil
+}
+
+// moduleTimeout bounds the check that Python has an adapter's module: 10
+// seconds.
+const moduleTimeout = 10 * time.Second
+
+var (
+	runtimeMu sync.Mutex
+	runtimeOK = map[string]bool{}
+)
+
+// checkRuntime says, in one line, what to install for adapter name to
+// run; nil when nothing. A passed check is not made again.
+func checkRuntime(ctx context.Context, name string, b builtin) error {
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	if runtimeOK[name] {
+		return nil
+	}
+	if b.runtime == adapters.Node {
+		if _, err := exec.LookPath("node"); err != nil {
+			return fmt.Errorf("%s needs node (20 or later) on PATH: apt-get install -y nodejs npm", name)
+		}
+	} else {
+		if _, err := exec.LookPath(Python); err != nil {
+			return fmt.Errorf("%s needs Debian's python3 at %s: apt-get install -y python3 %s", name, Python, b.pkg)
+		}
+		ctx, cancel := context.WithTimeout(ctx, moduleTimeout)
+		defer cancel()
+		if err := exec.CommandContext(ctx, Python, "-c", "import "+b.module).Run(); err != nil {
+			return fmt.Errorf("%s needs Debian's %s: apt-get install -y %s", name, b.pkg, b.pkg)
+		}
+	}
+	runtimeOK[name] = true
+	return nil
+}

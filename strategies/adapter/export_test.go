@@ -1,0 +1,13 @@
+package adapter
+
+// BuiltinHello is the hello the registry entry of built-in name is made of.
+func BuiltinHello(name string) string { return builtins[name].hello }
+
+// Builtins names the shipped adapters.
+func Builtins() []string {
+	var names []string
+	for name := range builtins {
+		names = append(names, name)
+	}
+	return names
+}
