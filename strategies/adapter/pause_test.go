@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/adapter"
 )
@@ -36,19 +38,32 @@ func holderMain() {
 		os.Exit(1)
 	}
 	ttl, _ := time.ParseDuration(os.Getenv("LOCKBENCH_TEST_TTL"))
-	s, err := adapter.New(ctx, cmd, strategies.Config{RedisAddrs: strings.Split(os.Getenv("LOCKBENCH_REDIS_ADDRS"), ","), TTL: ttl, Owner: "holder"})
+	cfg := strategies.Config{TTL: ttl, Owner: "holder"}
+	if v := os.Getenv("LOCKBENCH_REDIS_ADDRS"); v != "" {
+		cfg.RedisAddrs = strings.Split(v, ",")
+	}
+	if v := os.Getenv("LOCKBENCH_ZK_SERVERS"); v != "" {
+		cfg.ZKServers = strings.Split(v, ",")
+	}
+	s, err := adapter.New(ctx, cmd, cfg)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if _, err := s.Acquire(actx, "pause-test"); err != nil {
+	l, err := s.Acquire(actx, "pause-test")
+	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
 	fmt.Println("held")
-	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // until the test ends
+	// A line on stdin: release, and say how it went; EOF: the test ends.
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err == nil {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		fmt.Println("release:", l.Release(rctx))
+	}
 	os.Exit(0)
 }
 
@@ -83,38 +98,7 @@ func TestPauseStopsAdapter(t *testing.T) {
 	needRuntime(t, name)
 	addr := redisAddr(t)
 	const ttl = time.Second // refreshed every 0.8 × TTL
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envHolder+"="+name, "LOCKBENCH_TEST_TTL="+ttl.String(), "LOCKBENCH_REDIS_ADDRS="+addr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = loadgen.SignalGroup(cmd.Process.Pid, syscall.SIGCONT)
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		line <- strings.TrimSpace(l)
-	}()
-	select {
-	case l := <-line:
-		if l != "held" {
-			t.Fatalf("holder: %s", l)
-		}
-	case <-time.After(2 * time.Minute): // a first npm ci may run
-		t.Fatal("holder took no lock within 2 minutes")
-	}
+	cmd, _, _ := startHolder(t, name, ttl, "LOCKBENCH_REDIS_ADDRS="+addr)
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	window := 2 * ttl // two refreshes and more
@@ -149,4 +133,114 @@ func TestPauseStopsAdapter(t *testing.T) {
 	if after := calls(t, c); after == during {
 		t.Fatalf("no command in %v after SIGCONT; want the adapter running again", window)
 	}
+}
+
+// startHolder starts the test binary as a holder (holderMain) of the named
+// shipped adapter's lock, in a process group of its own as an instance
+// process is, and waits until it holds the lock. The holder releases it
+// when a line is written to its stdin, and prints "release: <error>";
+// lines delivers what it prints. The group is continued and killed when
+// the test ends.
+func startHolder(t *testing.T, name string, ttl time.Duration, env ...string) (*exec.Cmd, io.Writer, <-chan string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(append(os.Environ(), envHolder+"="+name, "LOCKBENCH_TEST_TTL="+ttl.String()), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = loadgen.SignalGroup(cmd.Process.Pid, syscall.SIGCONT)
+		_ = stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	lines := make(chan string, 4)
+	go func() {
+		r := bufio.NewReader(stdout)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- strings.TrimSpace(l)
+		}
+	}()
+	select {
+	case l := <-lines:
+		if l != "held" {
+			t.Fatalf("holder: %s", l)
+		}
+	case <-time.After(2 * time.Minute): // a first npm ci may run
+		t.Fatal("holder took no lock within 2 minutes")
+	}
+	return cmd, stdin, lines
+}
+
+// py-kazoo's lease is its ZooKeeper session: a holder whose instance is
+// stopped for longer than the session timeout loses the lock (another
+// client takes it while the holder is stopped), and once continued, the
+// holder learns it (the adapter's lost event): its release says it no
+// longer owns the lock.
+func TestPauseExpiresKazooSession(t *testing.T) {
+	const name = "py-kazoo"
+	needRuntime(t, name)
+	if testing.Short() {
+		t.Skip("starts ZooKeeper; run without -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := servers.Start(ctx, servers.Needs{ZooKeeper: true}, servers.Options{})
+	if err != nil {
+		t.Fatalf("start ZooKeeper: %v", err)
+	}
+	t.Cleanup(func() { _ = cl.Stop() })
+	zk := cl.ZooKeeper[0].Addr
+	const ttl = time.Second // the session timeout
+	cmd, stdin, lines := startHolder(t, name, ttl, "LOCKBENCH_ZK_SERVERS="+zk)
+
+	other, err := strategies.New(ctx, name, strategies.Config{ZKServers: []string{zk}, TTL: ttl, Owner: "other", AcquireTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// Control: while the holder runs, its lock excludes the other client.
+	if l, err := other.Acquire(timeout(1500*time.Millisecond), "pause-test"); err == nil {
+		_ = l.Release(context.Background())
+		t.Fatal("the other client got the lock while the holder held it; want it excluded (is the test measuring anything?)")
+	}
+
+	if err := loadgen.SignalGroup(cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	l, err := other.Acquire(timeout(10*time.Second), "pause-test")
+	if err != nil {
+		t.Fatalf("with the holder stopped: %v; want the lock once its session expired", err)
+	}
+	t.Logf("the other client got the lock %v after the holder stopped", time.Since(stopped).Round(time.Millisecond))
+	if err := loadgen.SignalGroup(cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * ttl) // the adapter reconnects and sees its session expired
+	if _, err := io.WriteString(stdin, "release\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-lines:
+		if !strings.Contains(got, strategies.ErrNotOwner.Error()) {
+			t.Errorf("holder's release after the pause: %q; want ErrNotOwner (the session, and the lock with it, expired)", got)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the holder did not answer its release within 15s")
+	}
+	_ = l.Release(context.Background())
 }
