@@ -33,9 +33,9 @@ vet:
 # SKIP: a -skip pattern, for a local run that leaves some tests out.
 # TIMEOUT: each package's bound, well under go test's 10 minutes, so that
 # a hang fails fast and names its test (the slowest package, bench/faults,
-# takes about 4 minutes, bench/cli about 6).
+# takes about 4 minutes, bench/cli about 8).
 SKIP ?=
-TIMEOUT ?= 9m
+TIMEOUT ?= 12m
 test: vet build
 	@echo "etcd members run from $(BIN) (LOCKBENCH_ETCD_BIN)"
 	LOCKBENCH_ETCD_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout $(TIMEOUT) -race -skip '$(SKIP)' $(RACE_PKGS)
