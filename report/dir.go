@@ -90,10 +90,10 @@ func Render(ctx context.Context, dir string) error {
 	// Reading back decodes every interval into a histogram of about
 	// 180 KB that is garbage as soon as it is made sparse: collect more
 	// eagerly while it does (a drawing is not timed, a run is). At 50 the
-	// committed reference (1,359 runs) draws in 192 MB and 12 s; at 100,
-	// 244 MB and 11 s; at 25, 169 MB but 18 s, and a 161-run directory
-	// takes twice as long as at 50 (the heap is so small that the
-	// collector never stops).
+	// committed reference (1,359 runs) draws in 178 MB and 7 s; at 100,
+	// 229 MB and 6 s; at 25, 160 MB and 9 s, and a 161-run directory
+	// takes 5.5 s where it takes 3 s at 50 (the heap is so small that the
+	// collector hardly stops).
 	defer debug.SetGCPercent(debug.SetGCPercent(50))
 	fsys, err := results.OpenDir(dir)
 	if err != nil {

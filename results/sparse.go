@@ -1,6 +1,10 @@
 package results
 
-import hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+import (
+	"sync"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
 
 // Latencies is what the charts ask of a histogram of latencies, in
 // nanoseconds: *hdrhistogram.Histogram and *Sparse answer it alike.
@@ -60,6 +64,22 @@ func emptyHistogram(lo, sigFigs int64) *hdrhistogram.Histogram {
 	return hdrhistogram.New(lo, 2*lo, int(sigFigs))
 }
 
+// standardBuckets are the buckets of NewHistogram's counts, index by
+// index, with their bounds as hdrhistogram-go computes them: the
+// Distribution of a histogram with one count in every bucket, which walks
+// the counts in their order.
+var standardBuckets = sync.OnceValue(func() []hdrhistogram.Bar {
+	snap := NewHistogram().Export()
+	for i := range snap.Counts {
+		snap.Counts[i] = 1
+	}
+	b := hdrhistogram.Import(snap).Distribution()
+	if len(b) != len(snap.Counts) {
+		return nil // not one bar an index: SparseOf walks each histogram
+	}
+	return b
+})
+
 // NewSparse returns an empty Sparse of NewHistogram's geometry, to Merge
 // into.
 func NewSparse() *Sparse {
@@ -67,9 +87,27 @@ func NewSparse() *Sparse {
 }
 
 // SparseOf returns h's non-empty buckets as a Sparse: the same TotalCount,
-// Max and ValueAtQuantile as h's.
+// Max and ValueAtQuantile as h's. For NewHistogram's geometry it reads h's
+// counts against standardBuckets (a quarter of the time of walking h's
+// Distribution, which computes every bucket's bounds and keeps them all).
 func SparseOf(h *hdrhistogram.Histogram) *Sparse {
 	s := &Sparse{lo: h.LowestTrackableValue(), sigFigs: h.SignificantFigures(), total: h.TotalCount()}
+	if b := standardBuckets(); s.lo == MinLatencyNs && s.sigFigs == SigFigs {
+		counts := h.Export().Counts
+		if len(counts) <= len(b) {
+			for i, c := range counts {
+				if c == 0 {
+					continue
+				}
+				if len(s.bars) == 0 {
+					s.first = b[i].From
+				}
+				s.bars = append(s.bars, sparseBar{top: b[i].To, count: c})
+			}
+			s.bars = s.bars[:len(s.bars):len(s.bars)]
+			return s
+		}
+	}
 	// Distribution walks the buckets up to the last non-empty one, the
 	// way ValueAtQuantile and Max do, and gives each bucket's bounds as
 	// they compute them.

@@ -68,6 +68,16 @@ func TestSparseAnswersAsHistogram(t *testing.T) {
 		sameLatencies(t, "sparse", SparseOf(h), h, r)
 		sameLatencies(t, "sparse of fitted", SparseOf(fitted(h)), h, r)
 	}
+	// another geometry, whose buckets SparseOf walks instead of reading
+	// them from standardBuckets
+	for _, sigFigs := range []int{1, 2, 4} {
+		h := hdrhistogram.New(1, MaxLatencyNs, sigFigs)
+		for range 3000 {
+			_ = h.RecordValue(int64(1e5 * math.Exp(2*r.NormFloat64())))
+		}
+		sameLatencies(t, "another geometry", SparseOf(h), h, r)
+		sameLatencies(t, "empty of another geometry", SparseOf(hdrhistogram.New(1, 1000, sigFigs)), hdrhistogram.New(1, 1000, sigFigs), r)
+	}
 }
 
 // Merging Sparse gives what merging the histograms into a NewHistogram
