@@ -31,9 +31,9 @@ vet:
 # with a cold one.
 #
 # SKIP: a -skip pattern, for a local run that leaves some tests out.
-# TIMEOUT: each package's bound, well under go test's 10 minutes, so that
-# a hang fails fast and names its test (the slowest package, bench/faults,
-# takes about 4 minutes, bench/cli about 8).
+# TIMEOUT: each package's bound, so that a hang fails fast and names its
+# test (the slowest packages: bench/faults about 4 minutes, bench/cli
+# about 8).
 SKIP ?=
 TIMEOUT ?= 12m
 test: vet build
