@@ -52,6 +52,11 @@
 // process): the most the harness itself can do. A strategy whose ops/s
 // comes near it is measuring the harness, not the lock.
 //
+// BenchmarkAdapterProtocol/runtime=node|python runs the no-op adapters
+// against in-process nolock (runtime=nolock) and reports the CPU per
+// acquire+release cycle of lockbench and of the adapter process: what the
+// adapter protocol itself costs (docs/adapters.md), not a library's speed.
+//
 // # Servers
 //
 // The servers (5 Redis nodes, etcd, PostgreSQL) are started once, on
