@@ -34,7 +34,10 @@ pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$pid/status" 2>/dev/null || echo 0; }
+# VmRSS, and its parts: anonymous memory (what the program allocates) and
+# file pages (of the binary and its libraries, which come and go with the
+# page cache).
+rss_kb() { awk '/^VmRSS:/ { r = $2 } /^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } END { print (r ? r : 0), (a ? a : 0), (f ? f : 0) }' "/proc/$pid/status" 2>/dev/null || echo 0 0 0; }
 
 start=$(date +%s)
 now=0
@@ -54,15 +57,16 @@ awk -v t1="$first" -v t2="$last" -v w="$window" -v peak="$peak" '
 	{ t = $1; r = $2
 	  if (t > t1 - w && t <= t1 && r > a) a = r
 	  if (t > t2 - w && t <= t2 && r > b) b = r
-	  bucket = int((t - 1) / w); if (r > top[bucket]) top[bucket] = r; if (bucket > n) n = bucket }
+	  bucket = int((t - 1) / w); if (bucket > n) n = bucket
+	  if (r > top[bucket]) { top[bucket] = r; anon[bucket] = $3; file[bucket] = $4 } }
 	END {
 		# a line per window, or per minute for a run over a quarter of an hour
 		stride = (t2 > 900 && w < 60) ? int(60 / w) : 1
-		print "t_s max_rss_kb (per " w * stride " s)"
+		print "t_s max_rss_kb anon_kb file_kb (the highest sample per " w * stride " s, with its parts)"
 		for (i = 0; i <= n; i += stride) {
-			m = 0
-			for (j = i; j < i + stride && j <= n; j++) if (top[j] > m) m = top[j]
-			printf "%d %d\n", (i + stride) * w, m
+			m = 0; k = i
+			for (j = i; j < i + stride && j <= n; j++) if (top[j] > m) { m = top[j]; k = j }
+			printf "%d %d %d %d\n", (i + stride) * w, m, anon[k], file[k]
 		}
 		ratio = a > 0 ? b / a : 0
 		printf "soak: RSS %d kB at %ds, %d kB at %ds (highest of the %d s before each): ratio %.3f (peak %d kB)\n", a, t1, b, t2, w, ratio, peak
