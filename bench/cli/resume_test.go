@@ -99,27 +99,21 @@ func TestVerdictsResumeAfterSIGKILL(t *testing.T) {
 
 	// Refusals, before anything is run: another command line, and (on a
 	// copy) servers of another version.
-	var o, e bytes.Buffer
-	err = Run(context.Background(), []string{"verdicts", "--strategy", "setnx", "--fault", "kill-node", "--trials", "2", "--resume", out}, &o, &e)
-	if code := ExitCode(err, &e); code != 2 || !strings.Contains(e.String(), "--strategy setnx,fencing") || !strings.Contains(e.String(), "--force") {
+	// The resumptions run the same binary: a different build is refused.
+	code, e := runBin(t, bin, tmp, "verdicts", "--strategy", "setnx", "--fault", "kill-node", "--trials", "2", "--resume", out)
+	if code != 2 || !strings.Contains(e.String(), "--strategy setnx,fencing") || !strings.Contains(e.String(), "--force") {
 		t.Errorf("another command line: exit %d, stderr %q; want 2 and one line naming the directory's command line", code, e.String())
 	}
 	other := filepath.Join(t.TempDir(), "copy")
 	copyDir(t, out, other)
 	editMeta(t, other, func(m *results.Meta) { m.Servers = map[string]string{"redis": "6.0.0"} })
-	o.Reset()
-	e.Reset()
-	err = Run(context.Background(), append(args, "--resume", other), &o, &e)
-	if code := ExitCode(err, &e); code != 2 || !strings.Contains(e.String(), "redis 6.0.0 before") {
+	code, e = runBin(t, bin, tmp, append(args, "--resume", other)...)
+	if code != 2 || !strings.Contains(e.String(), "redis 6.0.0 before") {
 		t.Errorf("other servers: exit %d, stderr %q; want 2 and one line naming the server that differs", code, e.String())
 	}
 
-	o.Reset()
-	e.Reset()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := Run(ctx, append(args, "--resume", out), &o, &e); err != nil {
-		t.Fatalf("--resume: %v\n%s", err, e.String())
+	if code, e = runBin(t, bin, tmp, append(args, "--resume", out)...); code != 0 {
+		t.Fatalf("--resume: exit %d\n%s", code, e.String())
 	}
 	if !strings.Contains(e.String(), "holds "+strconv.Itoa(len(held))+" of the 8 fault runs") {
 		t.Errorf("stderr:\n%s\nwant it to say it holds %d of the 8 runs", e.String(), len(held))
@@ -164,11 +158,8 @@ func TestVerdictsResumeAfterSIGKILL(t *testing.T) {
 
 	// --force with setnx alone: fencing's rows go, and nothing is left to
 	// run.
-	o.Reset()
-	e.Reset()
-	err = Run(ctx, []string{"verdicts", "--strategy", "setnx", "--fault", "kill-node", "--trials", "2", "--resume", out, "--force"}, &o, &e)
-	if err != nil {
-		t.Fatalf("--resume --force: %v\n%s", err, e.String())
+	if code, e = runBin(t, bin, tmp, "verdicts", "--strategy", "setnx", "--fault", "kill-node", "--trials", "2", "--resume", out, "--force"); code != 0 {
+		t.Fatalf("--resume --force: exit %d\n%s", code, e.String())
 	}
 	if !strings.Contains(e.String(), "dropped 6 runs") || !strings.Contains(e.String(), "holds 2 of the 2 fault runs; running the other 0") {
 		t.Errorf("--force stderr:\n%s\nwant it to say 6 runs were dropped and none run", e.String())
@@ -248,11 +239,9 @@ func TestMatrixResumeAfterSIGKILL(t *testing.T) {
 	}
 	held := rowsOf(t, before)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var o, e bytes.Buffer
-	if err := Run(ctx, append(args, "--resume", out), &o, &e); err != nil {
-		t.Fatalf("--resume: %v\n%s", err, e.String())
+	code, e := runBin(t, bin, tmp, append(args, "--resume", out)...)
+	if code != 0 {
+		t.Fatalf("--resume: exit %d\n%s", code, e.String())
 	}
 	after, err := os.ReadFile(filepath.Join(out, results.SummaryJSONFile))
 	if err != nil {
@@ -281,4 +270,17 @@ func TestMatrixResumeAfterSIGKILL(t *testing.T) {
 	if parts["base"] != 1 || parts["contention"] != 3 || parts["sweep"] < 1 || parts["verdicts"] != 1 {
 		t.Errorf("runs by scenario %v (held %d before the kill); want base 1, contention 3, sweep ≥ 1, verdicts 1\n%s", parts, len(held), e.String())
 	}
+}
+
+// runBin runs the lockbench binary bin (3 minutes at most) with the
+// environment of childEnv(tmp), and returns its exit code and stderr.
+func runBin(t *testing.T, bin, tmp string, args ...string) (int, *bytes.Buffer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = childEnv(tmp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	return exitOf(cmd.Run()), &stderr
 }

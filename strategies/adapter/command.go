@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 
@@ -36,7 +35,7 @@ func (c Command) errorf(format string, args ...any) error {
 }
 
 // Environment variables of the scenario, given to each adapter besides the
-// servers' endpoints (servers.Endpoints.Env).
+// servers' endpoints (EndpointEnv).
 const (
 	EnvTTL            = "LOCKBENCH_ADAPTER_TTL_MS"
 	EnvAcquireTimeout = "LOCKBENCH_ADAPTER_ACQUIRE_TIMEOUT_MS"
@@ -52,7 +51,9 @@ func (c Command) environ(cfg *strategies.Config) []string {
 	if cfg == nil {
 		return env
 	}
-	env = append(env, servers.EndpointsOf(*cfg).Env()...)
+	if EndpointEnv != nil {
+		env = append(env, EndpointEnv(*cfg)...)
+	}
 	return append(env,
 		EnvTTL+"="+strconv.FormatInt(cfg.TTL.Milliseconds(), 10),
 		EnvAcquireTimeout+"="+strconv.FormatInt(cfg.AcquireTimeout.Milliseconds(), 10),
@@ -86,8 +87,23 @@ func inForeground() bool {
 	return false
 }
 
+// EndpointEnv and Redact are package servers' (set by its init, since
+// servers sits above the strategies): a config's servers as the
+// LOCKBENCH_* variables `lockbench up` prints, and the redaction of
+// passwords all of lockbench's output goes through. Every lockbench binary
+// links package servers; without it an adapter gets no endpoints.
+var (
+	EndpointEnv func(strategies.Config) []string
+	Redact      func(string) string
+)
+
 // redact hides passwords in what an adapter prints.
-func redact(s string) string { return servers.Redact(s) }
+func redact(s string) string {
+	if Redact == nil {
+		return s
+	}
+	return Redact(s)
+}
 
 // oneLine replaces line breaks with blanks.
 func oneLine(s string) string {
