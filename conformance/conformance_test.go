@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/lockbench/lockbench/servers/adapterenv" // adapters reach the servers
+
 	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/lockbench/lockbench/conformance"

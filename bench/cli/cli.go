@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	_ "github.com/lockbench/lockbench/servers/adapterenv" // adapters reach the servers
+
 	"github.com/lockbench/lockbench/bench/selfcheck"
 	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/results"

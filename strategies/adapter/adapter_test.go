@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/lockbench/lockbench/servers/adapterenv" // adapters reach the servers
+
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/adapter"
