@@ -105,16 +105,18 @@ func TestComparisonProfile(t *testing.T) {
 		t.Skip("burns CPU for a few seconds to be sampled; skipped with -short")
 	}
 	path := filepath.Join(t.TempDir(), "cpu.prof")
-	// spin burns about d of CPU, a share of it in a function standing for
-	// the library (the test binary's own package, selfcheck, is the library
-	// here: its frames are the only ones both loops share by name).
+	// spin burns CPU for about d, a share of each cycle's fixed work in a
+	// function standing for the library (the test binary's own package,
+	// selfcheck, is the library here: its frames are the only ones both
+	// loops share by name). The work is counted in iterations, not timed,
+	// so that a descheduled thread or a slow clock cannot move the share.
 	spin := func(d time.Duration, library float64) cycleRate {
+		const perCycle = 50_000
+		lib := int(perCycle * library)
 		end := time.Now().Add(d)
 		for time.Now().Before(end) {
-			burn(time.Duration(float64(50*time.Microsecond) * library))
-			t0 := time.Now()
-			for time.Since(t0) < time.Duration(float64(50*time.Microsecond)*(1-library)) {
-			}
+			sink ^= burn(lib)
+			sink ^= work(perCycle - lib)
 		}
 		return cycleRate{perSec: 1000, cpu: 10 * time.Microsecond}
 	}
@@ -159,14 +161,28 @@ func TestComparisonProfile(t *testing.T) {
 	}
 }
 
-// burn spins for d: the stand-in library's call in TestComparisonProfile.
+// burn does n iterations of work inside the stand-in library's call in
+// TestComparisonProfile.
 //
 //go:noinline
-func burn(d time.Duration) {
-	t0 := time.Now()
-	for time.Since(t0) < d {
+func burn(n int) uint64 { return work(n) }
+
+// work does n iterations of a xorshift that the compiler cannot drop, the
+// same code whoever calls it.
+//
+//go:noinline
+func work(n int) uint64 {
+	x := uint64(n) | 1
+	for i := 0; i < n; i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
 	}
+	return x
 }
+
+// sink keeps work's results alive.
+var sink uint64
 
 // The profile split does not fail a comparison when another CPU profile
 // is running in the process (a test binary's -cpuprofile): it is left
