@@ -26,27 +26,10 @@ func TestInterruptLeavesNoAdapter(t *testing.T) {
 	}
 	bin := lockbenchBinary(t)
 	tmp := t.TempDir()
-	cmd := exec.Command(bin, "run", "--strategy", "node-redlock,node-redis-semaphore,py-redis-lock,py-kazoo",
+	c := startChild(t, bin, tmp, "run", "--strategy", "node-redlock,node-redis-semaphore,py-redis-lock,py-kazoo",
 		"--instance-mode", "process", "--duration", "3s", "--rate", "100", "--out", filepath.Join(t.TempDir(), "run"))
-	cmd.Env = childEnv(tmp)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	seen := map[string]bool{}
-	deadline := time.After(3 * time.Minute)
-	for !seen["py_kazoo"] {
-		select {
-		case err := <-done:
-			t.Fatalf("ended (%v) before py-kazoo's adapter ran; stderr:\n%s", err, stderr.String())
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatalf("no py-kazoo adapter after 3 minutes (saw %v); stderr:\n%s", seen, stderr.String())
-		case <-time.After(100 * time.Millisecond):
-		}
+	c.waitFor(t, "before py-kazoo's adapter ran", func() bool {
 		for _, p := range adaptersOf(tmp) {
 			for _, name := range []string{"node-redlock", "node-redis-semaphore", "py_redis_lock", "py_kazoo"} {
 				if strings.Contains(p, name) {
@@ -54,20 +37,13 @@ func TestInterruptLeavesNoAdapter(t *testing.T) {
 				}
 			}
 		}
-	}
+		return seen["py_kazoo"]
+	}, "no py-kazoo adapter (saw %v)", seen)
 	time.Sleep(500 * time.Millisecond) // under load
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("still running 30s after SIGINT; stderr:\n%s", stderr.String())
-	}
+	c.signal(t, os.Interrupt)
+	err := c.wait(t, 30*time.Second, "SIGINT")
 	if code := exitOf(err); code != 130 {
-		t.Fatalf("exit %d (%v); want 130. stderr:\n%s", code, err, stderr.String())
+		t.Fatalf("exit %d (%v); want 130. stderr:\n%s", code, err, c.stderr.String())
 	}
 	if len(seen) != 4 {
 		t.Errorf("adapters seen running: %v; want all four", seen)

@@ -91,41 +91,28 @@ func TestOutFullPartWay(t *testing.T) {
 	fs := mountTmpfs(t, "8m")
 	out := filepath.Join(fs, "verdicts")
 	tmp := t.TempDir()
-	cmd := exec.Command(bin, "verdicts", "--strategy", "nolock,setnx,fencing", "--fault", "none,pause", "--out", out)
-	cmd.Env = childEnv(tmp)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	rows := waitForRows(t, cmd, done, out, &stderr, "before the disk was filled")
+	c := startChild(t, bin, tmp, "verdicts", "--strategy", "nolock,setnx,fencing", "--fault", "none,pause", "--out", out)
+	rows := c.waitForRows(t, out, "before the disk was filled")
 	fill(t, filepath.Join(fs, "filler"))
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(3 * time.Minute):
-		_ = cmd.Process.Kill()
-		t.Fatalf("still running 3 minutes after the disk filled; stderr:\n%s", stderr.String())
-	}
+	err := c.wait(t, 3*time.Minute, "the disk filled")
+	stderr := c.stderr.String()
 	if code := exitOf(err); code != 1 {
-		t.Fatalf("exit %d (%v); want 1. stderr:\n%s", code, err, stderr.String())
+		t.Fatalf("exit %d (%v); want 1. stderr:\n%s", code, err, stderr)
 	}
 	var failures []string
 	kinds := map[string]bool{}
-	for _, l := range strings.Split(stderr.String(), "\n") {
+	for _, l := range strings.Split(stderr, "\n") {
 		if rest, ok := strings.CutPrefix(l, "lockbench: could not write "); ok {
 			failures = append(failures, l)
 			kind := strings.Fields(rest)[0]
 			if kinds[kind] {
-				t.Errorf("two lines for one kind of file (%s):\n%s", kind, stderr.String())
+				t.Errorf("two lines for one kind of file (%s):\n%s", kind, stderr)
 			}
 			kinds[kind] = true
 		}
 	}
-	if len(failures) == 0 || !strings.Contains(stderr.String(), "no space left on device") {
-		t.Errorf("stderr:\n%s\nwant a line per kind of file not written, saying the disk is full", stderr.String())
+	if len(failures) == 0 || !strings.Contains(stderr, "no space left on device") {
+		t.Errorf("stderr:\n%s\nwant a line per kind of file not written, saying the disk is full", stderr)
 	}
 	ss, _, rerr := report.ReadSummaries(out)
 	if rerr != nil || len(ss) < rows {
@@ -157,27 +144,6 @@ func fill(t *testing.T, path string) {
 				}
 			}
 			t.Fatal(err)
-		}
-	}
-}
-
-// waitForRows waits (3 minutes at most) until the run directory out of
-// the running cmd holds a row in summary.json, and returns how many; done
-// delivers cmd's end, which fails the test, saying what it came before.
-func waitForRows(t *testing.T, cmd *exec.Cmd, done <-chan error, out string, stderr *bytes.Buffer, before string) int {
-	t.Helper()
-	deadline := time.After(3 * time.Minute)
-	for {
-		select {
-		case err := <-done:
-			t.Fatalf("ended (%v) %s; stderr:\n%s", err, before, stderr.String())
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatalf("no row in summary.json after 3 minutes; stderr:\n%s", stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if ss, _, err := report.ReadSummaries(out); err == nil && len(ss) > 0 {
-			return len(ss)
 		}
 	}
 }

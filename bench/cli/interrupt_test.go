@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -69,37 +67,22 @@ func TestInterruptedRunExits130(t *testing.T) {
 	}
 	bin := lockbenchBinary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "run")
-	cmd := exec.Command(bin, "run", "--strategy", "setnx", "--duration", "30s", "--rate", "200", "--out", out)
-	cmd.Env = childEnv(tmp)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c := startChild(t, bin, tmp, "run", "--strategy", "setnx", "--duration", "30s", "--rate", "200", "--out", out)
 	waitForServers(t, tmp)
 	time.Sleep(1500 * time.Millisecond) // the load is under way
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("still running 30s after SIGINT; stderr:\n%s", stderr.String())
-	}
+	c.signal(t, os.Interrupt)
+	err := c.wait(t, 30*time.Second, "SIGINT")
+	stderr := c.stderr.String()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit: %v; want exit status 130. stderr:\n%s", err, stderr.String())
+		t.Fatalf("exit: %v; want exit status 130. stderr:\n%s", err, stderr)
 	}
 	ss, _, rerr := report.ReadSummaries(out)
 	if rerr != nil || len(ss) != 1 || !ss[0].Interrupted {
 		t.Errorf("summary.json: %d rows, err %v; want the one partial run, marked interrupted", len(ss), rerr)
 	}
-	if want := "interrupted: partial results in " + out; !strings.Contains(stderr.String(), want) {
-		t.Errorf("stderr:\n%s\nwant a line %q", stderr.String(), want)
+	if want := "interrupted: partial results in " + out; !strings.Contains(stderr, want) {
+		t.Errorf("stderr:\n%s\nwant a line %q", stderr, want)
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*")); len(left) > 0 {
 		t.Errorf("left in TMPDIR after the interrupted run: %v; want nothing", left)
@@ -115,14 +98,9 @@ func TestKilledRunsTempDirIsRemovedByTheNext(t *testing.T) {
 	}
 	bin := lockbenchBinary(t)
 	tmp := t.TempDir()
-	killed := exec.Command(bin, "run", "--strategy", "setnx", "--duration", "30s", "--rate", "100", "--out", filepath.Join(t.TempDir(), "killed"))
-	killed.Env = childEnv(tmp)
-	if err := killed.Start(); err != nil {
-		t.Fatal(err)
-	}
+	killed := startChild(t, bin, tmp, "run", "--strategy", "setnx", "--duration", "30s", "--rate", "100", "--out", filepath.Join(t.TempDir(), "killed"))
 	waitForServers(t, tmp)
-	_ = killed.Process.Signal(syscall.SIGKILL)
-	_ = killed.Wait()
+	killed.kill(t)
 	stale, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*"))
 	if len(stale) != 1 {
 		t.Fatalf("after SIGKILL, TMPDIR holds %v; want the killed run's directory", stale)
@@ -151,33 +129,18 @@ func TestInterruptedVerdictsSaidOnce(t *testing.T) {
 	}
 	bin := lockbenchBinary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "verdicts")
-	cmd := exec.Command(bin, "verdicts", "--strategy", "setnx,fencing", "--fault", "none,pause", "--trials", "3", "--out", out)
-	cmd.Env = childEnv(tmp)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	waitForRows(t, cmd, done, out, &stderr, "before it was interrupted")
+	c := startChild(t, bin, tmp, "verdicts", "--strategy", "setnx,fencing", "--fault", "none,pause", "--trials", "3", "--out", out)
+	c.waitForRows(t, out, "before it was interrupted")
 	time.Sleep(300 * time.Millisecond) // the next run is under way
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("still running 60s after SIGINT; stderr:\n%s", stderr.String())
-	}
+	c.signal(t, os.Interrupt)
+	err := c.wait(t, 60*time.Second, "SIGINT")
+	stderr := c.stderr.String()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit: %v; want exit status 130. stderr:\n%s", err, stderr.String())
+		t.Fatalf("exit: %v; want exit status 130. stderr:\n%s", err, stderr)
 	}
 	said := 0
-	for _, l := range strings.Split(stderr.String(), "\n") {
+	for _, l := range strings.Split(stderr, "\n") {
 		if strings.Contains(l, "failed") || strings.Contains(l, "context canceled") || strings.Contains(l, "error:") {
 			t.Errorf("stderr line %q: the interruption reported as a failure", l)
 		}
@@ -186,6 +149,6 @@ func TestInterruptedVerdictsSaidOnce(t *testing.T) {
 		}
 	}
 	if said != 1 {
-		t.Errorf("stderr says interrupted %d times; want once:\n%s", said, stderr.String())
+		t.Errorf("stderr says interrupted %d times; want once:\n%s", said, stderr)
 	}
 }

@@ -71,20 +71,9 @@ func TestVerdictsResumeAfterSIGKILL(t *testing.T) {
 	bin := lockbenchBinary(t)
 	out, tmp := filepath.Join(t.TempDir(), "verdicts"), t.TempDir()
 	args := []string{"verdicts", "--strategy", "setnx,fencing", "--fault", "kill-node", "--trials", "2"}
-	cmd := exec.Command(bin, append(args, "--out", out)...)
-	cmd.Env = childEnv(tmp)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	waitForRows(t, cmd, done, out, &stderr, "before it was killed")
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	<-done
+	c := startChild(t, bin, tmp, append(args, "--out", out)...)
+	c.waitForRows(t, out, "before it was killed")
+	c.kill(t)
 	before, err := os.ReadFile(filepath.Join(out, results.SummaryJSONFile))
 	if err != nil {
 		t.Fatal(err)
@@ -219,20 +208,9 @@ func TestMatrixResumeAfterSIGKILL(t *testing.T) {
 	bin := lockbenchBinary(t)
 	out, tmp := filepath.Join(t.TempDir(), "matrix"), t.TempDir()
 	args := []string{"matrix", "--quick", "--strategy", "setnx", "--fault", "kill-node"}
-	cmd := exec.Command(bin, append(args, "--out", out)...)
-	cmd.Env = childEnv(tmp)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	waitForRows(t, cmd, done, out, &stderr, "before it was killed")
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	<-done
+	c := startChild(t, bin, tmp, append(args, "--out", out)...)
+	c.waitForRows(t, out, "before it was killed")
+	c.kill(t)
 	before, err := os.ReadFile(filepath.Join(out, results.SummaryJSONFile))
 	if err != nil {
 		t.Fatal(err)
