@@ -258,8 +258,20 @@ func (b *Batch) Record(into PhaseSet, outcomes OutcomeSet) {
 			_ = h.RecordValue(ns)
 		}
 	}
+	if cap(vals) > keepBatch {
+		// A collector that fell behind took a spike: the room goes back
+		// to the garbage collector rather than staying as the
+		// high-water mark of a long run's memory.
+		b.vals, b.tmp = nil, nil
+		return
+	}
 	b.vals, b.tmp = vals[:0], tmp[:0]
 }
+
+// keepBatch is the most values a Batch keeps room for between batches:
+// 65,536 (512 KB, and as much again to order them in), eight times what
+// a collector keeping up takes at once (loadgen's maxBatch is 8,192).
+const keepBatch = 1 << 16
 
 // Reset empties every phase.
 func (s PhaseSet) Reset() {

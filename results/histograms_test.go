@@ -106,6 +106,35 @@ func TestBatchRecordsAsRecorded(t *testing.T) {
 }
 
 // Workers record while the collector drains (run with -race): every value
+// A batch keeps its room from one batch to the next while batches are the
+// size a collector keeping up takes, and gives a spike's room back once
+// it is recorded (a collector that fell behind for a second at a million
+// cycles a second takes tens of MB at once), so that a long run's memory
+// does not stay at its worst moment's.
+func TestBatchGivesBackASpike(t *testing.T) {
+	take := func(b *Batch, n int) {
+		r := NewRecorder()
+		for i := range n {
+			r.Record(Total, time.Duration(i+1)*time.Microsecond)
+		}
+		b.Take(r)
+		b.Record(NewPhaseSet(), NewOutcomeSet())
+	}
+	var b Batch
+	take(&b, 8192)
+	if c := cap(b.vals); c < 8192 {
+		t.Fatalf("after a batch of 8,192: room for %d; want it kept", c)
+	}
+	take(&b, 20*keepBatch)
+	if c := cap(b.vals) + cap(b.tmp); c != 0 {
+		t.Errorf("after a spike of %d values: room for %d kept; want none", 20*keepBatch, c)
+	}
+	take(&b, 8192)
+	if c := cap(b.vals); c < 8192 || c > keepBatch {
+		t.Errorf("after the spike, a batch of 8,192: room for %d; want 8,192..%d", c, keepBatch)
+	}
+}
+
 // is drained exactly once.
 func TestRecorderConcurrentDrain(t *testing.T) {
 	r := NewRecorder()
