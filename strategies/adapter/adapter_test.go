@@ -12,7 +12,7 @@ import (
 
 	_ "github.com/lockbench/lockbench/servers/adapterenv" // adapters reach the servers
 
-	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/servers/serverstest"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/adapter"
 	"github.com/lockbench/lockbench/strategies/adapter/adaptertest"
@@ -25,20 +25,7 @@ func TestMain(m *testing.M) {
 }
 
 // redisAddr starts one Redis node for the test.
-func redisAddr(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a Redis server; run without -short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := servers.Start(ctx, servers.Needs{Redis: 1}, servers.Options{})
-	if err != nil {
-		t.Fatalf("start Redis: %v", err)
-	}
-	t.Cleanup(func() { _ = cl.Stop() })
-	return cl.Redis[0].Addr
-}
+func redisAddr(t *testing.T) string { return serverstest.Redis(t) }
 
 func command(mode string) adapter.Command {
 	path, env := adaptertest.Command(mode)

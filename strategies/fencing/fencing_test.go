@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/servers/serverstest"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/fencing"
 )
@@ -16,17 +16,9 @@ import (
 // token is the previous holder's plus one. (The conformance suite checks that
 // tokens increase; this checks what they count.)
 func TestLosersDoNotConsumeTokens(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Redis server; run without -short")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := servers.Start(ctx, servers.Needs{Redis: 1}, servers.Options{})
-	if err != nil {
-		t.Fatalf("start Redis: %v", err)
-	}
-	defer cl.Stop()
-	f, err := fencing.New(ctx, strategies.Config{RedisAddrs: cl.Endpoints().RedisAddrs, TTL: 10 * time.Second})
+	f, err := fencing.New(ctx, strategies.Config{RedisAddrs: []string{serverstest.Redis(t)}, TTL: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("New: got %v; want a strategy", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/servers/serverstest"
 )
 
 // The pool's health check peeks at a connection only when it has been idle
@@ -70,12 +71,7 @@ func TestIdleConnPeeksOnlyWhenIdle(t *testing.T) {
 func TestRestartedNodeIsFoundBeforeUse(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := servers.Start(ctx, servers.Needs{Redis: 1}, servers.Options{})
-	if err != nil {
-		t.Skipf("no local Redis: %v", err)
-	}
-	defer cl.Stop()
-	node := cl.Redis[0]
+	node := serverstest.Start(t, servers.Needs{Redis: 1}, servers.Options{}).Redis[0]
 	c := redis.NewClient(Options(node.Addr, ""))
 	defer c.Close()
 	for range 20 { // fill the pool beyond MinIdleConns

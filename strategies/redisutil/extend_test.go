@@ -9,24 +9,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/servers/serverstest"
 	"github.com/lockbench/lockbench/strategies"
 )
 
 // startNode starts one Redis node for the test and returns a client for it.
 func startNode(t *testing.T) *redis.Client {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a Redis server; run without -short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := servers.Start(ctx, servers.Needs{Redis: 1}, servers.Options{})
-	if err != nil {
-		t.Fatalf("start Redis: %v", err)
-	}
-	t.Cleanup(func() { _ = cl.Stop() })
-	c := redis.NewClient(Options(cl.Redis[0].Addr, ""))
+	c := redis.NewClient(Options(serverstest.Redis(t), ""))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
