@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -124,31 +123,9 @@ func (m *MariaDB) prepare(clusterDir, dir, password string) error {
 	if err := os.WriteFile(m.initPath, []byte(init), 0o600); err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	u, err := user.Lookup(mariaOSUser)
-	if err != nil {
-		return fmt.Errorf("mariadbd does not run as root and there is no %q user to run it as: %w", mariaOSUser, err)
-	}
-	uid, err := strconv.Atoi(u.Uid)
-	if err != nil {
-		return err
-	}
-	gid, err := strconv.Atoi(u.Gid)
-	if err != nil {
-		return err
-	}
-	m.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	if err := os.Chmod(clusterDir, 0o711); err != nil { // traversable, not listable
-		return err
-	}
-	for _, p := range []string{dir, m.initPath} {
-		if err := os.Chown(p, uid, gid); err != nil {
-			return err
-		}
-	}
-	return nil
+	var err error
+	m.cred, err = runAs("mariadbd", mariaOSUser, clusterDir, dir, m.initPath)
+	return err
 }
 
 // install creates the system tables with mariadb-install-db: no test

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -94,31 +93,9 @@ func (p *Postgres) prepare(clusterDir, dir string) error {
 			return err
 		}
 	}
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	u, err := user.Lookup(pgUser)
-	if err != nil {
-		return fmt.Errorf("PostgreSQL does not run as root and there is no %q user to run it as: %w", pgUser, err)
-	}
-	uid, err := strconv.Atoi(u.Uid)
-	if err != nil {
-		return err
-	}
-	gid, err := strconv.Atoi(u.Gid)
-	if err != nil {
-		return err
-	}
-	p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	if err := os.Chmod(clusterDir, 0o711); err != nil { // traversable, not listable
-		return err
-	}
-	for _, d := range []string{dir, p.sockDir} {
-		if err := os.Chown(d, uid, gid); err != nil {
-			return err
-		}
-	}
-	return nil
+	var err error
+	p.cred, err = runAs("PostgreSQL", pgUser, clusterDir, dir, p.sockDir)
+	return err
 }
 
 // initdb creates the database cluster: trust authentication (its rules

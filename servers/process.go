@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/user"
 	"runtime"
 	"strconv"
 	"strings"
@@ -267,4 +268,36 @@ func descendants(pid int) []int {
 		}
 	}
 	return out
+}
+
+// runAs is the credential a server that refuses root (PostgreSQL,
+// mariadbd) runs with when lockbench runs as root: the OS user name's,
+// with clusterDir made traversable (not listable) and paths handed to
+// that user. It is nil when lockbench does not run as root; server names
+// the server in the error.
+func runAs(server, name, clusterDir string, paths ...string) (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s does not run as root and there is no %q user to run it as: %w", server, name, err)
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return nil, err
+	}
+	gid, err := strconv.Atoi(u.Gid)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(clusterDir, 0o711); err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		if err := os.Chown(p, uid, gid); err != nil {
+			return nil, err
+		}
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
