@@ -175,18 +175,25 @@ func TestLostEvent(t *testing.T) {
 }
 
 // The adapter's stderr goes to adapters/<owner>.log in the run directory,
-// redacted.
+// redacted; each start (a command of many runs makes one per run) after
+// a line naming it.
 func TestLog(t *testing.T) {
 	addr := redisAddr(t)
 	dir := t.TempDir()
-	s := open(t, adaptertest.Good, strategies.Config{RedisAddrs: []string{addr}, RunDir: dir, Owner: "instance-3"})
-	_ = s.Close()
+	for range 2 {
+		s := open(t, adaptertest.Good, strategies.Config{RedisAddrs: []string{addr}, RunDir: dir, Owner: "instance-3"})
+		_ = s.Close()
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "adapters", "instance-3.log"))
 	if err != nil {
 		t.Fatalf("adapter log: %v", err)
 	}
-	if log := string(b); !strings.Contains(log, "adaptertest: started") || strings.Contains(log, "s3cret") {
+	log := string(b)
+	if !strings.Contains(log, "adaptertest: started") || strings.Contains(log, "s3cret") {
 		t.Fatalf("adapter log %q; want its stderr with the password redacted", log)
+	}
+	if n := strings.Count(log, "\n=== ") + strings.Count(log[:min(4, len(log))], "==="); n != 2 || strings.Count(log, "adaptertest: started") != 2 {
+		t.Errorf("adapter log %q; want two starts, each after a === line", log)
 	}
 }
 

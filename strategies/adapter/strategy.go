@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
@@ -40,7 +41,7 @@ var (
 // once the process has started.
 func New(ctx context.Context, cmd Command, cfg strategies.Config) (*Strategy, error) {
 	cfg = cfg.WithDefaults()
-	p, h, err := start(ctx, cmd, cfg, openLog(cfg))
+	p, h, err := start(ctx, cmd, cfg, openLog(cfg, cmd))
 	if err != nil {
 		return nil, err
 	}
@@ -85,9 +86,11 @@ func (s *Strategy) probe(ctx context.Context, owner string) error {
 }
 
 // openLog opens the adapter's log: adapters/<owner>.log in the run
-// directory, whose lines are redacted; a sink that discards everything
-// when there is no run directory or the file cannot be made.
-func openLog(cfg strategies.Config) io.WriteCloser {
+// directory, whose lines are redacted, each start of an adapter (one per
+// run of a command of many runs) after a line naming it; a sink that
+// discards everything when there is no run directory or the file cannot
+// be made.
+func openLog(cfg strategies.Config, cmd Command) io.WriteCloser {
 	if cfg.RunDir == "" {
 		return nopCloser{io.Discard}
 	}
@@ -99,7 +102,9 @@ func openLog(cfg strategies.Config) io.WriteCloser {
 	if err != nil {
 		return nopCloser{io.Discard}
 	}
-	return newRedactor(f)
+	w := newRedactor(f)
+	fmt.Fprintf(w, "=== %s: %s, TTL %v, acquire timeout %v\n", time.Now().UTC().Format(time.RFC3339), strings.Join(append([]string{cmd.Path}, cmd.Args...), " "), cfg.TTL, cfg.AcquireTimeout)
+	return w
 }
 
 type nopCloser struct{ io.Writer }
