@@ -167,7 +167,21 @@ func (z *ZooKeeper) dial(network, addr string, timeout time.Duration) (net.Conn,
 		return nil, errClosed
 	}
 	z.sock = c
-	return &sniffer{Conn: c, z: z, sent: time.Now()}, nil
+	now := time.Now()
+	return &sniffer{Conn: c, z: z, sent: now, answerBy: now.Add(z.handshake())}, nil
+}
+
+// handshake is how long the client waits for the answer to its connect
+// request before it drops the connection and dials again: the session
+// timeout asked for divided by the number of servers, as ZooKeeper's own
+// Java client bounds a connection attempt, so that the client has tried
+// every server before the session can expire. zk.Conn alone waits ten
+// times two thirds of the timeout, which a server that has accepted the
+// connection and will never answer turns into a client with no session for
+// that long: ZooKeeper 3.8.0 does that to a connection that arrives between
+// binding its port and loading its data (it fails to close it).
+func (z *ZooKeeper) handshake() time.Duration {
+	return SessionTimeout(z.ttl) / time.Duration(len(z.servers))
 }
 
 // sniffer passes a connection through and decodes the head of the first
@@ -176,10 +190,21 @@ func (z *ZooKeeper) dial(network, addr string, timeout time.Duration) (net.Conn,
 // session password.
 type sniffer struct {
 	net.Conn
-	z    *ZooKeeper
-	sent time.Time // the connect request is written after this
-	head [20]byte
-	n    int
+	z        *ZooKeeper
+	sent     time.Time // the connect request is written after this
+	answerBy time.Time // the latest read deadline until the head has come
+	head     [20]byte
+	n        int
+}
+
+// SetReadDeadline passes t on, but no later than answerBy until the
+// connect response's head has come. zk.Conn sets its deadlines from the
+// goroutine that reads, so n needs no lock.
+func (s *sniffer) SetReadDeadline(t time.Time) error {
+	if s.n < len(s.head) && (t.IsZero() || t.After(s.answerBy)) {
+		t = s.answerBy
+	}
+	return s.Conn.SetReadDeadline(t)
 }
 
 func (s *sniffer) Read(p []byte) (int, error) {

@@ -38,7 +38,9 @@
 // reconnects by itself) requests wait for one; after DefaultDownAfter (4s)
 // without one they fail and waiters give up, with
 // strategies.ErrUnavailable. New waits DefaultConnectTimeout (2s) for a
-// session.
+// session. The client waits for the answer to a connect request for the
+// session timeout divided by the number of servers, as ZooKeeper's Java
+// client does, then dials again.
 //
 // # Caveats
 //

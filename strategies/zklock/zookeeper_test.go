@@ -421,10 +421,13 @@ func TestServerDown(t *testing.T) {
 	if err := cluster.ZooKeeper[0].Start(ctx); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	began := time.Now()
+	// A dial, refused or cut off by the handshake bound, then the client's
+	// wait of a second after a round of servers with no session, twice,
+	// and time for a loaded machine.
+	began, limit := time.Now(), 2*(waiter.handshake()+time.Second)+3*time.Second
 	for waiter.conn.State() != zk.StateHasSession {
-		if time.Since(began) > 5*time.Second {
-			t.Fatalf("no session 5s after the restart (state %v)", waiter.conn.State())
+		if time.Since(began) > limit {
+			t.Fatalf("no session %v after the restart (state %v)", limit, waiter.conn.State())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -435,6 +438,39 @@ func TestServerDown(t *testing.T) {
 	l := acquire(t, waiter, key)
 	if err := l.Release(ctx); err != nil {
 		t.Errorf("Release after restart: %v", err)
+	}
+}
+
+// TestSilentServer puts the client's server behind a proxy that accepts
+// connections and never answers: the client must drop each one after its
+// handshake bound and dial again (zk.Conn alone would wait 13s on the
+// first), and have a session soon after the server answers again.
+func TestSilentServer(t *testing.T) {
+	p := newProxy(t, zkServers[0])
+	z := newZK(t, 0, []string{p.addr()})
+	bound := z.handshake()
+	p.mute(true)
+	before := p.accepts()
+	// After the cut: a dial, its bound, a second dial, its bound, and
+	// the client's second's wait after a round with no session.
+	time.Sleep(2*bound + 1500*time.Millisecond)
+	dials := p.accepts() - before
+	p.mute(false)
+	t.Logf("%d dials in %v of silence (handshake bound %v)", dials, 2*bound+1500*time.Millisecond, bound)
+	if dials < 2 {
+		t.Errorf("%d dials while the server was silent; want at least 2 (one per handshake bound)", dials)
+	}
+	start := time.Now()
+	for z.conn.State() != zk.StateHasSession {
+		if time.Since(start) > 2*bound+5*time.Second {
+			t.Fatalf("no session %v after the server answered again (state %v)", time.Since(start).Round(time.Millisecond), z.conn.State())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("session %v after the server answered again", time.Since(start).Round(time.Millisecond))
+	l := acquire(t, z, testKey(t))
+	if err := l.Release(context.Background()); err != nil {
+		t.Errorf("Release: %v", err)
 	}
 }
 
@@ -487,13 +523,18 @@ func TestEnsemble(t *testing.T) {
 }
 
 // proxy forwards TCP connections to a server; cut(true) drops them all and
-// drops new ones at once, until cut(false).
+// drops new ones at once, until cut(false); mute(true) drops them all and
+// keeps new ones open without a word, as a stopped process or ZooKeeper
+// 3.8.0 just after a restart does, until mute(false).
 type proxy struct {
-	l      net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	isCut  bool
+	l       net.Listener
+	target  string
+	mu      sync.Mutex
+	conns   []net.Conn
+	isCut   bool
+	isMuted bool
+	// accepted counts the connections accepted.
+	accepted int
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -519,6 +560,14 @@ func newProxy(t *testing.T, target string) *proxy {
 func (p *proxy) addr() string { return p.l.Addr().String() }
 
 func (p *proxy) serve(c net.Conn) {
+	p.mu.Lock()
+	p.accepted++
+	if p.isMuted {
+		p.conns = append(p.conns, c)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
 	up, err := net.Dial("tcp", p.target)
 	p.mu.Lock()
 	if err != nil || p.isCut {
@@ -541,9 +590,27 @@ func (p *proxy) cut(on bool) {
 	defer p.mu.Unlock()
 	p.isCut = on
 	if on {
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.conns = nil
+		p.drop()
 	}
+}
+
+func (p *proxy) mute(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.isMuted = on
+	p.drop()
+}
+
+// drop closes every connection; p.mu is held.
+func (p *proxy) drop() {
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) accepts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
