@@ -2,8 +2,9 @@
 // adapter protocol: a test binary re-executes itself as the adapter
 // (Command), and Main, called first thing in its TestMain, runs it.
 //
-// The good adapter is a real lock on one Redis node: SET NX PX with a
-// fencing token from INCR, a compare-and-delete release and a
+// The good adapter is a real lock on one Redis node: a script that sets
+// the key, with a fencing token from INCR as its value, only when it is
+// free; a compare-and-delete release and a
 // compare-and-expire extend. The broken ones misbehave as the protocol's
 // failure rules name: exit at once, print garbage, never answer.
 package adaptertest
@@ -186,6 +187,13 @@ func (a *adapter) reply(v map[string]any) {
 }
 
 var (
+	// acquireScript takes the token only with the lock, in one step: an
+	// INCR before a separate SET NX lets a contender that was slow between
+	// the two hold the lock with an older token than the holder before it.
+	acquireScript = redis.NewScript(`if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
+local t = redis.call("INCR", KEYS[2])
+redis.call("SET", KEYS[1], t, "PX", ARGV[1])
+return t`)
 	releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 	extendScript  = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
 )
@@ -214,17 +222,12 @@ func (a *adapter) answer(ctx context.Context, r request) {
 		deadline := time.Now().Add(time.Duration(r.TimeoutMs) * time.Millisecond)
 		waited := false
 		for {
-			token, err := a.rdb.Incr(ctx, "fence:"+r.Key).Result()
+			token, err := acquireScript.Run(ctx, a.rdb, []string{r.Key, "fence:" + r.Key}, r.TTLMs).Int64()
 			if err != nil {
 				fail(err)
 				return
 			}
-			ok, err := a.rdb.SetNX(ctx, r.Key, token, time.Duration(r.TTLMs)*time.Millisecond).Result()
-			if err != nil {
-				fail(err)
-				return
-			}
-			if ok {
+			if token > 0 {
 				if ctx.Err() != nil {
 					// Granted after a cancel: released here, as the protocol asks.
 					releaseScript.Run(context.Background(), a.rdb, []string{r.Key}, token)
