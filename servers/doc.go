@@ -90,7 +90,8 @@
 // These servers are tuned for benchmarking locks on one machine, not for
 // keeping data: PostgreSQL runs with fsync and full_page_writes off,
 // MariaDB with innodb_flush_log_at_trx_commit=2, and etcd with
-// UnsafeNoFsync. Both survive a killed process (acknowledged
+// UnsafeNoFsync (etcd also compacts its history every minute, or its
+// memory grows with every lock). Both survive a killed process (acknowledged
 // commits are in the page cache; PostgreSQL keeps synchronous_commit on so
 // that they are) but not a power cut. Redis saves
 // nothing unless Options.RedisAOF is set, so a killed and restarted node comes
