@@ -19,7 +19,9 @@ import (
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/servers"
+	_ "github.com/lockbench/lockbench/servers/adapterenv" // adapters reach the servers
 	"github.com/lockbench/lockbench/strategies"
+	"github.com/lockbench/lockbench/strategies/adapter"
 	_ "github.com/lockbench/lockbench/strategies/all"
 )
 
@@ -138,12 +140,33 @@ func BenchmarkLock(b *testing.B) {
 			}
 			use = pg
 		}
+		missing := runtimeMissing(info.Name)
 		for _, n := range contenders {
 			b.Run("strategy="+info.Name+"/contenders="+strconv.Itoa(n), func(b *testing.B) {
+				if missing != nil {
+					b.Skip(missing)
+				}
 				benchLock(b, info, n, target.Config, use)
 			})
 		}
 	}
+}
+
+// runtimeMissing says, in one line, what a shipped adapter needs that this
+// machine lacks (its runtime or its modules), printed once on stderr since
+// go test shows a benchmark's skip message only with -v; nil for the rest.
+func runtimeMissing(name string) error {
+	if !adapter.IsBuiltin(name) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if _, err := adapter.BuiltinCommand(ctx, name); err != nil {
+		err = fmt.Errorf("BenchmarkLock/strategy=%s skipped: %v", name, err)
+		fmt.Fprintln(os.Stderr, err)
+		return err
+	}
+	return nil
 }
 
 // benchLock runs b.N lock cycles of strategy info with n contenders.

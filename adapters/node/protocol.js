@@ -6,6 +6,8 @@
 //   acquire(req, ctx) -> Promise<{handle, token?, waited?, valid_ms?}> or null (not acquired)
 //   release(handle) -> Promise, extend(handle, ttl_ms) -> Promise<{valid_ms?}>
 //   classify(err) -> error class, close() -> Promise
+//   ready (optional) -> Promise resolved once its clients take commands:
+//   requests wait for it
 // ctx.cancelled tells an acquire that lockbench gave up on it, ctx.lost(handle)
 // reports a held lock lost.
 
@@ -126,6 +128,29 @@ function run(hello, makeAdapter) {
     if (adapter.cancel) adapter.cancel(req.target);
   }
 
+  function dispatch(req) {
+    switch (req.op) {
+      case 'acquire': return void acquire(req);
+      case 'release': return void release(req);
+      case 'extend': return void extend(req);
+      case 'cancel': return cancel(req);
+      default:
+        if (req.id !== undefined) send({ id: req.id, ok: false, error: 'error', message: 'unknown op ' + req.op });
+    }
+  }
+
+  // Requests that came before the adapter was ready, in order; null once it is.
+  let early = adapter.ready ? [] : null;
+  if (early) {
+    Promise.resolve(adapter.ready)
+      .catch((err) => log('not ready:', (err && err.message) || err))
+      .then(() => {
+        const q = early;
+        early = null;
+        q.forEach(dispatch);
+      });
+  }
+
   const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   rl.on('line', (line) => {
     if (!line.trim()) return;
@@ -135,14 +160,8 @@ function run(hello, makeAdapter) {
     } catch (_) {
       return log('not JSON, ignored:', line.slice(0, 200));
     }
-    switch (req.op) {
-      case 'acquire': return void acquire(req);
-      case 'release': return void release(req);
-      case 'extend': return void extend(req);
-      case 'cancel': return cancel(req);
-      default:
-        if (req.id !== undefined) send({ id: req.id, ok: false, error: 'error', message: 'unknown op ' + req.op });
-    }
+    if (early) early.push(req);
+    else dispatch(req);
   });
   rl.on('close', () => {
     // Held locks are left to expire: lockbench closes stdin at the end of a run.

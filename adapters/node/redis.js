@@ -44,6 +44,16 @@ function client(addr, extra) {
   return c;
 }
 
+// whenReady resolves once every client is connected and takes commands, or
+// after ms: a client not connected by then is down, and waiting longer
+// would gain nothing.
+function whenReady(clients, ms) {
+  const each = clients.map((c) => (c.status === 'ready' ? null : new Promise((resolve) => c.once('ready', resolve))));
+  let timer;
+  const bound = new Promise((resolve) => { timer = setTimeout(resolve, ms); });
+  return Promise.race([Promise.all(each), bound]).finally(() => clearTimeout(timer));
+}
+
 function classify(err) {
   if (!err) return 'error';
   if (/timed out/i.test(err.message || '')) return 'timeout';
@@ -53,4 +63,4 @@ function classify(err) {
   return null;
 }
 
-module.exports = { addrs, client, classify, CALL_TIMEOUT_MS, TTL_MS, ACQUIRE_TIMEOUT_MS };
+module.exports = { addrs, client, whenReady, classify, CALL_TIMEOUT_MS, TTL_MS, ACQUIRE_TIMEOUT_MS };

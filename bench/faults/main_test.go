@@ -13,6 +13,7 @@ import (
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
+	_ "github.com/lockbench/lockbench/servers/adapterenv" // adapters reach the servers
 	"github.com/lockbench/lockbench/strategies"
 	_ "github.com/lockbench/lockbench/strategies/all"
 )

@@ -208,8 +208,9 @@ func TestBroken(t *testing.T) {
 		mode string
 		want string // in the error
 	}{
-		// Exits at once: its exit status.
+		// Exits at once: its exit status, and why, from its standard error.
 		{adaptertest.Exit, "exit status 3"},
+		{adaptertest.Exit, "adaptertest: starting | adaptertest: cannot go on: password=xxxxx refused"},
 		// Prints garbage after its hello: the line, redacted.
 		{adaptertest.Garbage, "not a protocol line"},
 		// Never says hello: within HelloTimeout.
@@ -272,7 +273,7 @@ func TestReadHello(t *testing.T) {
 	if err != nil || h.Name != "go-test-blocking" || !h.Capabilities.Blocking {
 		t.Fatalf("ReadHello: got %+v, %v; want go-test-blocking, blocking", h, err)
 	}
-	for mode, want := range map[string]string{adaptertest.Exit: "exit status 3", adaptertest.Garbage: "not a hello"} {
+	for mode, want := range map[string]string{adaptertest.Exit: "--hello failed (exit status 3); its standard error ends: adaptertest: cannot go on", adaptertest.Garbage: "not a hello"} {
 		_, err := adapter.ReadHello(context.Background(), command(mode))
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--hello") {
 			t.Errorf("ReadHello(%s): got %v; want one line with %q", mode, err, want)

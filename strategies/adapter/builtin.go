@@ -108,6 +108,12 @@ func resolveExec(name string) (strategies.Info, error) {
 	return info, nil
 }
 
+// IsBuiltin reports whether name is a shipped adapter.
+func IsBuiltin(name string) bool {
+	_, ok := builtins[name]
+	return ok
+}
+
 // BuiltinCommand is the command of the shipped adapter called name, its
 // scripts unpacked (package adapters) and its runtime checked: a missing
 // one is one line saying what to install.

@@ -90,8 +90,9 @@ func inForeground() bool {
 // EndpointEnv and Redact are package servers' (set by its init, since
 // servers sits above the strategies): a config's servers as the
 // LOCKBENCH_* variables `lockbench up` prints, and the redaction of
-// passwords all of lockbench's output goes through. Every lockbench binary
-// links package servers; without it an adapter gets no endpoints.
+// passwords all of lockbench's output goes through. A program that runs
+// adapters imports servers/adapterenv, which sets them; without it an
+// adapter refuses to start.
 var (
 	EndpointEnv func(strategies.Config) []string
 	Redact      func(string) string

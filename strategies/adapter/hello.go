@@ -123,8 +123,8 @@ func ReadHello(ctx context.Context, cmd Command) (Hello, error) {
 	c.Env, c.Dir = cmd.environ(nil), cmd.Dir
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.WaitDelay = time.Second
-	var stderr bytes.Buffer
-	c.Stderr = &limited{b: &stderr, n: 4096}
+	stderr := newTailBuffer(4096)
+	c.Stderr = stderr
 	stdout, err := c.StdoutPipe()
 	if err != nil {
 		return Hello{}, cmd.errorf("%v", err)
@@ -165,30 +165,4 @@ func ReadHello(ctx context.Context, cmd Command) (Hello, error) {
 		return Hello{}, cmd.errorf("--hello: %v", herr)
 	}
 	return h, nil
-}
-
-// stderrTail is the last line of an adapter's standard error, redacted,
-// for an error message: ": <line>", or "" when there is none.
-func stderrTail(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-		b = b[i+1:]
-	}
-	if len(b) == 0 {
-		return ""
-	}
-	return ": " + redact(string(truncate(b, 200)))
-}
-
-// limited is a writer that keeps the first n bytes written to it.
-type limited struct {
-	b *bytes.Buffer
-	n int
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	if room := l.n - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
 }

@@ -69,10 +69,15 @@ type call struct {
 
 // start starts the adapter and waits for its hello.
 func start(ctx context.Context, cmd Command, cfg strategies.Config, log io.WriteCloser) (*proc, Hello, error) {
+	if EndpointEnv == nil {
+		_ = log.Close()
+		return nil, Hello{}, cmd.errorf("cannot be told its servers: this program does not link package servers/adapterenv")
+	}
 	c := exec.Command(cmd.Path, cmd.Args...)
 	c.Env, c.Dir = cmd.environ(&cfg), cmd.Dir
 	c.SysProcAttr = childAttr()
-	c.Stderr = log
+	tail := newTailBuffer(4096)
+	c.Stderr = io.MultiWriter(log, tail)
 	// A grandchild that keeps stderr open must not keep Wait waiting.
 	c.WaitDelay = time.Second
 	p := &proc{cmd: cmd, c: c, log: log, pending: map[int64]*call{}, held: map[int64]*holding{},
@@ -101,7 +106,7 @@ func start(ctx context.Context, cmd Command, cfg strategies.Config, log io.Write
 		<-done
 		werr := c.Wait()
 		_ = log.Close()
-		p.lose(fmt.Sprintf("exited (%v)", exitText(werr)))
+		p.lose(fmt.Sprintf("exited (%v)%s", exitText(werr), stderrTail(tail.Bytes())))
 		close(p.exited)
 	}()
 	t := time.NewTimer(HelloTimeout)
@@ -111,7 +116,7 @@ func start(ctx context.Context, cmd Command, cfg strategies.Config, log io.Write
 		return p, h, nil
 	case <-p.lost:
 	case <-t.C:
-		p.lose(fmt.Sprintf("sent no hello within %v", HelloTimeout))
+		p.lose(fmt.Sprintf("sent no hello within %v%s", HelloTimeout, stderrTail(tail.Bytes())))
 	case <-ctx.Done():
 		p.lose(fmt.Sprintf("sent no hello before it was given up (%v)", ctx.Err()))
 	}

@@ -50,6 +50,10 @@ const (
 	NoHello = "nohello"
 )
 
+// ExitMessage is what Exit says on standard error before it exits, with a
+// secret lockbench must redact.
+const ExitMessage = "adaptertest: cannot go on: password=hunter2 refused"
+
 // Command returns the path, arguments and environment that re-execute the
 // test binary as the adapter of mode.
 func Command(mode string) (path string, env []string) {
@@ -79,6 +83,7 @@ func run(mode string) int {
 	for _, a := range os.Args[1:] {
 		if a == "--hello" {
 			if mode == Exit {
+				fmt.Fprintln(os.Stderr, ExitMessage)
 				return 3
 			}
 			if mode == Garbage {
@@ -95,7 +100,8 @@ func run(mode string) int {
 	}
 	switch mode {
 	case Exit:
-		fmt.Fprintln(os.Stderr, "test adapter: exiting at once")
+		fmt.Fprintln(os.Stderr, "adaptertest: starting")
+		fmt.Fprintln(os.Stderr, ExitMessage)
 		return 3
 	case NoHello:
 		time.Sleep(time.Minute)
