@@ -39,6 +39,7 @@ func TestTLS(t *testing.T) {
 		t.Skip("starts real servers; run without -short")
 	}
 	logging.Disable() // go-redis would log the refused handshakes
+	// Starting the servers has this deadline; each case has its own.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	certs, err := servers.GenerateCA(t.TempDir())
@@ -105,30 +106,40 @@ func TestTLS(t *testing.T) {
 					}
 					cfg := trim(tc.cfg, info.Need)
 					cfg.TTL, cfg.Owner = LongTTL, "refused"
-					start := time.Now()
-					s, err := strategies.New(ctx, info.Name, cfg)
-					took := time.Since(start)
-					if err == nil {
-						_ = s.Close()
-						t.Fatalf("strategies.New: got a strategy; want an error")
-					}
-					msg := err.Error()
-					t.Logf("in %v: %s", took.Round(time.Millisecond), msg)
-					if took > RefuseLimit {
-						t.Errorf("strategies.New took %v; want an error within %v", took, RefuseLimit)
-					}
-					if strings.Contains(msg, "\n") {
-						t.Errorf("error has %d lines; want one", strings.Count(msg, "\n")+1)
-					}
-					if !strings.Contains(strings.ToLower(msg), tc.want) {
-						t.Errorf("error %q; want it to say %q", msg, tc.want)
-					}
-					if strings.Contains(msg, tlsPassword) {
-						t.Errorf("error %q shows the password", msg)
-					}
+					checkRefused(t, info.Name, cfg, tc.want)
 				})
 			}
 		})
+	}
+}
+
+// checkRefused checks that strategies.New of name with cfg fails within
+// RefuseLimit, counted from the case's own start, in one line that holds
+// want (when set) and no password.
+func checkRefused(t *testing.T, name string, cfg strategies.Config, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*RefuseLimit)
+	defer cancel()
+	start := time.Now()
+	s, err := strategies.New(ctx, name, cfg)
+	took := time.Since(start)
+	if err == nil {
+		_ = s.Close()
+		t.Fatalf("strategies.New: got a strategy; want an error")
+	}
+	msg := err.Error()
+	t.Logf("in %v: %s", took.Round(time.Millisecond), msg)
+	if took > RefuseLimit {
+		t.Errorf("strategies.New took %v; want an error within %v", took, RefuseLimit)
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error has %d lines; want one", strings.Count(msg, "\n")+1)
+	}
+	if !strings.Contains(strings.ToLower(msg), want) {
+		t.Errorf("error %q; want it to say %q", msg, want)
+	}
+	if strings.Contains(msg, tlsPassword) {
+		t.Errorf("error %q shows the password", msg)
 	}
 }
 
@@ -243,21 +254,7 @@ func TestTLSSentinel(t *testing.T) {
 			t.Run("wrong Sentinel password", func(t *testing.T) {
 				cfg := wrong
 				cfg.TTL, cfg.Owner = LongTTL, "refused"
-				start := time.Now()
-				s, err := strategies.New(ctx, info.Name, cfg)
-				took := time.Since(start)
-				if err == nil {
-					_ = s.Close()
-					t.Fatal("strategies.New: got a strategy; want an error")
-				}
-				msg := err.Error()
-				t.Logf("in %v: %s", took.Round(time.Millisecond), msg)
-				if took > RefuseLimit {
-					t.Errorf("strategies.New took %v; want an error within %v", took, RefuseLimit)
-				}
-				if strings.Contains(msg, "\n") || strings.Contains(msg, tlsPassword) {
-					t.Errorf("error %q; want one line without the password", msg)
-				}
+				checkRefused(t, info.Name, cfg, "")
 			})
 		})
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// failoverTimeout bounds TestFailover, every run and the servers' start:
+// failoverTimeout bounds each failover run from its own start (a hang):
 // each run holds its caught holder 7s.
-const failoverTimeout = 3 * time.Minute
+const failoverTimeout = 2 * time.Minute
 
 // failoverPayments is 3 seconds of load, the strike at 30%; the fault
 // raises it so that 7 seconds follow the strike (the caught holder's 6s
@@ -52,12 +52,14 @@ func sentinelServers(t *testing.T) *servers.Cluster {
 // failoverRun is one run of strategy under fault (failover, with its
 // parameters) on c: with WAIT wait (0: none), and the store's strict rule
 // when strict.
-func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy, fault string, sc loadgen.Scenario, wait int, strict bool) (results.Summary, store.Counts) {
+func failoverRun(t *testing.T, c *servers.Cluster, strategy, fault string, sc loadgen.Scenario, wait int, strict bool) (results.Summary, store.Counts) {
 	t.Helper()
 	// As the verdict table's cells: ten accounts and a 5s acquire
 	// timeout, so that the locks a failover resurrects (the new primary
 	// has them until their TTL) hold few workers, and not for long.
 	sc.Accounts, sc.AcquireTimeout = 10, 5*time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), failoverTimeout)
+	defer cancel()
 	spec, err := faults.Parse(fault)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +87,7 @@ func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy
 		t.Fatalf("%s under %s: %v", strategy, fault, err)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("%s under %s: the test did not finish within %s", strategy, fault, failoverTimeout)
+		t.Fatalf("%s under %s: the run did not finish within %s", strategy, fault, failoverTimeout)
 	}
 	counts, err := mem.Counts(ctx)
 	if err != nil {
@@ -113,16 +115,14 @@ func failoverRun(ctx context.Context, t *testing.T, c *servers.Cluster, strategy
 // at the price of locks refused while it lasts.
 func TestFailover(t *testing.T) {
 	c := sentinelServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), failoverTimeout)
-	defer cancel()
 	t.Run("setnx", func(t *testing.T) {
-		s, _ := failoverRun(ctx, t, c, "setnx", "failover", small(failoverPayments, false), 0, false)
+		s, _ := failoverRun(t, c, "setnx", "failover", small(failoverPayments, false), 0, false)
 		if s.Overlaps == 0 || !s.Unsafe {
 			t.Errorf("overlaps %d, unsafe %v; want the lock granted twice: overlaps > 0, unsafe", s.Overlaps, s.Unsafe)
 		}
 	})
 	t.Run("setnx/wait=1", func(t *testing.T) {
-		s, _ := failoverRun(ctx, t, c, "setnx", "failover", small(failoverPayments, false), 1, false)
+		s, _ := failoverRun(t, c, "setnx", "failover", small(failoverPayments, false), 1, false)
 		if s.Overlaps != 0 || s.Unsafe {
 			t.Errorf("overlaps %d, unsafe %v; want no overlap and safe: no lock was granted on the primary alone", s.Overlaps, s.Unsafe)
 		}
@@ -136,7 +136,7 @@ func TestFailover(t *testing.T) {
 	t.Run("random", func(t *testing.T) {
 		sc := small(600, false)
 		sc.Seed = 3
-		s, _ := failoverRun(ctx, t, c, "setnx", "failover:schedule=random,every=1s", sc, 0, false)
+		s, _ := failoverRun(t, c, "setnx", "failover:schedule=random,every=1s", sc, 0, false)
 		var killed, promoted, rejoined int64
 		for _, e := range s.FaultEvents {
 			switch {
@@ -161,7 +161,7 @@ func TestFailover(t *testing.T) {
 	// one that acknowledged dies with the primary and the other, which
 	// never got the lock, is promoted, the lock is granted twice anyway.
 	t.Run("setnx/wait=1/acked=1", func(t *testing.T) {
-		s, _ := failoverRun(ctx, t, c, "setnx", "failover:acked=1", small(failoverPayments, false), 1, false)
+		s, _ := failoverRun(t, c, "setnx", "failover:acked=1", small(failoverPayments, false), 1, false)
 		if s.Overlaps == 0 || !s.Unsafe {
 			t.Errorf("overlaps %d, unsafe %v; want the lock granted twice despite WAIT 1: overlaps > 0, unsafe", s.Overlaps, s.Unsafe)
 		}
@@ -177,17 +177,15 @@ func TestFailover(t *testing.T) {
 // write's) refuses the reused token (stale rejected: safe).
 func TestFailoverFencing(t *testing.T) {
 	c := sentinelServers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), failoverTimeout)
-	defer cancel()
 	t.Run("on", func(t *testing.T) {
-		s, counts := failoverRun(ctx, t, c, "fencing", "failover", small(failoverPayments, true), 0, false)
+		s, counts := failoverRun(t, c, "fencing", "failover", small(failoverPayments, true), 0, false)
 		if s.Overlaps == 0 || counts.StaleAccepted == 0 || !s.Unsafe {
 			t.Errorf("overlaps %d, stale accepted %d, unsafe %v; want a token handed out twice and the superseded holder's write let through: overlaps > 0, stale accepted > 0, unsafe",
 				s.Overlaps, counts.StaleAccepted, s.Unsafe)
 		}
 	})
 	t.Run("strict", func(t *testing.T) {
-		s, counts := failoverRun(ctx, t, c, "fencing", "failover", small(failoverPayments, true), 0, true)
+		s, counts := failoverRun(t, c, "fencing", "failover", small(failoverPayments, true), 0, true)
 		if s.Overlaps == 0 || counts.StaleRejected == 0 || s.Unsafe {
 			t.Errorf("overlaps %d, stale rejected %d, unsafe %v; want the superseded holder's reused token refused: overlaps > 0, stale rejected > 0, safe",
 				s.Overlaps, counts.StaleRejected, s.Unsafe)

@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +16,8 @@ const pausePayments = 200
 // lock expires, the payment's other delivery takes it and processes the
 // payment, and the resumed holder writes too.
 func TestPauseUnfencedRedis(t *testing.T) {
-	ctx := deadline(t)
 	for _, strategy := range []string{"setnx", "redlock"} {
-		t.Run(strategy, func(t *testing.T) { pausedUnsafe(ctx, t, strategy) })
+		t.Run(strategy, func(t *testing.T) { pausedUnsafe(t, strategy) })
 	}
 }
 
@@ -27,9 +25,8 @@ func TestPauseUnfencedRedis(t *testing.T) {
 // process stops renewing it, and nothing renews pg-onconflict's lease,
 // which lapses on the database's clock during the pause.
 func TestPauseUnfencedLeases(t *testing.T) {
-	ctx := deadline(t)
 	for _, strategy := range []string{"etcd", "pg-onconflict"} {
-		t.Run(strategy, func(t *testing.T) { pausedUnsafe(ctx, t, strategy) })
+		t.Run(strategy, func(t *testing.T) { pausedUnsafe(t, strategy) })
 	}
 }
 
@@ -44,8 +41,8 @@ func pauseFor(strategy string) string {
 	return "pause"
 }
 
-func pausedUnsafe(ctx context.Context, t *testing.T, strategy string) {
-	r := run(ctx, t, strategy, pauseFor(strategy), small(pausePayments, false))
+func pausedUnsafe(t *testing.T, strategy string) {
+	r := run(t, strategy, pauseFor(strategy), small(pausePayments, false))
 	struck(t, r)
 	s := r.Summary
 	if s.Overlaps == 0 || s.Duplicates == 0 || !s.Unsafe {
@@ -58,10 +55,9 @@ func pausedUnsafe(ctx context.Context, t *testing.T, strategy string) {
 // write carries an older token than the new holder's and is rejected.
 // pg-onconflict is safe this way too — by its token, not by its lease.
 func TestPauseFenced(t *testing.T) {
-	ctx := deadline(t)
 	for _, strategy := range []string{"fencing", "etcd", "pg-onconflict"} {
 		t.Run(strategy, func(t *testing.T) {
-			r := run(ctx, t, strategy, pauseFor(strategy), small(pausePayments, true))
+			r := run(t, strategy, pauseFor(strategy), small(pausePayments, true))
 			struck(t, r)
 			s := r.Summary
 			if s.StaleRejected == 0 || s.Duplicates != 0 || s.Unsafe {
@@ -81,10 +77,10 @@ const slowTrials = 3
 // struck, and passes once caught says the run showed what the test wants;
 // each miss is logged with the counts. A trial caught may also fail t
 // itself (a run that must show something in every trial).
-func inSomeTrial(ctx context.Context, t *testing.T, strategy, fault, want string, caught func(trial int, s results.Summary) bool) {
+func inSomeTrial(t *testing.T, strategy, fault, want string, caught func(trial int, s results.Summary) bool) {
 	t.Helper()
 	for i := range slowTrials {
-		r := run(ctx, t, strategy, fault, small(pausePayments, false))
+		r := run(t, strategy, fault, small(pausePayments, false))
 		struck(t, r)
 		s := r.Summary
 		if caught(i+1, s) {
@@ -99,14 +95,13 @@ func inSomeTrial(ctx context.Context, t *testing.T, strategy, fault, want string
 // (setnx), while etcd's keepalive renews the lease under the slow holder:
 // it survives, with no overlap at all.
 func TestSlow(t *testing.T) {
-	ctx := deadline(t)
 	t.Run("setnx", func(t *testing.T) {
 		// The lease lapses under the slow holder in every trial (overlaps);
 		// a duplicate needs the payment's other delivery to win the
 		// account's lock inside the window, behind the others polling it,
 		// which about one trial in six misses: up to slowTrials, one must
 		// be unsafe.
-		inSomeTrial(ctx, t, "setnx", "slow", "unsafe", func(trial int, s results.Summary) bool {
+		inSomeTrial(t, "setnx", "slow", "unsafe", func(trial int, s results.Summary) bool {
 			if s.Overlaps == 0 {
 				t.Fatalf("trial %d: overlaps 0; want > 0: the lease lapses under the slow holder", trial)
 			}
@@ -114,7 +109,7 @@ func TestSlow(t *testing.T) {
 		})
 	})
 	t.Run("etcd", func(t *testing.T) {
-		r := run(ctx, t, "etcd", "slow", small(pausePayments, false))
+		r := run(t, "etcd", "slow", small(pausePayments, false))
 		struck(t, r)
 		if s := r.Summary; s.Overlaps != 0 || s.Unsafe {
 			t.Errorf("overlaps %d, unsafe %v; want no overlap and safe: the keepalive renews the lease", s.Overlaps, s.Unsafe)
@@ -128,7 +123,6 @@ func TestSlow(t *testing.T) {
 // in-process; a watchdog's renewals, which run in the child, keep its
 // lease alive through the long section.
 func TestSlowProcess(t *testing.T) {
-	ctx := deadline(t)
 	for _, tc := range []struct {
 		strategy string
 		unsafe   bool
@@ -142,7 +136,7 @@ func TestSlowProcess(t *testing.T) {
 		t.Run(tc.strategy, func(t *testing.T) {
 			sc := small(pausePayments, false)
 			sc.InstanceMode = loadgen.InstanceProcess
-			r := run(ctx, t, tc.strategy, "slow", sc)
+			r := run(t, tc.strategy, "slow", sc)
 			struck(t, r)
 			slowedSection(t, r)
 			s := r.Summary
@@ -188,9 +182,8 @@ const (
 // while the node is down, and deliveries fail), and it recovers once the
 // node is back. Redlock keeps its quorum and keeps processing.
 func TestKillNode(t *testing.T) {
-	ctx := deadline(t)
 	t.Run("setnx", func(t *testing.T) {
-		r := run(ctx, t, "setnx", killFault, small(killPayments, false))
+		r := run(t, "setnx", killFault, small(killPayments, false))
 		w := struck(t, r)
 		s := r.Summary
 		before, during, after := cycles(r, w)
@@ -213,7 +206,7 @@ func TestKillNode(t *testing.T) {
 		}
 	})
 	t.Run("redlock", func(t *testing.T) {
-		r := run(ctx, t, "redlock", killFault, small(killPayments, false))
+		r := run(t, "redlock", killFault, small(killPayments, false))
 		w := struck(t, r)
 		s := r.Summary
 		before, during, after := cycles(r, w)
@@ -236,7 +229,6 @@ func TestKillNode(t *testing.T) {
 // of the same account can be first, and then the harm is a lost update
 // instead (CI saw overlaps 20, duplicates 0, lost updates 1).
 func TestRedlockTwiceUnderNodeFaults(t *testing.T) {
-	ctx := deadline(t)
 	for _, fault := range []string{"restart-node", "clock-jump"} {
 		t.Run(fault, func(t *testing.T) {
 			// The second grant needs another holder to ask for the caught
@@ -244,7 +236,7 @@ func TestRedlockTwiceUnderNodeFaults(t *testing.T) {
 			// fault and the end of its section, which a slow machine
 			// missed once (restart-node, SAFE with overlaps 0): up to
 			// slowTrials, one must grant the lock twice.
-			inSomeTrial(ctx, t, "redlock", fault, "the lock granted twice: overlaps > 0, unsafe, a duplicate or a lost update", func(_ int, s results.Summary) bool {
+			inSomeTrial(t, "redlock", fault, "the lock granted twice: overlaps > 0, unsafe, a duplicate or a lost update", func(_ int, s results.Summary) bool {
 				return s.Overlaps > 0 && s.Unsafe && s.Duplicates+s.LostUpdates > 0
 			})
 		})
@@ -254,7 +246,6 @@ func TestRedlockTwiceUnderNodeFaults(t *testing.T) {
 // The same node faults break single-node locks, and the fencing token (whose
 // counter survives a clock jump) still keeps the store safe.
 func TestSingleNodeUnderNodeFaults(t *testing.T) {
-	ctx := deadline(t)
 	cases := []struct {
 		strategy, fault string
 		fencing         bool
@@ -266,7 +257,7 @@ func TestSingleNodeUnderNodeFaults(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.strategy+"/"+tc.fault, func(t *testing.T) {
-			r := run(ctx, t, tc.strategy, tc.fault, small(pausePayments, tc.fencing))
+			r := run(t, tc.strategy, tc.fault, small(pausePayments, tc.fencing))
 			struck(t, r)
 			s := r.Summary
 			if s.Overlaps == 0 {
@@ -287,9 +278,8 @@ func TestSingleNodeUnderNodeFaults(t *testing.T) {
 // timeout) while redlock loses one node of five and keeps going; a delay
 // shows in the latency.
 func TestPartition(t *testing.T) {
-	ctx := deadline(t)
 	t.Run("setnx/cut", func(t *testing.T) {
-		r := run(ctx, t, "setnx", cutFault, small(killPayments, false))
+		r := run(t, "setnx", cutFault, small(killPayments, false))
 		w := struck(t, r)
 		_, during, after := cycles(r, w)
 		if during > 4 { // at most the workers' in-flight sections as the cut begins
@@ -300,7 +290,7 @@ func TestPartition(t *testing.T) {
 		}
 	})
 	t.Run("redlock/cut", func(t *testing.T) {
-		r := run(ctx, t, "redlock", cutFault, small(killPayments, false))
+		r := run(t, "redlock", cutFault, small(killPayments, false))
 		w := struck(t, r)
 		if _, during, _ := cycles(r, w); during == 0 {
 			t.Errorf("no lock cycle while node 0 was cut off; want redlock to keep its quorum")
@@ -310,7 +300,7 @@ func TestPartition(t *testing.T) {
 		}
 	})
 	t.Run("setnx/delay", func(t *testing.T) {
-		r := run(ctx, t, "setnx", "partition:mode=delay,delay=100ms,for=1s", small(pausePayments, false))
+		r := run(t, "setnx", "partition:mode=delay,delay=100ms,for=1s", small(pausePayments, false))
 		struck(t, r)
 		if got := time.Duration(r.Summary.Latency["acquire"].Max); got < 100*time.Millisecond {
 			t.Errorf("acquire max = %v; want ≥ the 100ms delay", got)

@@ -13,8 +13,7 @@ import (
 // still inside, and both write. The holder's Release then reports the lost
 // lock.
 func TestPartitionResetGetLock(t *testing.T) {
-	ctx := deadline(t)
-	r := run(ctx, t, "mysql-get-lock", resetFault, small(pausePayments, false))
+	r := run(t, "mysql-get-lock", resetFault, small(pausePayments, false))
 	struck(t, r)
 	s := r.Summary
 	if s.Overlaps == 0 || s.Duplicates == 0 || !s.Unsafe {
@@ -29,8 +28,7 @@ func TestPartitionResetGetLock(t *testing.T) {
 // A paused holder keeps its GET_LOCK lock for as long as the pause lasts:
 // its connection stays up, and the lock has no TTL to run out.
 func TestPauseGetLock(t *testing.T) {
-	ctx := deadline(t)
-	r := run(ctx, t, "mysql-get-lock", "pause", small(pausePayments, false))
+	r := run(t, "mysql-get-lock", "pause", small(pausePayments, false))
 	struck(t, r)
 	if s := r.Summary; s.Overlaps != 0 || s.Unsafe {
 		t.Errorf("overlaps %d, unsafe %v; want no overlap and safe: the session outlives the pause", s.Overlaps, s.Unsafe)

@@ -13,8 +13,7 @@ const randomPayments = 600
 // times in 6 seconds, and every strike is judged. Unfenced setnx loses
 // safety under some of them.
 func TestRandomPause(t *testing.T) {
-	ctx := deadline(t)
-	r := run(ctx, t, "setnx", "pause:schedule=random,every=1s,for=1200ms-1500ms", small(randomPayments, false))
+	r := run(t, "setnx", "pause:schedule=random,every=1s,for=1200ms-1500ms", small(randomPayments, false))
 	struck(t, r)
 	s := r.Summary
 	t.Logf("strikes %d, unsafe strikes %d", s.Strikes, s.UnsafeStrikes)
@@ -34,10 +33,9 @@ func TestRandomPause(t *testing.T) {
 // seed 3's first waits (2.0s, 1.6s, 0s, then 7.5s at every=2s) give three
 // strikes in the 6 seconds, where seed 1's (0.9s, then 6.1s) give one.
 func TestRandomKillNode(t *testing.T) {
-	ctx := deadline(t)
 	sc := small(randomPayments, false)
 	sc.Seed = 3
-	r := run(ctx, t, "setnx", "kill-node:schedule=random,every=2s,down=300ms-800ms", sc)
+	r := run(t, "setnx", "kill-node:schedule=random,every=2s,down=300ms-800ms", sc)
 	struck(t, r)
 	s := r.Summary
 	var killed, revived int64

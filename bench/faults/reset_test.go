@@ -21,8 +21,7 @@ const resetFault = "partition:mode=reset"
 // delivery takes it, and the holder, which does not know until its Release
 // reports ErrNotOwner, writes too. The trap makes it happen every run.
 func TestPartitionResetAdvisory(t *testing.T) {
-	ctx := deadline(t)
-	r := run(ctx, t, "pg-advisory", resetFault, small(pausePayments, false))
+	r := run(t, "pg-advisory", resetFault, small(pausePayments, false))
 	struck(t, r)
 	s := r.Summary
 	if s.Overlaps == 0 || s.Duplicates == 0 || !s.Unsafe {
@@ -38,8 +37,7 @@ func TestPartitionResetAdvisory(t *testing.T) {
 // the pause lasts, since its connection stays up, so pause (which breaks
 // every TTL lock without fencing, TestPauseUnfencedLeases) cannot break it.
 func TestPauseAdvisory(t *testing.T) {
-	ctx := deadline(t)
-	r := run(ctx, t, "pg-advisory", "pause", small(pausePayments, false))
+	r := run(t, "pg-advisory", "pause", small(pausePayments, false))
 	struck(t, r)
 	if s := r.Summary; s.Overlaps != 0 || s.Unsafe {
 		t.Errorf("overlaps %d, unsafe %v; want no overlap and safe: the session outlives the pause", s.Overlaps, s.Unsafe)
@@ -52,8 +50,7 @@ func TestPauseAdvisory(t *testing.T) {
 // safe without fencing. The reset costs availability only: calls on the
 // reset connections fail.
 func TestPartitionResetLease(t *testing.T) {
-	ctx := deadline(t)
-	r := run(ctx, t, "pg-onconflict", resetFault, small(pausePayments, false))
+	r := run(t, "pg-onconflict", resetFault, small(pausePayments, false))
 	struck(t, r)
 	s := r.Summary
 	if s.Overlaps != 0 || s.Duplicates != 0 || s.Unsafe {

@@ -44,10 +44,9 @@ func runsSequenced(t *testing.T, trapped bool) func() {
 // lease lapses under the paused holder and the payment is processed
 // twice; the fencing token keeps the store safe.
 func TestPauseSequenced(t *testing.T) {
-	ctx := deadline(t)
 	t.Run("setnx", func(t *testing.T) {
 		done := runsSequenced(t, true)
-		r := run(ctx, t, "setnx", "pause", small(pausePayments, false))
+		r := run(t, "setnx", "pause", small(pausePayments, false))
 		done()
 		struck(t, r)
 		if s := r.Summary; s.Overlaps == 0 || s.Duplicates == 0 || !s.Unsafe || s.Params.InstanceMode != string(loadgen.InstanceProcess) {
@@ -56,7 +55,7 @@ func TestPauseSequenced(t *testing.T) {
 	})
 	t.Run("fencing", func(t *testing.T) {
 		done := runsSequenced(t, true)
-		r := run(ctx, t, "fencing", "pause", small(pausePayments, true))
+		r := run(t, "fencing", "pause", small(pausePayments, true))
 		done()
 		struck(t, r)
 		if s := r.Summary; s.StaleRejected == 0 || s.Duplicates != 0 || s.Unsafe {
@@ -69,12 +68,11 @@ func TestPauseSequenced(t *testing.T) {
 // exclude one another, and the events of every process are judged in an
 // order their locks allow. (No trap: every Enter is one-way.)
 func TestSetnxSequencedSafe(t *testing.T) {
-	ctx := deadline(t)
 	done := runsSequenced(t, false)
 	sc := small(2000, false)
 	sc.InstanceMode, sc.Rate = "process", 0
 	sc.Hold, _ = loadgen.ParseHold("0s")
-	r := run(ctx, t, "setnx", "none", sc)
+	r := run(t, "setnx", "none", sc)
 	done()
 	if s := r.Summary; s.Unsafe || s.Overlaps != 0 || s.Processed != s.Payments || len(s.Errors) != 0 {
 		t.Errorf("unsafe %v, overlaps %d, processed %d of %d, errors %v; want safe, no overlap, all processed, none", s.Unsafe, s.Overlaps, s.Processed, s.Payments, s.Errors)

@@ -16,13 +16,12 @@ import (
 // check) and, once the paused transaction commits, finds the payment
 // processed.
 func TestTransactionalSafe(t *testing.T) {
-	ctx := deadline(t)
 	for _, name := range []string{"pg-unique", "pg-for-update", "pg-optimistic"} {
 		for _, fault := range []string{"pause", "slow", "partition"} {
 			t.Run(name+"/"+fault, func(t *testing.T) {
 				sc := small(pausePayments, false)
 				sc.Store = loadgen.StorePostgres
-				r := run(ctx, t, name, fault, sc)
+				r := run(t, name, fault, sc)
 				struck(t, r)
 				s := r.Summary
 				switch {
