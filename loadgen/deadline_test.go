@@ -74,9 +74,12 @@ func TestCallContextExpires(t *testing.T) {
 			return new(callCtx)
 		}
 		for end := time.Now().Add(3 * timeout); time.Now().Before(end); {
-			c := d.begin(next(), at(d, time.Now()))
+			began := time.Now()
+			c := d.begin(next(), at(d, began))
 			d.end(c)
-			if err := c.Err(); !errors.Is(err, context.Canceled) {
+			// A thread descheduled past the timeout between begin and
+			// end ended late, not in time.
+			if err := c.Err(); !errors.Is(err, context.Canceled) && time.Since(began) < timeout {
 				t.Fatalf("reuse %v: Err() of a call that ended in time = %v; want context.Canceled", reuse, err)
 			}
 		}
@@ -164,10 +167,12 @@ func TestCallContextValuesAndCause(t *testing.T) {
 		}
 		// What a statement's timeout does under the call: the context
 		// package asks the call for its cancelCtx key.
+		// The call's own 20 ms may be over by now on a busy machine: the
+		// derived context then ends with it.
 		sctx, scancel := context.WithTimeout(c, time.Hour)
 		scancel()
-		if !errors.Is(sctx.Err(), context.Canceled) {
-			t.Errorf("derived context after its cancel: Err() = %v", sctx.Err())
+		if err := sctx.Err(); !errors.Is(err, context.Canceled) && (c.Err() == nil || !errors.Is(err, c.Err())) {
+			t.Errorf("derived context after its cancel: Err() = %v (the call's: %v)", err, c.Err())
 		}
 	}
 	stop := errors.New("the run was stopped")

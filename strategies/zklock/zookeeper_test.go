@@ -342,14 +342,19 @@ func TestWaiterSessionExpires(t *testing.T) {
 	p.cut(true)
 	time.Sleep(600 * time.Millisecond) // 3 session timeouts; with the redial, under DefaultDownAfter
 	p.cut(false)
-	time.Sleep(time.Second)
+	// The new session comes once the client has redialled: within
+	// seconds, however busy the machine.
+	for end := time.Now().Add(10 * time.Second); waiter.conn.SessionID() == old && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if waiter.conn.SessionID() == old {
+		t.Fatalf("the waiter's session did not expire within 10 s; the test staged nothing")
+	}
+	time.Sleep(200 * time.Millisecond) // the waiter's new znode, behind the holder's
 	select {
 	case err := <-got:
 		t.Fatalf("waiter returned while the lock was held: %v", err)
 	default:
-	}
-	if waiter.conn.SessionID() == old {
-		t.Fatalf("the waiter's session did not expire; the test staged nothing")
 	}
 	if err := held.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
