@@ -31,8 +31,9 @@ run(hello, () => {
 
   return {
     // Without the offline queue a command sent before a client has connected
-    // fails at once: the first acquire waits for them, up to two connect timeouts.
-    ready: redis.whenReady(clients, 2 * redis.CALL_TIMEOUT_MS),
+    // fails at once: the first request waits for a quorum of them, up to one
+    // connect timeout.
+    ready: redis.whenReady(clients, quorum, redis.CALL_TIMEOUT_MS),
     // redlock 4.2.0 cannot be stopped mid-loop: its retries are bounded by
     // retryCount, not by timeout_ms. lockbench cancels an acquire that outlives
     // its deadline, and the protocol loop releases a lock granted after that.

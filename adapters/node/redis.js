@@ -44,14 +44,23 @@ function client(addr, extra) {
   return c;
 }
 
-// whenReady resolves once every client is connected and takes commands, or
-// after ms: a client not connected by then is down, and waiting longer
-// would gain nothing.
-function whenReady(clients, ms) {
-  const each = clients.map((c) => (c.status === 'ready' ? null : new Promise((resolve) => c.once('ready', resolve))));
-  let timer;
-  const bound = new Promise((resolve) => { timer = setTimeout(resolve, ms); });
-  return Promise.race([Promise.all(each), bound]).finally(() => clearTimeout(timer));
+// whenReady resolves once `need` of the clients are connected and take
+// commands, or after ms: a client not connected by then is down, and
+// waiting longer would gain nothing.
+function whenReady(clients, need, ms) {
+  return new Promise((resolve) => {
+    let ready = clients.filter((c) => c.status === 'ready').length;
+    if (ready >= need) return resolve();
+    const timer = setTimeout(resolve, ms);
+    const one = () => {
+      ready += 1;
+      if (ready >= need) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    clients.filter((c) => c.status !== 'ready').forEach((c) => c.once('ready', one));
+  });
 }
 
 function classify(err) {

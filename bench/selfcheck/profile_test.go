@@ -105,16 +105,18 @@ func TestComparisonProfile(t *testing.T) {
 		t.Skip("burns CPU for a few seconds to be sampled; skipped with -short")
 	}
 	path := filepath.Join(t.TempDir(), "cpu.prof")
-	// spin burns CPU for about d, a share of each cycle's fixed work in a
-	// function standing for the library (the test binary's own package,
-	// selfcheck, is the library here: its frames are the only ones both
-	// loops share by name). The work is counted in iterations, not timed,
-	// so that a descheduled thread or a slow clock cannot move the share.
+	// spin burns d of this process's CPU (at most a minute of wall time),
+	// a share of each cycle's fixed work in a function standing for the
+	// library (the test binary's own package, selfcheck, is the library
+	// here: its frames are the only ones both loops share by name). The
+	// work is counted in iterations, not timed, so that a descheduled
+	// thread or a slow clock cannot move the share; and in CPU time, not
+	// wall time, so that a busy machine leaves it as many samples.
 	spin := func(d time.Duration, library float64) cycleRate {
 		const perCycle = 50_000
 		lib := int(perCycle * library)
-		end := time.Now().Add(d)
-		for time.Now().Before(end) {
+		cpuEnd, wallEnd := processCPU()+d, time.Now().Add(time.Minute)
+		for processCPU() < cpuEnd && time.Now().Before(wallEnd) {
 			sink ^= burn(lib)
 			sink ^= work(perCycle - lib)
 		}
