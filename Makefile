@@ -33,7 +33,7 @@ vet:
 # SKIP: a -skip pattern, for a local run that leaves some tests out.
 # TIMEOUT: each package's bound, so that a hang fails and names its test;
 # room for a busy machine to take twice as long as a quiet one (the
-# slowest packages, quiet: bench/cli about 8 minutes, bench/faults 4).
+# slowest packages, quiet: bench/cli about 8 minutes, faults 4).
 SKIP ?=
 TIMEOUT ?= 20m
 test: vet build

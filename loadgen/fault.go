@@ -11,7 +11,7 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// Fault is something that breaks locks during a run (package bench/faults
+// Fault is something that breaks locks during a run (package faults
 // has them all; the README's fault table says what each breaks). The runner
 // calls Setup before the instances start (a fault may reroute the lock
 // config, e.g. through a proxy), runs Inject alongside the load, and calls

@@ -3,7 +3,7 @@ package cli
 import (
 	"strings"
 
-	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/faults"
 )
 
 func faultHelp() string {

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/atomicfile"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/plan"

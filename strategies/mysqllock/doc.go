@@ -47,7 +47,7 @@
 //     idle timeout such as wait_timeout) frees it at once, another client
 //     takes it, and the first holder does not know until Release, which
 //     reports strategies.ErrNotOwner. The partition fault's mode=reset
-//     stages exactly that (package bench/faults).
+//     stages exactly that (package faults).
 //   - GET_LOCK is re-entrant per session: a session that holds a lock is
 //     granted it again, and n grants need n releases. A connection whose
 //     RELEASE_LOCK failed or found no lock of its own, or whose GET_LOCK

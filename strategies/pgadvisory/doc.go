@@ -35,7 +35,7 @@
 //     one server connection at all). The server then drops the lock at
 //     once, another client takes it, and the first holder does not know
 //     until Release, which reports strategies.ErrNotOwner. The partition
-//     fault's mode=reset stages exactly that (package bench/faults).
+//     fault's mode=reset stages exactly that (package faults).
 //   - Conversely, a holder whose connection is cut off without being closed
 //     (a network partition that drops packets) keeps its lock on the server
 //     until the server notices, which without TCP keepalives can take hours.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/servers"

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockbench/lockbench/bench/faults"
+	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/internal/usage"
 	"github.com/lockbench/lockbench/loadgen"
 )
