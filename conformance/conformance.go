@@ -143,9 +143,18 @@ func (h *harness) key(t T) string {
 // test closes it first).
 func (h *harness) open(t T, ttl time.Duration, owner string) strategies.Strategy {
 	t.Helper()
+	return h.openFor(t, ttl, owner, 0)
+}
+
+// openFor is open for a strategy that workers goroutines call at once
+// (Config.Workers; 0: not said).
+func (h *harness) openFor(t T, ttl time.Duration, owner string, workers int) strategies.Strategy {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	s, err := strategies.New(ctx, h.info.LookupName(), h.config(ttl, owner))
+	cfg := h.config(ttl, owner)
+	cfg.Workers = workers
+	s, err := strategies.New(ctx, h.info.LookupName(), cfg)
 	if err != nil {
 		t.Fatalf("strategies.New(%q): got %v; want a strategy", h.info.Name, err)
 	}

@@ -108,9 +108,15 @@ func (c Contention) IncreasingTokens() error {
 func testExclusion(t T, h *harness, perContender bool) {
 	key := h.key(t)
 	objects := make([]strategies.Strategy, Contenders)
+	// Each object is told how many contenders call it at once, as an
+	// instance is told its workers.
+	workers := Contenders
+	if perContender {
+		workers = 1
+	}
 	for i := range objects {
 		if i == 0 || perContender {
-			objects[i] = h.open(t, LongTTL, fmt.Sprintf("contender-%d", i))
+			objects[i] = h.openFor(t, LongTTL, fmt.Sprintf("contender-%d", i), workers)
 		} else {
 			objects[i] = objects[0]
 		}

@@ -122,6 +122,11 @@ func ClientOptions(entry string, cfg strategies.Config) (*redis.Options, error) 
 	}
 	o := Options(e.Addr, cfg.RedisPassword)
 	o.Username, o.Password = e.login(cfg.RedisPassword)
+	if cfg.Workers > 0 {
+		// No more connections up front than calls in flight: each one
+		// more is a handshake (TLS: a CPU-heavy one) for nothing.
+		o.MinIdleConns = min(o.MinIdleConns, cfg.Workers)
+	}
 	if e.TLS {
 		tc, err := TLSConfig(cfg.RedisCACert)
 		if err != nil {
