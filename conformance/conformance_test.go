@@ -35,7 +35,9 @@ func TestConformance(t *testing.T) {
 	// The suite kills Redis nodes on purpose; go-redis would log every
 	// refused dial to stderr, between the test's own lines.
 	logging.Disable()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Starting them all (the ZooKeeper JVM, initdb, MariaDB's install)
+	// takes a busy machine minutes: 3 of them is a hang.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// Every server some registered strategy needs (5 Redis nodes for
 	// redlock, etcd, Postgres, …), asked of the registry.

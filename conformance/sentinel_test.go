@@ -22,7 +22,7 @@ func TestConformanceSentinel(t *testing.T) {
 		t.Skip("starts a replicated Redis and Sentinels and kills them; run without -short")
 	}
 	logging.Disable()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cl, err := servers.Start(ctx, servers.Needs{Redis: 1}, servers.Options{RedisTopology: servers.TopologySentinel})
 	if err != nil {
@@ -40,7 +40,11 @@ func TestConformanceSentinel(t *testing.T) {
 	for _, name := range []string{"setnx", "fencing", "redislock", "setnx-watchdog"} {
 		// Each strategy starts on a settled group: the cases before it
 		// killed the primary (failover) and every node (server-down).
-		primary, _, err := target.Roles(ctx)
+		// Each wait has its own minute, not what the strategies
+		// before it left of the start's.
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+		primary, _, err := target.Roles(rctx)
+		rcancel()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,6 +66,8 @@ func TestTLSAndAuth(t *testing.T) {
 		{"wrong-password", strategies.Config{RedisAddrs: []string{u.String()}, RedisCACert: certs.CA}, "WRONGPASS"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // the case's own
+			defer cancel()
 			start := time.Now()
 			s, err := strategies.New(ctx, "rueidislock", c.cfg)
 			took := time.Since(start)
