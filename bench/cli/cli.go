@@ -181,7 +181,7 @@ func printHelp(w io.Writer) {
 // several; files that could not be written get one line per kind of file)
 // and maps it to its exit code: 0 done (and -h), 2 bad usage, 3
 // unsafe with --fail-on-unsafe, 4 a regression with --fail-on-regression,
-// 130 interrupted (whatever else the command returned: its results are
+// 5 lockbench check disagreeing with a run's summary, 130 interrupted (whatever else the command returned: its results are
 // partial), 1 anything else. An interruption with no error of its own
 // prints nothing: the command has said where its partial results are.
 func ExitCode(err error, stderr io.Writer) int {
