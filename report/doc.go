@@ -8,8 +8,8 @@
 // latency spectrum, scenarios starting "contention" and "sweep" for the two
 // sweep charts, any scenario with a fault for the verdicts (see
 // BuildCharts). Every strategy keeps one colour in every chart
-// (StrategyColor), and strategies are ordered as the registry orders them
-// (strategies.Rank).
+// (StrategyColor), and strategies are ordered and coloured as Styles says:
+// the command layer sets it from the strategies' registry.
 //
 // RenderRuns draws a command's runs once, when it ends; Render redraws a
 // directory from its data files alone (`lockbench report DIR`). A chart

@@ -17,7 +17,7 @@ import (
 // cannot say more than the runs showed.
 
 // glance is the grid of the verdict runs (results.VerdictRuns): the rows
-// in legend order (strategies.Rank, fenced and unfenced runs of a strategy
+// in legend order (Styles, fenced and unfenced runs of a strategy
 // apart), the faults in FaultOrder, "none" being the scenario's fault-free
 // baseline.
 type glance struct {

@@ -17,7 +17,7 @@ func verdictOf(s *results.Summary) string {
 }
 
 // verdictLess orders verdict rows by fault (FaultOrder), then strategy
-// (strategies.Rank), unfenced before fenced.
+// (Styles), unfenced before fenced.
 func verdictLess(a, b *results.Summary) bool {
 	if fa, fb := faultRank(a.Fault), faultRank(b.Fault); fa != fb {
 		return fa < fb

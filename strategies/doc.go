@@ -16,8 +16,8 @@
 // servers (Need: a backend and how many of its nodes), whether it fences,
 // excludes across instances, is the control, takes no lock at all
 // (Transactional), keeps its lease alive (KeepAlive) or lives as long as its
-// connection (SessionBound). The order strategies are listed and coloured in
-// is one table, canon in order.go.
+// connection (SessionBound), and where it is listed and how it is coloured
+// (Order, Color).
 //
 // Strategies register themselves from their own package's init function
 // (database/sql's Register, go-ycsb's RegisterDBCreator); importing

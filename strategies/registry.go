@@ -3,6 +3,7 @@ package strategies
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -56,6 +57,13 @@ type Info struct {
 	Name string
 	// Description is the one-line summary `lockbench strategies` prints.
 	Description string
+	// Order places it in listings, tables, legends and grids, lower first
+	// (the built-ins: the control, then roughly weakest lock to strongest,
+	// in steps of 10); 0 places it after every strategy that sets one.
+	Order int
+	// Color is its colour in every chart, "#rrggbb"; "" lets the report
+	// pick one by a hash of the name.
+	Color string
 	// Need is the server the strategy needs.
 	Need Need
 	// Fencing reports whether leases carry fencing tokens.
@@ -253,6 +261,15 @@ func Lookup(name string) (Info, bool) {
 	return info, err == nil
 }
 
+// Registered returns the strategy registered as name, resolving nothing
+// (an exec: name is not run to find out).
+func Registered(name string) (Info, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	info, ok := registry[name]
+	return info, ok
+}
+
 // MustLookup is Lookup for a name known to be registered (a test's, a
 // program's own constant); it panics on an unknown one.
 func MustLookup(name string) Info {
@@ -263,8 +280,7 @@ func MustLookup(name string) Info {
 	return info
 }
 
-// All returns every registered strategy in the canonical order (built-ins first,
-// then any others by name).
+// All returns every registered strategy by Order, then name.
 func All() []Info {
 	mu.RLock()
 	defer mu.RUnlock()
@@ -273,7 +289,7 @@ func All() []Info {
 		out = append(out, info)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		ri, rj := Rank(out[i].Name), Rank(out[j].Name)
+		ri, rj := rank(out[i].Order), rank(out[j].Order)
 		if ri != rj {
 			return ri < rj
 		}
@@ -281,6 +297,18 @@ func All() []Info {
 	})
 	return out
 }
+
+// rank is an Order to sort by: unset (0) after every set one.
+func rank(order int) int {
+	if order <= 0 {
+		return math.MaxInt
+	}
+	return order
+}
+
+// Builtin lists the registered strategies in order: those the program
+// links (package strategies/all links every one lockbench ships).
+func Builtin() []string { return Names() }
 
 // Names returns the names of All, in order.
 func Names() []string {

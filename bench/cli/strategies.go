@@ -6,8 +6,18 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/strategies"
 )
+
+func init() { report.Styles = StrategyStyle }
+
+// StrategyStyle is a strategy's place and colour in the report, from its
+// registry entry (a strategy not registered here has neither).
+func StrategyStyle(name string) report.Style {
+	info, _ := strategies.Registered(name)
+	return report.Style{Order: info.Order, Color: info.Color}
+}
 
 // runStrategies is `lockbench strategies`: each strategy with one line.
 func runStrategies(_ context.Context, args []string, stdout, stderr io.Writer) error {

@@ -10,7 +10,9 @@ import (
 // (loadgen, strategies, conformance, faults, servers, results, report)
 // never reach the command layer; the faults sit beside the engine they
 // drive, which never reaches them; the record (results) reaches neither
-// the engine, the strategies nor the report that draws it.
+// the engine, the strategies nor the report that draws it; the report
+// draws the record alone (the strategies' order and colours reach it from
+// the command layer, report.Styles).
 func TestLayers(t *testing.T) {
 	const mod = "github.com/lockbench/lockbench/"
 	command := []string{"cmd/", "bench/cli", "bench/metrics", "bench/selfcheck"}
@@ -23,6 +25,7 @@ func TestLayers(t *testing.T) {
 		{[]string{"./strategies/..."}, []string{"loadgen", "results", "report", "servers", "conformance", "bench/"}},
 		{[]string{"./loadgen/..."}, []string{"report", "servers", "conformance", "faults", "bench/"}},
 		{[]string{"./faults/..."}, []string{"report", "conformance", "bench/"}},
+		{[]string{"./report/..."}, []string{"loadgen", "strategies", "servers", "faults", "conformance", "plan", "bench/"}},
 	}
 	for _, r := range rules {
 		args := []string{"list", "-deps"}

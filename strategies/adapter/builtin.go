@@ -28,17 +28,20 @@ type builtin struct {
 	// package that has it.
 	module, pkg string
 	hello       string
+	// order and color are its Info's.
+	order int
+	color string
 }
 
 // builtins are the shipped adapters, by name.
 var builtins = map[string]builtin{
-	"node-redlock": {runtime: adapters.Node, script: "node-redlock.js",
+	"node-redlock": {order: 190, color: "#882255", runtime: adapters.Node, script: "node-redlock.js",
 		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"node-redlock","library":"redlock","library_version":"4.2.0","backend":"redis","nodes":5,"lease":"ttl","capabilities":{"token":false,"extend":true,"blocking":true}}`},
-	"node-redis-semaphore": {runtime: adapters.Node, script: "node-redis-semaphore.js",
+	"node-redis-semaphore": {order: 200, color: "#ee8866", runtime: adapters.Node, script: "node-redis-semaphore.js",
 		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"node-redis-semaphore","library":"redis-semaphore","library_version":"5.8.0","backend":"redis","nodes":1,"lease":"renewed","capabilities":{"token":false,"extend":false,"blocking":true}}`},
-	"py-redis-lock": {runtime: adapters.Python, script: "py_redis_lock.py", module: "redis", pkg: "python3-redis",
+	"py-redis-lock": {order: 210, color: "#bbcc33", runtime: adapters.Python, script: "py_redis_lock.py", module: "redis", pkg: "python3-redis",
 		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"py-redis-lock","library":"redis-py","library_version":"4.3.4","backend":"redis","nodes":1,"lease":"ttl","capabilities":{"token":false,"extend":true,"blocking":true}}`},
-	"py-kazoo": {runtime: adapters.Python, script: "py_kazoo.py", module: "kazoo", pkg: "python3-kazoo",
+	"py-kazoo": {order: 220, color: "#44bb99", runtime: adapters.Python, script: "py_kazoo.py", module: "kazoo", pkg: "python3-kazoo",
 		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"py-kazoo","library":"kazoo","library_version":"2.8","backend":"zookeeper","nodes":1,"lease":"session","capabilities":{"token":true,"extend":false,"blocking":true}}`},
 }
 
@@ -52,7 +55,9 @@ func init() {
 		if err != nil || h.Name != name {
 			panic(fmt.Sprintf("adapter: built-in %s: bad hello: %v", name, err))
 		}
-		strategies.Register(InfoOf(name, h, func(ctx context.Context) (Command, error) { return BuiltinCommand(ctx, name) }))
+		info := InfoOf(name, h, func(ctx context.Context) (Command, error) { return BuiltinCommand(ctx, name) })
+		info.Order, info.Color = b.order, b.color
+		strategies.Register(info)
 	}
 	strategies.RegisterResolver(ExecPrefix, resolveExec)
 }

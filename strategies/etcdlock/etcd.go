@@ -56,6 +56,8 @@ var errClosed = errors.New("etcdlock: strategy closed")
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "etcd",
+		Order:        100,
+		Color:        "#0072b2", // blue
 		Description:  "etcd concurrency.Mutex on a session lease (TTL rounded up to whole seconds); fenced by the key's create revision",
 		Need:         strategies.Need{Backend: strategies.BackendEtcd},
 		Fencing:      true,

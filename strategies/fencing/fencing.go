@@ -12,6 +12,8 @@ import (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "fencing",
+		Order:        70,
+		Color:        "#009e73", // bluish green
 		Description:  "Redis SET NX PX + INCR token in one atomic Lua script; the store rejects stale tokens",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		Fencing:      true,

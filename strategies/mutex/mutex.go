@@ -19,6 +19,8 @@ import (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:        "mutex",
+		Order:       20,
+		Color:       "#cc79a7", // reddish purple
 		Description: "in-process mutex per key, per instance: no exclusion across instances",
 		// Nothing reads a call's context once the call has returned.
 		KeepsNoContext: true,

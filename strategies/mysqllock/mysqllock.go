@@ -66,6 +66,8 @@ const (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "mysql-get-lock",
+		Order:        140,
+		Color:        "#997700", // ochre (Tol medium-contrast dark yellow)
 		Description:  "MariaDB/MySQL GET_LOCK on a connection held for the lease, waiting on the server up to the acquire timeout; no TTL, no token",
 		Need:         strategies.Need{Backend: strategies.BackendMySQL, Nodes: 1},
 		CrossProcess: true,

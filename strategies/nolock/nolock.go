@@ -13,6 +13,8 @@ import (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:        "nolock",
+		Order:       10,
+		Color:       "#000000", // black: the control
 		Description: "control: no lock at all; must always be caught as unsafe under duplicates",
 		Control:     true,
 		// Nothing reads a call's context once the call has returned.

@@ -54,6 +54,8 @@ const (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "pg-advisory",
+		Order:        130,
+		Color:        "#aa4499", // purple (Tol)
 		Description:  "Postgres session advisory lock (pg_try_advisory_lock) on a connection held for the lease; no TTL, no token",
 		Need:         strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		CrossProcess: true,

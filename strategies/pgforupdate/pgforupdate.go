@@ -10,6 +10,8 @@ import (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:          "pg-for-update",
+		Order:         160,
+		Color:         "#663333", // dark red (Tol dark): no lock server, the account row's lock
 		Description:   "no lock server: SELECT … FOR UPDATE on the account row, a plain processed mark and the debit in one Postgres transaction",
 		Need:          strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		CrossProcess:  true,

@@ -43,6 +43,8 @@ const (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "pg-onconflict",
+		Order:        120,
+		Color:        "#56b4e9", // sky blue
 		Description:  "Postgres claim row via INSERT … ON CONFLICT with a DB-clock lease; fenced by a sequence",
 		Need:         strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		Fencing:      true,

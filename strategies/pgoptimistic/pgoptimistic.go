@@ -10,6 +10,8 @@ import (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:          "pg-optimistic",
+		Order:         170,
+		Color:         "#44aa99", // teal (Tol): no lock, a version check
 		Description:   "no lock: the account row's update checks the version read, retried on conflict, with a plain processed mark, in one Postgres transaction",
 		Need:          strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		CrossProcess:  true,

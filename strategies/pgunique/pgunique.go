@@ -10,6 +10,8 @@ import (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:          "pg-unique",
+		Order:         150,
+		Color:         "#ddcc77", // sand (Tol): no lock, the database's constraint
 		Description:   "no lock: processed-marker INSERT … ON CONFLICT DO NOTHING and a guarded debit in one Postgres transaction",
 		Need:          strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1},
 		CrossProcess:  true,

@@ -46,6 +46,8 @@ const (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "queue",
+		Order:        180,
+		Color:        "#999933", // olive (Tol): no lock, the broker's dedupe
 		Description:  "no lock: NATS JetStream, payment id as message id (publish dedupe), one durable consumer per account shard shared by the instances (MaxAckPending 1)",
 		Need:         strategies.Need{Backend: strategies.BackendNATS, Nodes: 1},
 		Fencing:      true,

@@ -16,6 +16,8 @@ import (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "redislock",
+		Order:        40,
+		Color:        "#332288", // indigo (Tol)
 		Description:  "bsm/redislock library on one Redis node (SET NX PX in Lua, owner-checked release), no retry; no fencing token",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		CrossProcess: true,

@@ -33,6 +33,8 @@ const (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "redlock",
+		Order:        80,
+		Color:        "#e69f00", // orange
 		Description:  "Redlock over N Redis masters (default 5): parallel SET NX, quorum N/2+1, drift allowance",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: DefaultNodes},
 		CrossProcess: true,

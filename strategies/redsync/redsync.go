@@ -20,6 +20,8 @@ import (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "redsync",
+		Order:        90,
+		Color:        "#cc6677", // rose (Tol)
 		Description:  "go-redsync/redsync v4 Redlock over N Redis masters (default 5), library defaults, one try per Acquire",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: redlock.DefaultNodes},
 		CrossProcess: true,

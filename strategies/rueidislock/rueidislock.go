@@ -38,6 +38,8 @@ const DownCheckEvery = time.Second
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "rueidislock",
+		Order:        60,
+		Color:        "#ee3377", // magenta (Tol vibrant)
 		Description:  "redis/rueidis rueidislock at its defaults: 2 of 3 keys on one Redis, 5s validity renewed every 2.5s, waits by client-side caching; no fencing token",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		CrossProcess: true,

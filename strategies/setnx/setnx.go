@@ -12,6 +12,8 @@ import (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "setnx",
+		Order:        30,
+		Color:        "#d55e00", // vermillion
 		Description:  "Redis SET NX PX on one node, owner-checked release (Lua); no fencing token",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		CrossProcess: true,

@@ -17,6 +17,8 @@ const PeriodDivisor = 3
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "setnx-watchdog",
+		Order:        50,
+		Color:        "#88ccee", // cyan (Tol)
 		Description:  "setnx whose lease a background watchdog renews every TTL/3 while held (Redisson's default); no fencing token",
 		Need:         strategies.Need{Backend: strategies.BackendRedis, Nodes: 1},
 		CrossProcess: true,

@@ -73,6 +73,8 @@ var (
 func init() {
 	strategies.Register(strategies.Info{
 		Name:         "zookeeper",
+		Order:        110,
+		Color:        "#117733", // green (Tol)
 		Description:  "ZooKeeper lock recipe (ephemeral sequential znodes) on a session whose timeout is the TTL; fenced by the znode's sequence number",
 		Need:         strategies.Need{Backend: strategies.BackendZooKeeper},
 		Fencing:      true,
