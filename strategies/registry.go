@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -210,6 +211,7 @@ func RegisterResolver(prefix string, r Resolver) {
 // Resolve returns the strategy called name: a registered one, or one a
 // resolver finds (its error, once, for a name it cannot resolve).
 func Resolve(name string) (Info, error) {
+	lookups.Add(1)
 	mu.RLock()
 	info, ok := registry[name]
 	res, done := resolved[name]
@@ -238,6 +240,14 @@ func Resolve(name string) (Info, error) {
 	mu.Unlock()
 	return info, err
 }
+
+// lookups counts Resolve's calls (Lookup's too): Lookups.
+var lookups atomic.Int64
+
+// Lookups is how many times this process has looked a strategy up by name
+// (Resolve, Lookup): a command looks each of its strategies up once and
+// passes the Info on.
+func Lookups() int64 { return lookups.Load() }
 
 // Register makes a strategy available by info.Name. It panics on a duplicate
 // or empty name, as database/sql.Register does: that is a programming error

@@ -137,15 +137,14 @@ func variantCases(cases []verdictCase, wait int) []verdictCase {
 // strategy it applies to; strategies with fencing tokens twice, with the
 // store's check off (what the lock alone gives) and on (what the token
 // adds). Strategies without tokens run once, the check being moot for them.
-func verdictCases(names, faultNames []string) ([]verdictCase, error) {
+func verdictCases(infos []strategies.Info, faultNames []string) ([]verdictCase, error) {
 	var cases []verdictCase
 	for _, f := range faultNames {
 		spec, err := faults.Parse(verdictFaultSpec(f))
 		if err != nil {
 			return nil, err
 		}
-		for _, name := range names {
-			info, _ := strategies.Lookup(name)
+		for _, info := range infos {
 			if !spec.AppliesTo(info) {
 				continue
 			}
@@ -171,7 +170,7 @@ func verdictCases(names, faultNames []string) ([]verdictCase, error) {
 				if err := sc.Validate(); err != nil {
 					return nil, err
 				}
-				cases = append(cases, verdictCase{strategy: name, info: info, spec: spec, sc: sc})
+				cases = append(cases, verdictCase{strategy: info.Name, info: info, spec: spec, sc: sc})
 			}
 			if f == "none" && !info.CrossProcess {
 				// The monolith: both deliveries of each payment land on
@@ -182,7 +181,7 @@ func verdictCases(names, faultNames []string) ([]verdictCase, error) {
 				if err := sc.Validate(); err != nil {
 					return nil, err
 				}
-				cases = append(cases, verdictCase{strategy: name, info: info, spec: spec, sc: sc})
+				cases = append(cases, verdictCase{strategy: info.Name, info: info, spec: spec, sc: sc})
 			}
 			if f == "partition" && info.SessionBound {
 				// A session-bound lock survives a cut (its connection
@@ -200,7 +199,7 @@ func verdictCases(names, faultNames []string) ([]verdictCase, error) {
 				if err := sc.Validate(); err != nil {
 					return nil, err
 				}
-				cases = append(cases, verdictCase{strategy: name, info: info, spec: reset, sc: sc})
+				cases = append(cases, verdictCase{strategy: info.Name, info: info, spec: reset, sc: sc})
 			}
 		}
 	}

@@ -215,14 +215,13 @@ func (sf *scenarioFlags) scenarioOn(s loadgen.Scenario) (loadgen.Scenario, error
 // storeFor puts the run on the Postgres store when a transactional strategy
 // (pg-unique) is among names, and every other strategy of the run with it,
 // like for like; an explicit --store memory is refused.
-func (sf *scenarioFlags) storeFor(names []string, sc *loadgen.Scenario) error {
-	for _, name := range names {
-		info, _ := strategies.Lookup(name)
+func (sf *scenarioFlags) storeFor(infos []strategies.Info, sc *loadgen.Scenario) error {
+	for _, info := range infos {
 		if !info.Transactional {
 			continue
 		}
 		if sf.storeSet && sc.Store != loadgen.StorePostgres {
-			return usageErr("--store: %s runs each delivery as a transaction on the Postgres store; want --store postgres, or leave --store out", name)
+			return usageErr("--store: %s runs each delivery as a transaction on the Postgres store; want --store postgres, or leave --store out", info.Name)
 		}
 		sc.Store = loadgen.StorePostgres
 	}
@@ -551,21 +550,24 @@ func checkMySQLDSN(s string) error {
 	return nil
 }
 
-// parseStrategies checks a --strategy list against the registry: all, or
-// names from it.
-func parseStrategies(v string) ([]string, error) {
+// parseStrategies checks a --strategy list against the registry (all, or
+// names from it) and returns their entries: the command's one lookup of
+// each.
+func parseStrategies(v string) ([]strategies.Info, error) {
 	if v == "all" {
-		return strategies.Names(), nil
+		return strategies.All(), nil
 	}
 	// An exec: adapter that cannot say hello (PATH --hello, within 5s) is
 	// not bad input but a broken adapter: its own line, exit 1.
 	var broken error
+	found := map[string]strategies.Info{}
 	names, err := parseList("strategy", v, strings.Join(strategies.Names(), ", ")+", exec:PATH [ARGS], or all", func(n string) error {
-		_, err := strategies.Resolve(n)
+		info, err := strategies.Resolve(n)
 		if err != nil && strings.HasPrefix(n, adapter.ExecPrefix) && strings.TrimSpace(strings.TrimPrefix(n, adapter.ExecPrefix)) != "" {
 			broken = cmp.Or(broken, err)
 			return nil
 		}
+		found[n] = info
 		return err
 	})
 	if err != nil {
@@ -574,17 +576,29 @@ func parseStrategies(v string) ([]string, error) {
 	if broken != nil {
 		return nil, broken
 	}
-	return names, nil
+	infos := make([]strategies.Info, len(names))
+	for i, n := range names {
+		infos[i] = found[n]
+	}
+	return infos, nil
+}
+
+// namesOf lists the strategies' names, comma-separated.
+func namesOf(infos []strategies.Info) string {
+	names := make([]string, len(infos))
+	for i, info := range infos {
+		names[i] = info.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // storeNeed is what the Postgres store needs.
 var storeNeed = strategies.Need{Backend: strategies.BackendPostgres, Nodes: 1}
 
 // needs says which servers the strategies (and the store) need.
-func needs(names []string, sc loadgen.Scenario) servers.Needs {
+func needs(infos []strategies.Info, sc loadgen.Scenario) servers.Needs {
 	var n servers.Needs
-	for _, name := range names {
-		info, _ := strategies.Lookup(name)
+	for _, info := range infos {
 		n.Add(info.Need)
 	}
 	if sc.Store == loadgen.StorePostgres {

@@ -155,7 +155,7 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []verdic
 	one := func(s *session, v *verdictRun) {
 		s.redisWait = v.c.wait
 		t0 := time.Now()
-		r, rerr := runTrial(ctx, s, v.c.strategy, v.c.sc, v.c.spec, v.trial)
+		r, rerr := runTrial(ctx, s, v.c.info, v.c.sc, v.c.spec, v.trial)
 		mu.Lock()
 		defer mu.Unlock()
 		if rerr != nil && ctx.Err() != nil {

@@ -77,7 +77,7 @@ const matrixSLOP99 = 250 * time.Millisecond
 // matrixOptions are the parsed and checked input of `lockbench matrix`.
 type matrixOptions struct {
 	cellOptions
-	names []string
+	infos []strategies.Info
 	size  matrixPlan
 	notes []string
 	// sweepTrials are the contention and rate sweeps' trials
@@ -123,7 +123,7 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 	if *cf.trials == 1 {
 		notes = append(notes, "One trial per cell: the figures have no error bars; `--trials 6` gives 95% confidence intervals.")
 	}
-	names, err := parseStrategies(*cf.strategy)
+	infos, err := parseStrategies(*cf.strategy)
 	if err != nil {
 		return o, err
 	}
@@ -133,7 +133,7 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 			return o, err
 		}
 	}
-	cases, err := verdictCases(names, faultNames)
+	cases, err := verdictCases(infos, faultNames)
 	if err != nil {
 		return o, err
 	}
@@ -154,7 +154,7 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 	if err != nil {
 		return o, err
 	}
-	return matrixOptions{cellOptions: co, names: names, size: size, notes: notes, sweepTrials: *sweepTrials}, nil
+	return matrixOptions{cellOptions: co, infos: infos, size: size, notes: notes, sweepTrials: *sweepTrials}, nil
 }
 
 // runMatrix is `lockbench matrix`: every strategy through the base scenario,
@@ -165,22 +165,22 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return err
 	}
-	names, cases, size, notes := o.names, o.cases, o.size, o.notes
+	infos, cases, size, notes := o.infos, o.cases, o.size, o.notes
 	if o.dryRun {
-		return printMatrix(stdout, size, names, cases, o.trials, o.sweepTrials, o.lanes, o.seed, o.ef)
+		return printMatrix(stdout, size, infos, cases, o.trials, o.sweepTrials, o.lanes, o.seed, o.ef)
 	}
-	dir, err := openCellDir(o.cellOptions, "matrix", args, outEstimate(size.runs(names, len(cases), o.trials, o.sweepTrials), size.basePayments, o.history))
+	dir, err := openCellDir(o.cellOptions, "matrix", args, outEstimate(size.runs(infos, len(cases), o.trials, o.sweepTrials), size.basePayments, o.history))
 	if err != nil {
 		return err
 	}
 	defer sayInterruptedAtExit(ctx, stderr, dir) // after the report is written
 	defer dir.closeAtExit(&err)
 	dir.meta.Notes = append(dir.meta.Notes, notes...)
-	need := needs(names, loadgen.DefaultScenario())
+	need := needs(infos, loadgen.DefaultScenario())
 	var opts servers.Options
 	for _, c := range cases {
 		opts.Faketime = opts.Faketime || c.spec.ServerOptions().Faketime
-		need.Merge(needs([]string{c.strategy}, c.sc))
+		need.Merge(needs([]strategies.Info{c.info}, c.sc))
 	}
 	began := time.Now()
 	sess, err := openSession(ctx, o.ef, need, opts, stderr)
@@ -200,7 +200,8 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// step runs one cell and says so on stderr: what part of the matrix,
 	// the strategy and, where the rows of a part differ in a parameter
 	// (varies, "accounts=24"), which.
-	step := func(what, name, varies string, sc loadgen.Scenario, trials int) ([]results.Run, error) {
+	step := func(what string, info strategies.Info, varies string, sc loadgen.Scenario, trials int) ([]results.Run, error) {
+		name := info.Name
 		sc.Seed = o.seed
 		var runs []results.Run
 		for trial := 1; trial <= trials; trial++ {
@@ -209,7 +210,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 				continue
 			}
 			t0 := time.Now()
-			r, err := runTrial(ctx, sess, name, sc, faults.Spec{}, trial)
+			r, err := runTrial(ctx, sess, info, sc, faults.Spec{}, trial)
 			if err != nil {
 				return runs, err
 			}
@@ -239,28 +240,28 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// Transactional strategies (pg-unique) run on the Postgres store only:
 	// they leave the memory-store scenarios to the locks and get one of
 	// their own, below, where every strategy runs on the Postgres store.
-	locks, onPostgres := splitLocks(names)
+	locks, onPostgres := splitLocks(infos)
 	// 1. The base scenario: the latency spectrum and the results table.
 	// 1b. The base scenario on the Postgres store, every strategy: what no
 	// lock costs against the locks, like for like.
 	for _, c := range size.baseCells(locks, onPostgres) {
-		if _, err := step(c.what, c.name, "", c.sc, o.trials); err != nil || ctx.Err() != nil {
+		if _, err := step(c.what, c.info, "", c.sc, o.trials); err != nil || ctx.Err() != nil {
 			return firstErr(err, ctx.Err())
 		}
 	}
 	// 2. Contention: the same load on fewer and fewer accounts.
-	for _, name := range locks {
+	for _, info := range locks {
 		for _, accounts := range size.accounts {
-			if _, err := step("contention", name, fmt.Sprintf("accounts=%d", accounts), size.contentionScenario(accounts), o.sweepTrials); err != nil || ctx.Err() != nil {
+			if _, err := step("contention", info, fmt.Sprintf("accounts=%d", accounts), size.contentionScenario(accounts), o.sweepTrials); err != nil || ctx.Err() != nil {
 				return firstErr(err, ctx.Err())
 			}
 		}
 	}
 	// 2b. Contention on the Postgres store: the database as the lock
 	// against the locks, like for like, as accounts get hotter.
-	for _, name := range size.pgContentionNames(onPostgres) {
+	for _, info := range size.pgContentionNames(onPostgres) {
 		for _, accounts := range size.accounts {
-			if _, err := step("pg-contention", name, fmt.Sprintf("accounts=%d", accounts), size.pgContentionScenario(accounts), o.sweepTrials); err != nil || ctx.Err() != nil {
+			if _, err := step("pg-contention", info, fmt.Sprintf("accounts=%d", accounts), size.pgContentionScenario(accounts), o.sweepTrials); err != nil || ctx.Err() != nil {
 				return firstErr(err, ctx.Err())
 			}
 		}
@@ -268,9 +269,9 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// 3. The open-loop rate sweep, up to the first rate a strategy cannot
 	// sustain in most of its trials: the latency–throughput curve and its
 	// knee.
-	for _, name := range locks {
+	for _, info := range locks {
 		for _, rate := range size.rates {
-			runs, err := step(fmt.Sprintf("rate %g", rate), name, "", size.sweepScenario(rate), o.sweepTrials)
+			runs, err := step(fmt.Sprintf("rate %g", rate), info, "", size.sweepScenario(rate), o.sweepTrials)
 			if err != nil || ctx.Err() != nil {
 				return firstErr(err, ctx.Err())
 			}
@@ -310,27 +311,28 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 
 // matrixCell is one fault-free cell of the matrix.
 type matrixCell struct {
-	what, name string
-	sc         loadgen.Scenario
+	what string
+	info strategies.Info
+	sc   loadgen.Scenario
 }
 
 // baseCells are the base scenario's cells: every lock on the memory
 // store, then, when a transactional strategy runs, every strategy on the
 // Postgres store.
-func (m matrixPlan) baseCells(locks, onPostgres []string) []matrixCell {
+func (m matrixPlan) baseCells(locks, onPostgres []strategies.Info) []matrixCell {
 	var out []matrixCell
-	for _, name := range locks {
+	for _, info := range locks {
 		sc := loadgen.DefaultScenario()
 		sc.Name = results.ScenarioBase
 		sc.Payments = m.basePayments
-		out = append(out, matrixCell{"base", name, sc})
+		out = append(out, matrixCell{"base", info, sc})
 	}
-	for _, name := range onPostgres {
+	for _, info := range onPostgres {
 		sc := loadgen.DefaultScenario()
 		sc.Name = ScenarioBasePostgres
 		sc.Store = loadgen.StorePostgres
 		sc.Payments = m.basePayments
-		out = append(out, matrixCell{"base-pg", name, sc})
+		out = append(out, matrixCell{"base-pg", info, sc})
 	}
 	return out
 }
@@ -346,8 +348,8 @@ func (m matrixPlan) contentionScenario(accounts int) loadgen.Scenario {
 
 // runs is how many runs the matrix of names and cases fault cells makes at
 // most (every rate of the sweep).
-func (m matrixPlan) runs(names []string, cases, trials, sweepTrials int) int {
-	locks, onPostgres := splitLocks(names)
+func (m matrixPlan) runs(infos []strategies.Info, cases, trials, sweepTrials int) int {
+	locks, onPostgres := splitLocks(infos)
 	sweeps := (len(locks)+len(m.pgContentionNames(onPostgres)))*len(m.accounts) + len(locks)*len(m.rates)
 	return (len(m.baseCells(locks, onPostgres))+cases)*trials + sweeps*sweepTrials
 }
@@ -364,14 +366,14 @@ func (m matrixPlan) pgContentionScenario(accounts int) loadgen.Scenario {
 // pgContentionNames are the strategies of onPostgres that run the
 // contention sweep on the Postgres store: all of them, or
 // (pgContentionAll unset) those that keep their state in Postgres.
-func (m matrixPlan) pgContentionNames(onPostgres []string) []string {
+func (m matrixPlan) pgContentionNames(onPostgres []strategies.Info) []strategies.Info {
 	if m.pgContentionAll {
 		return onPostgres
 	}
-	var out []string
-	for _, name := range onPostgres {
-		if info, _ := strategies.Lookup(name); info.Transactional || info.Need.Backend == strategies.BackendPostgres {
-			out = append(out, name)
+	var out []strategies.Info
+	for _, info := range onPostgres {
+		if info.Transactional || info.Need.Backend == strategies.BackendPostgres {
+			out = append(out, info)
 		}
 	}
 	return out
@@ -390,12 +392,12 @@ func (m matrixPlan) sweepScenario(rate float64) loadgen.Scenario {
 // splitLocks are the strategies of the memory-store scenarios (the locks)
 // and, when a transactional strategy is among names, every strategy for
 // the Postgres-store one.
-func splitLocks(names []string) (locks, onPostgres []string) {
-	for _, name := range names {
-		if info, _ := strategies.Lookup(name); info.Transactional {
-			onPostgres = names
+func splitLocks(infos []strategies.Info) (locks, onPostgres []strategies.Info) {
+	for _, info := range infos {
+		if info.Transactional {
+			onPostgres = infos
 		} else {
-			locks = append(locks, name)
+			locks = append(locks, info)
 		}
 	}
 	return locks, onPostgres
@@ -404,8 +406,8 @@ func splitLocks(names []string) (locks, onPostgres []string) {
 // printMatrix is the matrix's --dry-run: what it would run, section by
 // section, with estimated times (the sweep's at most: it stops at the
 // first rate a strategy cannot sustain).
-func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase, trials, sweepTrials, lanes int, seed int64, ef endpointFlags) error {
-	locks, onPostgres := splitLocks(names)
+func printMatrix(w io.Writer, m matrixPlan, infos []strategies.Info, cases []verdictCase, trials, sweepTrials, lanes int, seed int64, ef endpointFlags) error {
+	locks, onPostgres := splitLocks(infos)
 	var b strings.Builder
 	var total time.Duration
 	section := func(what string, runs int, d time.Duration, trials int) {
@@ -470,7 +472,7 @@ func printMatrix(w io.Writer, m matrixPlan, names []string, cases []verdictCase,
 	}
 	section(what, len(cases), d, trials)
 	fmt.Fprintf(&b, "\nstrategies: %s\nseed %d; %s in all with server start-up (estimated; nothing was run)\n",
-		strings.Join(names, ", "), seed, fmtEstimate(total+estimateServers))
+		namesOf(infos), seed, fmtEstimate(total+estimateServers))
 	for _, l := range skipped {
 		fmt.Fprintf(&b, "not applicable, not run: %s (needs --redis-topology sentinel)\n", l)
 	}

@@ -32,7 +32,7 @@ const (
 
 // planOptions are the parsed flags of `lockbench plan`.
 type planOptions struct {
-	names    []string
+	infos    []strategies.Info
 	sc       loadgen.Scenario // the sweep's scenario; Rate varies per step
 	ef       endpointFlags
 	metrics  metricsFlag
@@ -129,13 +129,13 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 		o.cfg.Start = plan.StartRate(o.target, o.cfg.Factor)
 	}
 	var err error
-	if o.names, err = planStrategies(*strategyList); err != nil {
+	if o.infos, err = planStrategies(*strategyList); err != nil {
 		return o, err
 	}
 	if o.sc, err = sf.scenario(); err != nil {
 		return o, err
 	}
-	if err := sf.storeFor(o.names, &o.sc); err != nil {
+	if err := sf.storeFor(o.infos, &o.sc); err != nil {
 		return o, err
 	}
 	o.sc.Name = results.ScenarioSweep
@@ -172,17 +172,17 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	risks, risksFrom := o.risks, o.risksFrom
 	// A plan's sweeps stop at the first rate a strategy cannot hold: at
 	// most a few dozen runs a strategy.
-	dir, err := newRunDir(o.out, "plan", args, outEstimate(32*len(o.names), 0, false))
+	dir, err := newRunDir(o.out, "plan", args, outEstimate(32*len(o.infos), 0, false))
 	if err != nil {
 		return err
 	}
 	defer dir.closeAtExit(&err)
-	sess, err := openSession(ctx, o.ef, needs(o.names, o.sc), servers.Options{}, stderr)
+	sess, err := openSession(ctx, o.ef, needs(o.infos, o.sc), servers.Options{}, stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	if o.names, err = sess.applicable(o.names, faults.Spec{}, stderr); err != nil {
+	if o.infos, err = sess.applicable(o.infos, faults.Spec{}, stderr); err != nil {
 		return err
 	}
 	if err := sess.serveMetrics(o.metrics); err != nil {
@@ -197,15 +197,14 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	planPath := filepath.Join(dir.dir, plan.File)
 	var errs []error
-	for _, name := range o.names {
+	for _, info := range o.infos {
 		if ctx.Err() != nil {
 			break
 		}
 		step := func(ctx context.Context, rate float64, trial int) (results.Run, error) {
-			return runTrial(ctx, sess, name, stepFor(o.sc, rate), faults.Spec{}, trial)
+			return runTrial(ctx, sess, info, stepFor(o.sc, rate), faults.Spec{}, trial)
 		}
 		sw, err := plan.Sweep(ctx, o.cfg, step)
-		info, _ := strategies.Lookup(name) // planStrategies checked the name
 		line := plan.LineOf(info, o.sc.Fencing, o.target, sw, risks)
 		switch {
 		case ctx.Err() != nil:
@@ -274,14 +273,14 @@ func noSweepFlags(fs *flag.FlagSet) error {
 // strategy that excludes across instances. nolock and mutex run only when
 // named (or with all), and are marked as giving no exclusion: the rate
 // they sustain is the harness's and the store's, not a lock's.
-func planStrategies(v string) ([]string, error) {
+func planStrategies(v string) ([]strategies.Info, error) {
 	if v != "" {
 		return parseStrategies(v)
 	}
-	var out []string
+	var out []strategies.Info
 	for _, info := range strategies.All() {
 		if info.CrossProcess {
-			out = append(out, info.Name)
+			out = append(out, info)
 		}
 	}
 	return out, nil

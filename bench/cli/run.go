@@ -12,11 +12,12 @@ import (
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // runOptions are the parsed and checked input of `lockbench run`.
 type runOptions struct {
-	names                []string
+	infos                []strategies.Info
 	sc                   loadgen.Scenario
 	fspec                faults.Spec
 	cells                []runCell // one per --fault spec; the first is sc, fspec
@@ -100,7 +101,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	} else if given["row"] {
 		return o, usageErr("--row: only with --from DIR")
 	}
-	names, err := parseStrategies(*strategyList)
+	infos, err := parseStrategies(*strategyList)
 	if err != nil {
 		return o, err
 	}
@@ -108,7 +109,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	if err != nil {
 		return o, err
 	}
-	if err := sf.storeFor(names, &sc); err != nil {
+	if err := sf.storeFor(infos, &sc); err != nil {
 		return o, err
 	}
 	specs, err := parseFaults(faultSpec.list())
@@ -147,7 +148,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	if err := ef.checkSequenced(&sf, scs...); err != nil {
 		return o, err
 	}
-	return runOptions{names: names, sc: sc, fspec: fspec, cells: cells, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
+	return runOptions{infos: infos, sc: sc, fspec: fspec, cells: cells, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
 		asJSON: *asJSON, failOnUnsafe: *failOnUnsafe, trials: *trials, history: *history}, nil
 }
 
@@ -158,22 +159,22 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
-	names, sc := o.names, o.sc
+	infos, sc := o.infos, o.sc
 	payments, _ := sc.PaymentBound()
-	dir, err := newRunDir(o.out, "run", args, outEstimate(len(names)*len(o.cells)*max(1, o.trials), payments, o.history))
+	dir, err := newRunDir(o.out, "run", args, outEstimate(len(infos)*len(o.cells)*max(1, o.trials), payments, o.history))
 	if err != nil {
 		return err
 	}
 	defer sayInterruptedAtExit(ctx, stderr, dir) // after the report is written
 	defer dir.closeAtExit(&err)
-	sess, err := openSession(ctx, o.ef, needs(names, sc), cellServerOptions(o.cells), stderr)
+	sess, err := openSession(ctx, o.ef, needs(infos, sc), cellServerOptions(o.cells), stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	cellNames := make([][]string, len(o.cells))
+	cellInfos := make([][]strategies.Info, len(o.cells))
 	for i, c := range o.cells {
-		if cellNames[i], err = sess.applicable(names, c.spec, stderr); err != nil {
+		if cellInfos[i], err = sess.applicable(infos, c.spec, stderr); err != nil {
 			return err
 		}
 	}
@@ -194,11 +195,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	// command slows every strategy alike.
 	for trial := 1; trial <= o.trials; trial++ {
 		for i, c := range o.cells {
-			for _, name := range cellNames[i] {
+			for _, info := range cellInfos[i] {
 				if ctx.Err() != nil {
 					break
 				}
-				r, err := runTrial(ctx, sess, name, c.sc, c.spec, trial)
+				r, err := runTrial(ctx, sess, info, c.sc, c.spec, trial)
 				if err != nil {
 					return err
 				}

@@ -180,11 +180,8 @@ func (s *session) store(ctx context.Context, kind loadgen.StoreKind) (store.Stor
 // run runs trial (1-based) of one strategy through one scenario under one
 // fault (the zero Spec, or none: no fault), built on the servers the
 // strategy uses.
-func (s *session) run(ctx context.Context, name string, sc loadgen.Scenario, spec faults.Spec, trial int) (results.Run, error) {
-	info, ok := strategies.Lookup(name)
-	if !ok {
-		return results.Run{}, fmt.Errorf("unknown strategy %q", name)
-	}
+func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scenario, spec faults.Spec, trial int) (results.Run, error) {
+	name := info.Name
 	target, err := s.target(info)
 	if err != nil {
 		return results.Run{}, fmt.Errorf("%s: %w", name, err)
@@ -332,16 +329,16 @@ func (s *session) lockOf(info strategies.Info, target servers.Target, sc loadgen
 // under spec (a multi-node Redis lock on a replicated Redis; a fault the
 // layout rules out, faults.Spec.Fits), saying so on w; a usage error when
 // none is left.
-func (s *session) applicable(names []string, spec faults.Spec, w io.Writer) ([]string, error) {
-	var keep, why []string
-	for _, name := range names {
-		info, _ := strategies.Lookup(name)
-		c := verdictCase{strategy: name, info: info, spec: spec}
+func (s *session) applicable(infos []strategies.Info, spec faults.Spec, w io.Writer) ([]strategies.Info, error) {
+	var keep []strategies.Info
+	var why []string
+	for _, info := range infos {
+		c := verdictCase{strategy: info.Name, info: info, spec: spec}
 		if reason := s.notApplicable(c); reason != "" {
-			why = append(why, name+": "+reason)
+			why = append(why, info.Name+": "+reason)
 			continue
 		}
-		keep = append(keep, name)
+		keep = append(keep, info)
 	}
 	for _, line := range why {
 		fmt.Fprintln(w, "not applicable, not run:", line)

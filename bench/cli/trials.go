@@ -10,6 +10,7 @@ import (
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // Trials: a command with --trials N runs each of its cells N times, trial
@@ -25,9 +26,9 @@ func trialSeed(base int64, trial int) int64 { return base + int64(trial) - 1 }
 // runTrial runs one trial of one cell: the scenario sc (whose Seed is the
 // first trial's) with the trial's seed, and returns the run with its trial
 // and its whole scenario in the summary.
-func runTrial(ctx context.Context, sess *session, name string, sc loadgen.Scenario, spec faults.Spec, trial int) (results.Run, error) {
+func runTrial(ctx context.Context, sess *session, info strategies.Info, sc loadgen.Scenario, spec faults.Spec, trial int) (results.Run, error) {
 	sc = trialScenario(sess, sc, trial)
-	r, err := sess.run(ctx, name, sc, spec, trial)
+	r, err := sess.run(ctx, info, sc, spec, trial)
 	r.Summary.Trial = trial
 	used := r.Summary.Params.StoreTransport // the run's, not the scenario's
 	r.Summary.Params = paramsOf(sc, spec)

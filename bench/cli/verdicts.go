@@ -38,7 +38,7 @@ func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, 
 	if err := cf.parse(fs, args, stdout); err != nil {
 		return o, err
 	}
-	names, err := parseStrategies(*cf.strategy)
+	infos, err := parseStrategies(*cf.strategy)
 	if err != nil {
 		return o, err
 	}
@@ -46,12 +46,12 @@ func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, 
 	if err != nil {
 		return o, err
 	}
-	cases, err := verdictCases(names, faultNames)
+	cases, err := verdictCases(infos, faultNames)
 	if err != nil {
 		return o, err
 	}
 	if len(cases) == 0 {
-		return o, usageErr("--fault: none of %s applies to %s", strings.Join(faultNames, ", "), strings.Join(names, ", "))
+		return o, usageErr("--fault: none of %s applies to %s", strings.Join(faultNames, ", "), namesOf(infos))
 	}
 	co, err := cf.options(variantCases(cases, cf.ef.wait))
 	if err != nil {

@@ -72,7 +72,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	var need servers.Needs
 	for _, c := range cases {
-		need.Merge(needs([]string{c.strategy}, c.sc))
+		need.Merge(needs([]strategies.Info{c.info}, c.sc))
 	}
 	payments := 0
 	for _, c := range cases {

@@ -170,7 +170,7 @@ func TestVerdictsUsage(t *testing.T) {
 // with fencing tokens twice (the store's check off, then on), and the
 // scenario each fault needs.
 func TestVerdictCases(t *testing.T) {
-	cases, err := verdictCases([]string{"nolock", "mutex", "setnx", "etcd", "pg-unique"}, []string{"none", "pause", "kill-node", "clock-jump"})
+	cases, err := verdictCases(mustInfos("nolock", "mutex", "setnx", "etcd", "pg-unique"), []string{"none", "pause", "kill-node", "clock-jump"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestVerdictCases(t *testing.T) {
 // single-node Redis cell gets a WAIT twin (strict ones too), and multi-node
 // or non-Redis cells none.
 func TestVariantCases(t *testing.T) {
-	base, err := verdictCases([]string{"setnx", "fencing", "redlock", "etcd"}, []string{"kill-node"})
+	base, err := verdictCases(mustInfos("setnx", "fencing", "redlock", "etcd"), []string{"kill-node"})
 	if err != nil {
 		t.Fatal(err)
 	}
