@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 
@@ -71,19 +72,34 @@ func verdictScenario(fault string, fencing bool) loadgen.Scenario {
 	return sc
 }
 
-// verdictCase is one cell of the table: a strategy under a fault, with the
-// store's fencing check off or on.
-type verdictCase struct {
-	strategy string
-	info     strategies.Info
-	spec     faults.Spec
-	sc       loadgen.Scenario
+// cell is one cell of a command, run --trials times: a strategy through a
+// scenario under a fault (the zero Spec: none). run, verdicts, the matrix
+// and plan all run cells.
+type cell struct {
+	info strategies.Info
+	spec faults.Spec
+	sc   loadgen.Scenario
 	// wait is the cell's --redis-wait (0: none); the session applies it.
 	wait int
+	// what is the part of the matrix the cell belongs to ("base",
+	// "contention"), for its progress line; "" elsewhere.
+	what string
 }
 
-func (c verdictCase) label() string {
-	name := c.strategy
+// cellServers are the servers and server options the cells need: one
+// answer for every command.
+func cellServers(cells []cell) (servers.Needs, servers.Options) {
+	var need servers.Needs
+	var opts servers.Options
+	for _, c := range cells {
+		need.Merge(needs([]strategies.Info{c.info}, c.sc))
+		opts.Faketime = opts.Faketime || c.spec.ServerOptions().Faketime
+	}
+	return need, opts
+}
+
+func (c cell) label() string {
+	name := c.info.Name
 	if v := c.variant(); v != "" {
 		name += " [" + v + "]"
 	}
@@ -93,7 +109,7 @@ func (c verdictCase) label() string {
 // variant is the cell's variant as label shows it: the scenario's, and the
 // WAIT and strict fencing the cell adds (the session labels its runs the
 // same way).
-func (c verdictCase) variant() string {
+func (c cell) variant() string {
 	var parts []string
 	if c.sc.Variant != "" {
 		parts = append(parts, c.sc.Variant)
@@ -113,10 +129,10 @@ func (c verdictCase) variant() string {
 // refused too), side by side; with wait above 0, every cell of a
 // single-node Redis strategy again with WAIT (--redis-wait), so that what
 // WAIT buys and what it costs show side by side too.
-func variantCases(cases []verdictCase, wait int) []verdictCase {
-	var out []verdictCase
+func variantCases(cases []cell, wait int) []cell {
+	var out []cell
 	for _, c := range cases {
-		group := []verdictCase{c}
+		group := []cell{c}
 		if c.info.Fencing && c.sc.Fencing {
 			strict := c
 			strict.sc.FencingStrict = true
@@ -137,8 +153,8 @@ func variantCases(cases []verdictCase, wait int) []verdictCase {
 // strategy it applies to; strategies with fencing tokens twice, with the
 // store's check off (what the lock alone gives) and on (what the token
 // adds). Strategies without tokens run once, the check being moot for them.
-func verdictCases(infos []strategies.Info, faultNames []string) ([]verdictCase, error) {
-	var cases []verdictCase
+func verdictCases(infos []strategies.Info, faultNames []string) ([]cell, error) {
+	var cases []cell
 	for _, f := range faultNames {
 		spec, err := faults.Parse(verdictFaultSpec(f))
 		if err != nil {
@@ -170,7 +186,7 @@ func verdictCases(infos []strategies.Info, faultNames []string) ([]verdictCase, 
 				if err := sc.Validate(); err != nil {
 					return nil, err
 				}
-				cases = append(cases, verdictCase{strategy: info.Name, info: info, spec: spec, sc: sc})
+				cases = append(cases, cell{info: info, spec: spec, sc: sc})
 			}
 			if f == "none" && !info.CrossProcess {
 				// The monolith: both deliveries of each payment land on
@@ -181,7 +197,7 @@ func verdictCases(infos []strategies.Info, faultNames []string) ([]verdictCase, 
 				if err := sc.Validate(); err != nil {
 					return nil, err
 				}
-				cases = append(cases, verdictCase{strategy: info.Name, info: info, spec: spec, sc: sc})
+				cases = append(cases, cell{info: info, spec: spec, sc: sc})
 			}
 			if f == "partition" && info.SessionBound {
 				// A session-bound lock survives a cut (its connection
@@ -199,7 +215,7 @@ func verdictCases(infos []strategies.Info, faultNames []string) ([]verdictCase, 
 				if err := sc.Validate(); err != nil {
 					return nil, err
 				}
-				cases = append(cases, verdictCase{strategy: info.Name, info: info, spec: reset, sc: sc})
+				cases = append(cases, cell{info: info, spec: reset, sc: sc})
 			}
 		}
 	}

@@ -364,7 +364,7 @@ func (ef *endpointFlags) check() error {
 // of `verdicts` and `matrix` when none of them has instance processes:
 // it applies to those that do (the pause fault's, and every cell on
 // agents), and would apply to none.
-func (ef *endpointFlags) checkSequencedCells(cases []verdictCase) error {
+func (ef *endpointFlags) checkSequencedCells(cases []cell) error {
 	if !ef.sequenced() || ef.agents != "" {
 		return nil
 	}

@@ -100,7 +100,7 @@ func openLanes(ctx context.Context, sess *session, ef endpointFlags, need server
 // verdictRun is one run of runCases: a cell's trial, numbered in the order
 // the runs are listed.
 type verdictRun struct {
-	c      verdictCase
+	c      cell
 	trial  int
 	n      int
 	label  string
@@ -116,7 +116,7 @@ type verdictRun struct {
 // the runs that returned an error (the others still run). With several
 // lanes the runs finish in any order; dir lists them in the order of one
 // lane when all are done, so the files do not depend on the lanes.
-func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []verdictCase, trials int, stderr io.Writer) (skipped, failed []string, err error) {
+func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []cell, trials int, stderr io.Writer) (skipped, failed []string, err error) {
 	sess := lanes[0]
 	total := len(cases) * trials
 	var todo []*verdictRun
@@ -140,7 +140,7 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []verdic
 				}
 				continue
 			}
-			if _, ok := dir.match.done(c.strategy, trial, paramsOf(trialScenario(sess, c.sc, trial), c.spec), c.sc.Variant, c.wait); ok {
+			if _, ok := dir.match.done(c.info.Name, trial, paramsOf(trialScenario(sess, c.sc, trial), c.spec), c.sc.Variant, c.wait); ok {
 				held++
 				continue
 			}

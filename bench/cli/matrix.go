@@ -176,25 +176,15 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	defer sayInterruptedAtExit(ctx, stderr, dir) // after the report is written
 	defer dir.closeAtExit(&err)
 	dir.meta.Notes = append(dir.meta.Notes, notes...)
-	need := needs(infos, loadgen.DefaultScenario())
-	var opts servers.Options
-	for _, c := range cases {
-		opts.Faketime = opts.Faketime || c.spec.ServerOptions().Faketime
-		need.Merge(needs([]strategies.Info{c.info}, c.sc))
-	}
+	locks, onPostgres := splitLocks(infos)
+	base := size.baseCells(locks, onPostgres)
+	need, opts := cellServers(append(base[:len(base):len(base)], cases...))
 	began := time.Now()
-	sess, err := openSession(ctx, o.ef, need, opts, stderr)
+	sess, err := o.openSession(ctx, dir, need, opts, stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	if err := sess.serveMetrics(o.mf); err != nil {
-		return err
-	}
-	if err := dir.checkServers(ctx, sess); err != nil {
-		return err
-	}
-	dir.describe(ctx, sess, o.trials, o.seed, o.history)
 	// step runs every trial of one fault-free cell, one after another
 	// (a sweep decides on a rate's trials before the next rate).
 	// step runs one cell and says so on stderr: what part of the matrix,
@@ -240,11 +230,10 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	// Transactional strategies (pg-unique) run on the Postgres store only:
 	// they leave the memory-store scenarios to the locks and get one of
 	// their own, below, where every strategy runs on the Postgres store.
-	locks, onPostgres := splitLocks(infos)
 	// 1. The base scenario: the latency spectrum and the results table.
 	// 1b. The base scenario on the Postgres store, every strategy: what no
 	// lock costs against the locks, like for like.
-	for _, c := range size.baseCells(locks, onPostgres) {
+	for _, c := range base {
 		if _, err := step(c.what, c.info, "", c.sc, o.trials); err != nil || ctx.Err() != nil {
 			return firstErr(err, ctx.Err())
 		}
@@ -309,30 +298,23 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	return nil
 }
 
-// matrixCell is one fault-free cell of the matrix.
-type matrixCell struct {
-	what string
-	info strategies.Info
-	sc   loadgen.Scenario
-}
-
 // baseCells are the base scenario's cells: every lock on the memory
 // store, then, when a transactional strategy runs, every strategy on the
 // Postgres store.
-func (m matrixPlan) baseCells(locks, onPostgres []strategies.Info) []matrixCell {
-	var out []matrixCell
+func (m matrixPlan) baseCells(locks, onPostgres []strategies.Info) []cell {
+	var out []cell
 	for _, info := range locks {
 		sc := loadgen.DefaultScenario()
 		sc.Name = results.ScenarioBase
 		sc.Payments = m.basePayments
-		out = append(out, matrixCell{"base", info, sc})
+		out = append(out, cell{what: "base", info: info, sc: sc})
 	}
 	for _, info := range onPostgres {
 		sc := loadgen.DefaultScenario()
 		sc.Name = ScenarioBasePostgres
 		sc.Store = loadgen.StorePostgres
 		sc.Payments = m.basePayments
-		out = append(out, matrixCell{"base-pg", info, sc})
+		out = append(out, cell{what: "base-pg", info: info, sc: sc})
 	}
 	return out
 }
@@ -406,7 +388,7 @@ func splitLocks(infos []strategies.Info) (locks, onPostgres []strategies.Info) {
 // printMatrix is the matrix's --dry-run: what it would run, section by
 // section, with estimated times (the sweep's at most: it stops at the
 // first rate a strategy cannot sustain).
-func printMatrix(w io.Writer, m matrixPlan, infos []strategies.Info, cases []verdictCase, trials, sweepTrials, lanes int, seed int64, ef endpointFlags) error {
+func printMatrix(w io.Writer, m matrixPlan, infos []strategies.Info, cases []cell, trials, sweepTrials, lanes int, seed int64, ef endpointFlags) error {
 	locks, onPostgres := splitLocks(infos)
 	var b strings.Builder
 	var total time.Duration
@@ -419,7 +401,7 @@ func printMatrix(w io.Writer, m matrixPlan, infos []strategies.Info, cases []ver
 	// cells are listed as not run, as the run itself would skip them.
 	var skipped []string
 	if topo, _ := ef.topology(); topo != servers.TopologySentinel {
-		var keep []verdictCase
+		var keep []cell
 		for _, c := range cases {
 			if c.spec.Name == "failover" {
 				skipped = append(skipped, c.label())

@@ -11,39 +11,18 @@ import (
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/servers"
-	"github.com/lockbench/lockbench/strategies"
 )
 
 // runOptions are the parsed and checked input of `lockbench run`.
 type runOptions struct {
-	infos                []strategies.Info
-	sc                   loadgen.Scenario
-	fspec                faults.Spec
-	cells                []runCell // one per --fault spec; the first is sc, fspec
+	// cells are every strategy under each --fault spec, spec by spec.
+	cells                []cell
 	ef                   endpointFlags
 	mf                   metricsFlag
 	out, cpuProfile      string
 	asJSON, failOnUnsafe bool
 	trials               int
 	history              bool
-}
-
-// runCell is one --fault spec of `lockbench run` and the scenario it
-// adjusted: a repeated --fault runs every strategy under each.
-type runCell struct {
-	spec faults.Spec
-	sc   loadgen.Scenario
-}
-
-// cellServerOptions are the server options every cell's fault needs
-// (clock-jump: Redis under libfaketime).
-func cellServerOptions(cells []runCell) servers.Options {
-	var opts servers.Options
-	for _, c := range cells {
-		opts.Faketime = opts.Faketime || c.spec.ServerOptions().Faketime
-	}
-	return opts
 }
 
 // parseRun parses and checks the input of `lockbench run`, reading the
@@ -116,7 +95,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	if err != nil {
 		return o, err
 	}
-	var cells []runCell
+	var cells []cell
 	for _, v := range specs {
 		fspec, err := faults.Parse(v)
 		if err != nil {
@@ -135,9 +114,10 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 		if err := sc.Validate(); err != nil {
 			return o, err
 		}
-		cells = append(cells, runCell{spec: fspec, sc: sc})
+		for _, info := range infos {
+			cells = append(cells, cell{info: info, spec: fspec, sc: sc})
+		}
 	}
-	sc, fspec := cells[0].sc, cells[0].spec
 	if _, err := ef.endpoints(); err != nil {
 		return o, err
 	}
@@ -148,7 +128,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	if err := ef.checkSequenced(&sf, scs...); err != nil {
 		return o, err
 	}
-	return runOptions{infos: infos, sc: sc, fspec: fspec, cells: cells, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
+	return runOptions{cells: cells, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
 		asJSON: *asJSON, failOnUnsafe: *failOnUnsafe, trials: *trials, history: *history}, nil
 }
 
@@ -159,24 +139,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
-	infos, sc := o.infos, o.sc
+	sc := o.cells[0].sc
 	payments, _ := sc.PaymentBound()
-	dir, err := newRunDir(o.out, "run", args, outEstimate(len(infos)*len(o.cells)*max(1, o.trials), payments, o.history))
+	dir, err := newRunDir(o.out, "run", args, outEstimate(len(o.cells)*max(1, o.trials), payments, o.history))
 	if err != nil {
 		return err
 	}
 	defer sayInterruptedAtExit(ctx, stderr, dir) // after the report is written
 	defer dir.closeAtExit(&err)
-	sess, err := openSession(ctx, o.ef, needs(infos, sc), cellServerOptions(o.cells), stderr)
+	need, opts := cellServers(o.cells)
+	sess, err := openSession(ctx, o.ef, need, opts, stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	cellInfos := make([][]strategies.Info, len(o.cells))
-	for i, c := range o.cells {
-		if cellInfos[i], err = sess.applicable(infos, c.spec, stderr); err != nil {
-			return err
-		}
+	cells, err := sess.applicableCells(o.cells, stderr)
+	if err != nil {
+		return err
 	}
 	if err := sess.serveMetrics(o.mf); err != nil {
 		return err
@@ -194,18 +173,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	// strategy's second, so that a machine that slows down over the
 	// command slows every strategy alike.
 	for trial := 1; trial <= o.trials; trial++ {
-		for i, c := range o.cells {
-			for _, info := range cellInfos[i] {
-				if ctx.Err() != nil {
-					break
-				}
-				r, err := runTrial(ctx, sess, info, c.sc, c.spec, trial)
-				if err != nil {
-					return err
-				}
-				if err := dir.add(r); err != nil {
-					return err
-				}
+		for _, c := range cells {
+			if ctx.Err() != nil {
+				break
+			}
+			r, err := runTrial(ctx, sess, c.info, c.sc, c.spec, trial)
+			if err != nil {
+				return err
+			}
+			if err := dir.add(r); err != nil {
+				return err
 			}
 		}
 	}

@@ -197,8 +197,7 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 	lock, sc := s.lockOf(info, target, sc)
 	o := loadgen.Options{Strategy: info, Scenario: sc, Lock: lock, Store: st, Fault: fault}
 	if s.agents != nil {
-		o.Spawner = s.agents
-		o.Scenario.InstanceMode = loadgen.InstanceProcess // on agents every instance is a process
+		o.Spawner = s.agents // sc's instances are processes (trialScenario)
 	}
 	faultName := results.FaultNone
 	if s.trials <= 1 {
@@ -330,21 +329,42 @@ func (s *session) lockOf(info strategies.Info, target servers.Target, sc loadgen
 // layout rules out, faults.Spec.Fits), saying so on w; a usage error when
 // none is left.
 func (s *session) applicable(infos []strategies.Info, spec faults.Spec, w io.Writer) ([]strategies.Info, error) {
-	var keep []strategies.Info
+	cells := make([]cell, len(infos))
+	for i, info := range infos {
+		cells[i] = cell{info: info, spec: spec}
+	}
+	cells, err := s.applicableCells(cells, w)
+	keep := make([]strategies.Info, len(cells))
+	for i, c := range cells {
+		keep[i] = c.info
+	}
+	return keep, err
+}
+
+// applicableCells is applicable for cells: a usage error when a fault
+// spec has none left.
+func (s *session) applicableCells(cells []cell, w io.Writer) ([]cell, error) {
+	var keep []cell
 	var why []string
-	for _, info := range infos {
-		c := verdictCase{strategy: info.Name, info: info, spec: spec}
+	left := map[string]int{} // cells left per fault spec
+	whyOf := map[string][]string{}
+	for _, c := range cells {
+		spec := specString(c.spec)
 		if reason := s.notApplicable(c); reason != "" {
-			why = append(why, info.Name+": "+reason)
+			why = append(why, c.info.Name+": "+reason)
+			whyOf[spec] = append(whyOf[spec], c.info.Name+": "+reason)
 			continue
 		}
-		keep = append(keep, info)
+		left[spec]++
+		keep = append(keep, c)
 	}
 	for _, line := range why {
 		fmt.Fprintln(w, "not applicable, not run:", line)
 	}
-	if len(keep) == 0 {
-		return nil, usageErr("--strategy: %s", strings.Join(why, "; "))
+	for _, c := range cells {
+		if spec := specString(c.spec); left[spec] == 0 {
+			return nil, usageErr("--strategy: %s", strings.Join(whyOf[spec], "; "))
+		}
 	}
 	return keep, nil
 }

@@ -6,6 +6,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/servers"
 )
 
 // verdictsOptions are the parsed and checked input of `lockbench verdicts`.
@@ -159,7 +161,7 @@ func (cf *cellFlags) parse(fs *flag.FlagSet, args []string, stdout io.Writer) er
 type cellOptions struct {
 	ef      endpointFlags
 	mf      metricsFlag
-	cases   []verdictCase
+	cases   []cell
 	out     string
 	resume  string
 	force   bool
@@ -170,9 +172,29 @@ type cellOptions struct {
 	history bool
 }
 
+// openSession starts the servers the cells need and serves the metrics,
+// for the run directory dir (resumed: on servers of the same kinds and
+// versions), which it tells where the runs' files go.
+func (o cellOptions) openSession(ctx context.Context, dir *runDir, need servers.Needs, opts servers.Options, stderr io.Writer) (*session, error) {
+	sess, err := openSession(ctx, o.ef, need, opts, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := sess.serveMetrics(o.mf); err != nil {
+		sess.Close()
+		return nil, err
+	}
+	if err := dir.checkServers(ctx, sess); err != nil {
+		sess.Close()
+		return nil, err
+	}
+	dir.describe(ctx, sess, o.trials, o.seed, o.history)
+	return sess, nil
+}
+
 // options gives every cell the seed, checks the servers given and that
 // they can serve the cells, and returns the shared input.
-func (cf *cellFlags) options(cases []verdictCase) (cellOptions, error) {
+func (cf *cellFlags) options(cases []cell) (cellOptions, error) {
 	for i := range cases {
 		cases[i].sc.Seed = *cf.seed
 		if cf.mode != "" {

@@ -30,7 +30,7 @@ const VerdictsMarkdownFile = "verdicts.md"
 // strategy that needs independent Redis masters on a replicated Redis, or
 // a fault the servers' layout rules out (faults.Spec.Fits: a failover needs
 // replicas, a partition cannot reroute a Sentinel client); "" when it can.
-func (s *session) notApplicable(c verdictCase) string {
+func (s *session) notApplicable(c cell) string {
 	t, err := servers.TargetFor(c.info.Need, s.ep, s.cluster)
 	switch {
 	case errors.Is(err, servers.ErrNeedsMasters):
@@ -66,14 +66,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if o.dryRun {
 		return printCases(stdout, "verdicts", cases, o.trials, o.lanes)
 	}
-	var opts servers.Options
-	for _, c := range cases {
-		opts.Faketime = opts.Faketime || c.spec.ServerOptions().Faketime
-	}
-	var need servers.Needs
-	for _, c := range cases {
-		need.Merge(needs([]strategies.Info{c.info}, c.sc))
-	}
+	need, opts := cellServers(cases)
 	payments := 0
 	for _, c := range cases {
 		if p, ok := c.sc.PaymentBound(); ok {
@@ -87,23 +80,16 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	defer sayInterruptedAtExit(ctx, stderr, dir) // after the report is written
 	defer dir.closeAtExit(&err)
 	began := time.Now()
-	sess, err := openSession(ctx, o.ef, need, opts, stderr)
+	sess, err := o.openSession(ctx, dir, need, opts, stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	if err := sess.serveMetrics(o.mf); err != nil {
-		return err
-	}
-	if err := dir.checkServers(ctx, sess); err != nil {
-		return err
-	}
-	dir.describe(ctx, sess, o.trials, o.seed, o.history)
 
 	var tokenless []string
 	for _, c := range cases {
-		if !c.info.Fencing && !contains(tokenless, c.strategy) {
-			tokenless = append(tokenless, c.strategy)
+		if !c.info.Fencing && !contains(tokenless, c.info.Name) {
+			tokenless = append(tokenless, c.info.Name)
 		}
 	}
 	lanes, closeLanes, err := openLanes(ctx, sess, o.ef, need, opts, o.lanes, stderr)

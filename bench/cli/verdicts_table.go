@@ -185,7 +185,7 @@ func waitTable(w io.Writer, ss []results.Summary) error {
 
 // printCases is --dry-run: the cells a command would run, each with its
 // estimated time, and the total; it runs nothing and starts no server.
-func printCases(w io.Writer, what string, cases []verdictCase, trials, lanes int) error {
+func printCases(w io.Writer, what string, cases []cell, trials, lanes int) error {
 	var b strings.Builder
 	var sum time.Duration
 	fmt.Fprintf(&b, "%-44s %-9s %-9s %8s %9s\n", "cell", "instances", "payments", "trials", "estimate")
