@@ -135,199 +135,272 @@ func (in *Instance) Pid() int { return 0 }
 // judged and what the workers measured. Cancelling ctx ends the run early
 // with the partial figures (Summary.Interrupted) and a nil error.
 func Run(ctx context.Context, o Options) (results.Run, error) {
-	sc := o.Scenario
-	if err := sc.Validate(); err != nil {
+	r := &runner{ctx: ctx, o: o, sc: o.Scenario, info: o.Strategy}
+	defer r.close()
+	if err := r.prepare(); err != nil {
 		return results.Run{}, err
 	}
-	info := o.Strategy
+	if err := r.begin(); err != nil {
+		return results.Run{}, err
+	}
+	r.load()
+	r.drain()
+	return r.judge()
+}
+
+// runner is one Run in its phases: prepare checks the options, resets the
+// store and sets the fault up; begin starts the instances, the history and
+// the feed; load runs the fault and the collector alongside the offered
+// payments; drain lets the instances finish what they hold; judge reads
+// the counts into the summary. close undoes, last first, what the phases
+// set up.
+type runner struct {
+	ctx      context.Context
+	o        Options
+	sc       Scenario
+	info     strategies.Info
+	wl       *Workload
+	setup    store.Setup
+	env      *FaultEnv
+	st       store.Store // the store the workers call: hooked when a fault runs
+	cleanups []func()
+
+	transport string
+	seq       bool
+	insts     []instance
+	sq        *seqStore
+	hw        *historyWriter // nil once finished (judge) or with no history
+	fd        *feed
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+
+	start, measureStart, end time.Time
+	col                      *collector
+	behind                   time.Duration
+	faultDone                chan error
+	cancelFault, endSpan     func()
+	dispatchErr, faultErr    error
+	stopErrs                 []error
+}
+
+// onClose runs f when the run is over, before what was set up earlier.
+func (r *runner) onClose(f func()) { r.cleanups = append(r.cleanups, f) }
+
+func (r *runner) close() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+// prepare checks the options, resets the store for the run and sets the
+// fault up.
+func (r *runner) prepare() error {
+	o, sc, info := r.o, &r.sc, r.info
+	if err := sc.Validate(); err != nil {
+		return err
+	}
 	if info.New == nil {
-		return results.Run{}, usageErr("strategy", "no strategy given (known: %v)", strategies.Names())
+		return usageErr("strategy", "no strategy given (known: %v)", strategies.Names())
 	}
 	if err := checkTransport(o); err != nil {
-		return results.Run{}, err
+		return err
 	}
 	if info.Transactional {
 		if _, ok := o.Store.(store.Transactor); !ok || sc.Store != StorePostgres {
-			return results.Run{}, usageErr("store", "%s runs each delivery as a transaction on the Postgres store; want --store postgres", info.Name)
+			return usageErr("store", "%s runs each delivery as a transaction on the Postgres store; want --store postgres", info.Name)
 		}
 	}
-	wl := NewWorkload(&sc)
+	r.wl = NewWorkload(sc)
 	mode := store.AccountMode
 	if sc.LockKey == "payment" {
 		mode = store.PaymentMode
 	}
 	// The store learns the payments as they are offered (dispatch), and
 	// how many critical sections a payment has at most (criticalSections).
-	setup := store.Setup{Mode: mode, Fencing: sc.Fencing, Strict: sc.Fencing && sc.FencingStrict && info.Fencing, Balances: wl.Balances, Deliveries: criticalSections(info, sc)}
-	if err := o.Store.Reset(ctx, setup); err != nil {
-		return results.Run{}, fmt.Errorf("store reset: %w", err)
+	r.setup = store.Setup{Mode: mode, Fencing: sc.Fencing, Strict: sc.Fencing && sc.FencingStrict && info.Fencing, Balances: r.wl.Balances, Deliveries: criticalSections(info, *sc)}
+	if err := o.Store.Reset(r.ctx, r.setup); err != nil {
+		return fmt.Errorf("store reset: %w", err)
 	}
 	bound, _ := sc.PaymentBound()
-	env := &FaultEnv{Strategy: info.Name, Info: info, Scenario: sc, Lock: o.Lock, total: bound, slows: make([]atomic.Int64, sc.Instances)}
-	env.strikes.watch(o.Store, max(sc.TTL, MinStrikeGrace))
+	r.env = &FaultEnv{Strategy: info.Name, Info: info, Scenario: *sc, Lock: o.Lock, total: bound, slows: make([]atomic.Int64, sc.Instances)}
+	r.env.strikes.watch(o.Store, max(sc.TTL, MinStrikeGrace))
 	// The fault's hooks and slow orders ride on the store's Enter; with no
 	// fault there are none, and the workers call the store itself (a
 	// wrapper's call and its look at the hooks were two more cache lines
 	// each critical section).
-	st := o.Store
+	r.st = o.Store
 	if o.Fault != nil {
-		st = hookedStore{Store: o.Store, env: env}
-		defer o.Fault.Close()
-		if err := o.Fault.Setup(ctx, env); err != nil {
-			return results.Run{}, fmt.Errorf("fault %s: %w", o.Fault.Name(), err)
+		r.st = hookedStore{Store: o.Store, env: r.env}
+		r.onClose(func() { o.Fault.Close() })
+		if err := o.Fault.Setup(r.ctx, r.env); err != nil {
+			return fmt.Errorf("fault %s: %w", o.Fault.Name(), err)
 		}
 	}
+	return nil
+}
 
+// begin starts the instances, the history and the feed.
+func (r *runner) begin() error {
+	o, sc, info, env := r.o, r.sc, r.info, r.env
 	transport, why := storeTransport(sc, info, o.StoreTransport, o.Spawner == nil, env.holdsEnters)
 	if why != "" && o.Fallback != nil {
 		o.Fallback(why)
 	}
-	seq := transport == TransportSequenced
-	insts, sq, stopAll, err := startInstances(ctx, sc, info, seq, o.History != "", env.Lock, st, o.Spawner, o.Log)
+	r.transport, r.seq = transport, transport == TransportSequenced
+	insts, sq, stopAll, err := startInstances(r.ctx, sc, info, r.seq, o.History != "", env.Lock, r.st, o.Spawner, o.Log)
 	if err != nil {
-		return results.Run{}, err
+		return err
 	}
-	defer func() { stopAll() }()
-	hw, err := startHistory(o, info, setup, insts)
-	if err != nil {
-		return results.Run{}, err
+	r.insts, r.sq = insts, sq
+	r.onClose(func() { stopAll() })
+	if r.hw, err = startHistory(o, info, r.setup, insts); err != nil {
+		return err
 	}
-	if hw != nil {
-		defer func() {
-			if hw != nil {
-				hw.abort() // a run that fails leaves it unfinished
+	if r.hw != nil {
+		r.onClose(func() {
+			if r.hw != nil {
+				r.hw.abort() // a run that fails leaves it unfinished
 			}
-		}()
-		env.strikes.history(hw, faultName(o.Fault))
+		})
+		env.strikes.history(r.hw, faultName(o.Fault))
 	}
-	defer sq.close()
+	r.onClose(sq.close)
 	if sq != nil {
 		env.syncWith(sq.setSync)
 	}
 	for _, in := range insts {
 		env.Instances = append(env.Instances, in)
 	}
-
-	runCtx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	sq.watchFailure(runCtx.Done(), cancelRun)
-	pulled, fd := pullFeed(sc, insts, o.Store, seq)
+	r.runCtx, r.cancelRun = context.WithCancel(r.ctx)
+	r.onClose(r.cancelRun)
+	sq.watchFailure(r.runCtx.Done(), r.cancelRun)
+	pulled, fd := pullFeed(sc, insts, o.Store, r.seq)
 	if pulled != nil {
 		pulled.feed = fd
 		env.offers = &fd.offers // before anything reads them
 	}
+	r.fd = fd
 	for _, in := range insts {
 		if l, ok := in.(*Instance); ok {
-			l.Start(runCtx)
+			l.Start(r.runCtx)
 		}
 	}
+	return nil
+}
 
-	start := time.Now()
-	measureStart := start.Add(sc.Warmup)
-	env.start = measureStart
+// load offers the payments, with the fault striking and the collector
+// gathering latency intervals alongside.
+func (r *runner) load() {
+	o, sc, env := r.o, r.sc, r.env
+	r.start = time.Now()
+	r.measureStart = r.start.Add(sc.Warmup)
+	env.start = r.measureStart
 
 	// The fault runs alongside the load and must be over before we judge.
-	faultCtx, cancelFault := context.WithCancel(runCtx)
-	faultDone := make(chan error, 1)
+	faultCtx, cancelFault := context.WithCancel(r.runCtx)
+	r.cancelFault, r.faultDone = cancelFault, make(chan error, 1)
 	if o.Fault != nil {
-		go func() { faultDone <- o.Fault.Inject(faultCtx, env) }()
+		go func() { r.faultDone <- o.Fault.Inject(faultCtx, env) }()
 	} else {
-		faultDone <- nil
+		r.faultDone <- nil
 	}
-
 	// Collect latency intervals once a second, off the workers' hot path.
-	col := newCollector(o, insts, measureStart)
-	col.start(sc.LatencyInterval(), func() {
-		if o.Progress != nil {
-			o.Progress(progress(o, env, insts, col, start))
-		}
-	})
-
-	endSpan := func() {}
+	r.col = newCollector(o, r.insts, r.measureStart)
+	r.col.start(sc.LatencyInterval(), r.progress)
+	r.endSpan = func() {}
 	if o.LoadSpan != nil {
-		endSpan = o.LoadSpan()
+		r.endSpan = o.LoadSpan()
 	}
 	offerer, _ := o.Store.(store.Offerer)
-	if hw != nil && offerer != nil {
-		offerer = historyOfferer{Offerer: offerer, w: hw}
+	if r.hw != nil && offerer != nil {
+		offerer = historyOfferer{Offerer: offerer, w: r.hw}
 	}
-	var behind time.Duration
-	var dispatchErr error
-	if fd != nil {
-		dispatchErr = fd.open(runCtx, sc, wl, offerer, start)
+	if r.fd != nil {
+		r.dispatchErr = r.fd.open(r.runCtx, sc, r.wl, offerer, r.start)
 	} else {
-		behind, dispatchErr = dispatch(runCtx, sc, wl, offerer, insts, env, start)
+		r.behind, r.dispatchErr = dispatch(r.runCtx, sc, r.wl, offerer, r.insts, env, r.start)
 	}
 	env.loaded.Store(true) // a random fault schedule strikes no more
-	// Drain: the instances finish what they hold. The load ends there;
-	// closing an in-process instance's strategy is teardown, left out of
-	// the measured span and its CPU (an instance process's drain ends
-	// with its exit, inside them).
-	stopErrs := make([]error, len(insts))
-	for i, in := range insts {
+}
+
+// drain lets the instances finish what they hold, which ends the load and
+// the fault, then closes the in-process instances' strategies: teardown,
+// left out of the measured span and its CPU (an instance process's drain
+// ends with its exit, inside them).
+func (r *runner) drain() {
+	r.stopErrs = make([]error, len(r.insts))
+	for i, in := range r.insts {
 		if d, ok := in.(loadDrainer); ok {
 			d.Drain()
 		} else {
-			stopErrs[i] = in.Stop()
+			r.stopErrs[i] = in.Stop()
 		}
 	}
-	end := time.Now()
-	cancelFault()
-	faultErr := <-faultDone
-	col.stop(end)
-	endSpan()
-	for i, in := range insts {
+	r.end = time.Now()
+	r.cancelFault()
+	r.faultErr = <-r.faultDone
+	r.col.stop(r.end)
+	r.endSpan()
+	for i, in := range r.insts {
 		if _, ok := in.(loadDrainer); ok {
-			stopErrs[i] = in.Stop()
+			r.stopErrs[i] = in.Stop()
 		}
 	}
-	if o.Progress != nil {
-		o.Progress(progress(o, env, insts, col, start))
-	}
+	r.progress()
+}
 
+// progress reports the run so far (Options.Progress).
+func (r *runner) progress() {
+	if r.o.Progress != nil {
+		r.o.Progress(progress(r.o, r.env, r.insts, r.col, r.start))
+	}
+}
+
+// judge reads what the store judged and the workers measured into the
+// run's summary, and finishes its history.
+func (r *runner) judge() (results.Run, error) {
+	ctx, o, sq := context.WithoutCancel(r.ctx), r.o, r.sq
 	// The sequenced store's events are judged once all are applied.
-	if err := sq.settle(context.WithoutCancel(ctx)); err != nil {
+	if err := sq.settle(ctx); err != nil {
 		return results.Run{}, err
 	}
 	if sq != nil && o.Sequenced != nil {
 		o.Sequenced(sq.stats())
 	}
-	counts, err := o.Store.Counts(context.WithoutCancel(ctx))
+	counts, err := o.Store.Counts(ctx)
 	if err != nil {
 		return results.Run{}, fmt.Errorf("store counts: %w", err)
 	}
 	var snap Snapshot
 	outcomes := results.NewOutcomeSet()
-	for _, in := range insts {
+	for _, in := range r.insts {
 		snap.Add(in.Counts())
 		outcomes.Merge(in.Outcomes())
 	}
-	sum := summarize(o, info, sc, env, counts, snap, col.total, end.Sub(measureStart), behind)
-	if hw != nil {
-		h := hw
-		hw = nil // finished: nothing to abort
+	sum := summarize(o, r.info, r.sc, r.env, counts, snap, r.col.total, r.end.Sub(r.measureStart), r.behind)
+	if h := r.hw; h != nil {
+		r.hw = nil // finished: nothing to abort
 		if err := h.close(sum.Payments); err != nil {
 			return results.Run{}, err
 		}
 	}
 	sum.LatencyByOutcome = outcomes.Latencies()
-	sum.Interrupted = ctx.Err() != nil
-	sum.Params.StoreTransport = transport
+	sum.Interrupted = r.ctx.Err() != nil
+	sum.Params.StoreTransport = r.transport
 	if n := sq.storeErrors(); n > 0 {
 		sum.Errors[ErrClassStore] += n
 	}
-	if err := errors.Join(stopErrs...); err != nil && ctx.Err() == nil {
+	if err := errors.Join(r.stopErrs...); err != nil && r.ctx.Err() == nil {
 		sum.Errors[ErrClassOther]++
 	}
-	run := results.Run{Summary: sum, Total: col.total, Intervals: col.intervals}
-	if faultErr != nil && !errors.Is(faultErr, context.Canceled) {
-		return run, fmt.Errorf("fault %s: %w", o.Fault.Name(), faultErr)
-	}
-	if dispatchErr != nil {
-		return run, dispatchErr
-	}
-	if col.logErr != nil {
-		return run, fmt.Errorf("interval log: %w", col.logErr)
+	run := results.Run{Summary: sum, Total: r.col.total, Intervals: r.col.intervals}
+	switch {
+	case r.faultErr != nil && !errors.Is(r.faultErr, context.Canceled):
+		return run, fmt.Errorf("fault %s: %w", o.Fault.Name(), r.faultErr)
+	case r.dispatchErr != nil:
+		return run, r.dispatchErr
+	case r.col.logErr != nil:
+		return run, fmt.Errorf("interval log: %w", r.col.logErr)
 	}
 	return run, nil
 }
