@@ -36,56 +36,43 @@ func usageErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUsage, oneLine(fmt.Sprintf(format, args...)))
 }
 
+// command is one lockbench command: its name, its arguments and help for
+// the help text, what runs it, and its parse step alone (check): it parses
+// and checks the arguments as the command does, reading the files they
+// name, and starts nothing (no server, no run directory, no load) but an
+// exec: strategy's `PATH --hello`. check and the fuzz target drive it.
 type command struct {
 	name, args, help string
 	run              func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	check            func(args []string) error
 }
 
 func commands() []command {
-	return []command{
-		{"strategies", "", "list the lock strategies", runStrategies},
-		{"up", "", "start local servers, print their endpoints, stop on Ctrl-C", runUp},
-		{"run", "[flags]", "one scenario per strategy; writes a run directory", runRun},
-		{"verdicts", "[flags]", "every strategy under every fault: the verdict table", runVerdicts},
-		{"matrix", "[--quick]", "the published matrix: strategies × contention × faults", runMatrix},
-		{"report", "DIR", "re-render charts and report.md from a run directory", runReport},
-		{"pack", "DIR", "pack a finished run directory for publishing", runPack},
-		{"check", "DIR", "re-check a run directory's verdicts from its histories (--history): the second judge", runCheck},
-		{"plan", "[flags]", "capacity planning from a rate sweep", runPlan},
-		{"compare", "OLD NEW", "two run directories side by side, with significance", runCompareDirs},
-		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runSelfCheck(selfcheck.Redis)},
-		{"compare-postgres", "[flags]", "pg-onconflict's lock-cycle rate against pgbench's (harness check)", runSelfCheck(selfcheck.Postgres)},
-		{"agent", "[flags]", "run instances here for a coordinator elsewhere (--listen HOST:PORT; see --agents)", runAgent},
-		{"adapter-check", "PATH [ARG]", "the conformance cases against an adapter (docs/adapters.md), one line each", runAdapterCheck},
-	}
-}
-
-// checks are the commands' parse steps: each parses and checks a
-// command's arguments as the command does, reading the files they name,
-// and starts nothing (no server, no run directory, no load) but an exec:
-// strategy's `PATH --hello`. check and the
-// fuzz target drive them; TestEveryCommandIsChecked keeps them complete.
-var checks = map[string]func(args []string) error{
-	"strategies": func(args []string) error {
-		return runStrategies(context.Background(), args, io.Discard, io.Discard)
-	},
-	"up":       checkOf(parseUp),
-	"run":      checkOf(parseRun),
-	"verdicts": checkOf(parseVerdicts),
-	"matrix":   checkOf(parseMatrix),
-	"report":   checkOf(parseReport),
-	"plan":     checkOf(parsePlan),
-	// compare only reads the two directories it compares.
-	"compare": func(args []string) error {
-		return runCompareDirs(context.Background(), args, io.Discard, io.Discard)
-	},
-	"compare-redis":    checkOf(parseSelfCheck(selfcheck.Redis)),
-	"compare-postgres": checkOf(parseSelfCheck(selfcheck.Postgres)),
-	"agent":            checkOf(parseAgent),
-	"pack":             checkOf(parsePack),
-	"check":            checkOf(parseCheck),
+	// The check of strategies and compare runs them: strategies starts
+	// nothing, compare only reads the two directories it compares.
 	// adapter-check's parse step only forms the exec: name.
-	"adapter-check": checkOf(parseAdapterCheck),
+	strategiesCheck := func(args []string) error {
+		return runStrategies(context.Background(), args, io.Discard, io.Discard)
+	}
+	compareCheck := func(args []string) error {
+		return runCompareDirs(context.Background(), args, io.Discard, io.Discard)
+	}
+	return []command{
+		{"strategies", "", "list the lock strategies", runStrategies, strategiesCheck},
+		{"up", "", "start local servers, print their endpoints, stop on Ctrl-C", runUp, checkOf(parseUp)},
+		{"run", "[flags]", "one scenario per strategy; writes a run directory", runRun, checkOf(parseRun)},
+		{"verdicts", "[flags]", "every strategy under every fault: the verdict table", runVerdicts, checkOf(parseVerdicts)},
+		{"matrix", "[--quick]", "the published matrix: strategies × contention × faults", runMatrix, checkOf(parseMatrix)},
+		{"report", "DIR", "re-render charts and report.md from a run directory", runReport, checkOf(parseReport)},
+		{"pack", "DIR", "pack a finished run directory for publishing", runPack, checkOf(parsePack)},
+		{"check", "DIR", "re-check a run directory's verdicts from its histories (--history): the second judge", runCheck, checkOf(parseCheck)},
+		{"plan", "[flags]", "capacity planning from a rate sweep", runPlan, checkOf(parsePlan)},
+		{"compare", "OLD NEW", "two run directories side by side, with significance", runCompareDirs, compareCheck},
+		{"compare-redis", "[flags]", "setnx's lock-cycle rate against redis-benchmark's (harness check)", runSelfCheck(selfcheck.Redis), checkOf(parseSelfCheck(selfcheck.Redis))},
+		{"compare-postgres", "[flags]", "pg-onconflict's lock-cycle rate against pgbench's (harness check)", runSelfCheck(selfcheck.Postgres), checkOf(parseSelfCheck(selfcheck.Postgres))},
+		{"agent", "[flags]", "run instances here for a coordinator elsewhere (--listen HOST:PORT; see --agents)", runAgent, checkOf(parseAgent)},
+		{"adapter-check", "PATH [ARG]", "the conformance cases against an adapter (docs/adapters.md), one line each", runAdapterCheck, checkOf(parseAdapterCheck)},
+	}
 }
 
 // checkOf is the check of a command whose parse step is parse.
@@ -124,11 +111,7 @@ func check(args []string) error {
 	if c == nil {
 		return err
 	}
-	chk, ok := checks[c.name]
-	if !ok {
-		return fmt.Errorf("cli: command %s has no check", c.name)
-	}
-	return chk(args[1:])
+	return c.check(args[1:])
 }
 
 // lookup finds the command args[0] names. For help (no command, help, -h)

@@ -87,8 +87,8 @@ func FuzzArgs(f *testing.F) {
 // Every command has a parse step the fuzz target can drive.
 func TestEveryCommandIsChecked(t *testing.T) {
 	for _, c := range commands() {
-		if _, ok := checks[c.name]; !ok {
-			t.Errorf("command %s has no entry in checks; want its parse step there", c.name)
+		if c.check == nil {
+			t.Errorf("command %s has no check; want its parse step there", c.name)
 		}
 	}
 }
