@@ -95,7 +95,7 @@ func failoverRun(t *testing.T, c *servers.Cluster, strategy, fault string, sc lo
 	}
 	s := r.Summary
 	t.Logf("%s under %s (wait %d, fencing %v, strict %v) in %s: %s; duplicates %d, overlaps %d, lost updates %d, stale rejected %d, stale accepted %d, token reused %d, processed %d/%d, not acquired %d, errors %v, acquire p99 %s",
-		strategy, fault, wait, s.Fencing, strict, time.Since(began).Round(time.Millisecond), s.Verdict(), s.Duplicates, s.Overlaps, s.LostUpdates,
+		strategy, fault, wait, s.Fencing, strict, time.Since(began).Round(time.Millisecond), s.Label(), s.Duplicates, s.Overlaps, s.LostUpdates,
 		s.StaleRejected, s.StaleAccepted, counts.TokenReused, s.Processed, s.Payments, s.NotAcquired, s.Errors,
 		results.FormatDuration(s.Latency["acquire"].Max))
 	for _, e := range s.FaultEvents {

@@ -139,7 +139,7 @@ func run(t *testing.T, strategy, fault string, sc loadgen.Scenario) results.Run 
 	}
 	s := r.Summary
 	t.Logf("%s under %s (fencing %v) in %s: %s; duplicates %d, overlaps %d, lost %d, lost updates %d, stale rejected %d, stale accepted %d, processed %d/%d, not acquired %d, errors %v",
-		strategy, fault, s.Fencing, time.Since(began).Round(time.Millisecond), s.Verdict(), s.Duplicates, s.Overlaps, s.Lost, s.LostUpdates,
+		strategy, fault, s.Fencing, time.Since(began).Round(time.Millisecond), s.Label(), s.Duplicates, s.Overlaps, s.Lost, s.LostUpdates,
 		s.StaleRejected, s.StaleAccepted, s.Processed, s.Payments, s.NotAcquired, s.Errors)
 	for _, e := range s.FaultEvents {
 		t.Logf("  %6.3fs %s", time.Duration(e.AtNs).Seconds(), e.What)

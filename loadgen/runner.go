@@ -720,7 +720,12 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 	}
 	if secs := measured.Seconds(); secs > 0 {
 		s.OpsPerSec = float64(snap.Measured) / secs
-		s.PaymentsPerSec = float64(env.offerCounts().measured.Load()) / secs
+		// Payments processed: those offered in the measured span, at
+		// the share of the run's payments processed.
+		if payments > 0 {
+			processed := min(1, float64(c.Processed)/float64(payments))
+			s.PaymentsPerSec = float64(env.offerCounts().measured.Load()) * processed / secs
+		}
 	}
 	env.mu.Lock()
 	s.FaultWindow = env.window

@@ -22,6 +22,8 @@ var (
 	unsafeDark  = color.RGBA{0x99, 0x00, 0x0d, 0xff} // 10,000 or more
 	notRunFill  = color.RGBA{0xf0, 0xf0, 0xf0, 0xff}
 	notRunText  = color.RGBA{0x88, 0x88, 0x88, 0xff}
+	unknownFill = color.RGBA{0xff, 0xf0, 0xb3, 0xff} // pale amber: run, but not judged
+	unknownText = color.RGBA{0x6b, 0x4e, 0x00, 0xff}
 )
 
 // safetyGridName is the safety grid's name, of its files and in the page.
@@ -76,12 +78,14 @@ func SafetyGrid(ss []results.Summary) (*Chart, error) {
 	ch := newChart(safetyGridName, "Safety under faults: unsafe outcomes per run", "fault injected", "")
 	ch.Caption = "A cell is one strategy under one fault: \"safe\" (green) means no duplicate, lost, " +
 		"overdrawn, overwritten or stale-accepted payment; a number (red) counts them; " +
-		"a percentage underneath is the share of payments processed when some were not."
+		"a percentage underneath is the share of payments processed when some were not; " +
+		"\"unknown\" (amber) is a run that could not judge the lock (under 10% of its payments got an answer from it)."
 	if trials {
 		ch.plot.Title.Text = "Safety under faults: unsafe trials"
 		ch.Caption = "A cell is one strategy under one fault over its trials: \"safe\" (green) means no trial had a duplicate, lost, " +
 			"overdrawn, overwritten or stale-accepted payment; k/N (red, darker for a higher rate) is the trials that did, " +
-			"with the rate's 95% Wilson interval underneath."
+			"with the rate's 95% Wilson interval over the judged trials underneath; trials that could not judge the lock " +
+			"are unknown (amber when none was judged)."
 	}
 	ch.Height = px(float64(gridChromePx + gridRowPx*len(keys)))
 	g := &cellGrid{}
@@ -130,14 +134,27 @@ type gridCell struct {
 // rate's Wilson interval.
 func newTrialsCell(x, y int, rs []results.Summary) gridCell {
 	c := gridCell{x: x, y: y}
-	k := 0
+	k, u := 0, 0
 	for i := range rs {
-		if results.IsUnsafe(&rs[i]) {
+		switch {
+		case results.IsUnsafe(&rs[i]):
 			k++
+		case rs[i].Unknown():
+			u++
 		}
 	}
-	n := len(rs)
+	n := len(rs) - u // the judged trials
 	ci := results.Wilson(k, n)
+	switch {
+	case n == 0:
+		c.fill, c.ink, c.text = unknownFill, unknownText, "unknown"
+		c.sub = fmt.Sprintf("%d/%d", u, len(rs))
+		return c
+	case k == 0 && u > 0:
+		c.fill, c.ink, c.text = safeFill, safeText, "safe"
+		c.sub = fmt.Sprintf("0/%d, %d unknown", n, u)
+		return c
+	}
 	if k == 0 {
 		c.fill, c.ink, c.text = safeFill, safeText, "safe"
 		c.sub = fmt.Sprintf("0/%d (≤%s%%)", n, pct0(ci[1]))
@@ -160,6 +177,8 @@ func newCell(x, y int, s *results.Summary) gridCell {
 	case s == nil:
 		c.fill, c.ink, c.text = notRunFill, notRunText, "not run"
 		return c
+	case s.Unknown():
+		c.fill, c.ink = unknownFill, unknownText
 	case !results.IsUnsafe(s):
 		c.fill, c.ink = safeFill, safeText
 	default:

@@ -293,6 +293,9 @@ func fmtVerdictTrials(c *results.Cell) string {
 	if c.Trials > 1 || c.UnsafeTrials > 0 {
 		v += " " + strconv.Itoa(c.UnsafeTrials) + "/" + strconv.Itoa(c.Trials)
 	}
+	if c.UnknownTrials > 0 {
+		v += ", " + strconv.Itoa(c.UnknownTrials) + " unknown"
+	}
 	return v
 }
 

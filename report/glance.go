@@ -77,13 +77,23 @@ func glanceOf(ss []results.Summary) *glance {
 // unsafe reports whether any run of c lost safety.
 func (c *glanceCell) unsafe() bool { return c.UnsafeTrials > 0 }
 
+// unknown reports whether no run of c could be judged.
+func (c *glanceCell) unknown() bool { return c.UnsafeTrials == 0 && c.Judged() == 0 }
+
 // trials is "k of N": the unsafe trials of the cell, for an unsafe cell
-// always, for a safe one when it ran more than one trial; "" otherwise.
+// always, for a safe one when it ran more than one trial, with
+// ", unknown u" when some could not be judged; "" otherwise.
 func (c *glanceCell) trials() string {
-	if !c.unsafe() && c.Trials < 2 {
+	if !c.unsafe() && c.Trials < 2 && c.UnknownTrials == 0 {
 		return ""
 	}
-	return strconv.Itoa(c.UnsafeTrials) + " of " + strconv.Itoa(c.Trials)
+	s := strconv.Itoa(c.UnsafeTrials) + " of " + strconv.Itoa(c.Trials)
+	if c.unknown() {
+		s = strconv.Itoa(c.UnknownTrials) + " of " + strconv.Itoa(c.Trials)
+	} else if c.UnknownTrials > 0 {
+		s += ", unknown " + strconv.Itoa(c.UnknownTrials)
+	}
+	return s
 }
 
 // exposure is the longest overlap of two holders (OverlapMaxNs), the
@@ -114,8 +124,11 @@ func (c *glanceCell) text() string {
 		return results.Dash
 	}
 	v := "SAFE"
-	if c.unsafe() {
+	switch {
+	case c.unsafe():
 		v = "UNSAFE"
+	case c.unknown():
+		v = "UNKNOWN"
 	}
 	if f := c.figures(); f != "" {
 		v += " " + f
@@ -130,7 +143,7 @@ func (c *glanceCell) text() string {
 func (g *glance) reading(r glanceRow) string {
 	var parts []string
 	var base *glanceCell
-	var unsafe, safe []string
+	var unsafe, safe, unknown []string
 	fullyUnsafe := true
 	for i, c := range r.Cells {
 		switch {
@@ -140,11 +153,13 @@ func (g *glance) reading(r glanceRow) string {
 		case c.unsafe():
 			unsafe = append(unsafe, g.Faults[i]+partly(c))
 			fullyUnsafe = fullyUnsafe && c.UnsafeTrials == c.Trials
+		case c.unknown():
+			unknown = append(unknown, g.Faults[i])
 		default:
 			safe = append(safe, g.Faults[i])
 		}
 	}
-	faulted := len(unsafe) + len(safe)
+	faulted := len(unsafe) + len(safe) + len(unknown)
 	switch {
 	case base != nil && base.unsafe():
 		parts = append(parts, "unsafe even without a fault"+partly(base))
@@ -154,9 +169,9 @@ func (g *glance) reading(r glanceRow) string {
 	switch {
 	case faulted == 0:
 		parts = append(parts, "not run under a fault")
-	case faulted > 1 && len(safe) == 0 && fullyUnsafe:
+	case faulted > 1 && len(safe) == 0 && len(unknown) == 0 && fullyUnsafe:
 		parts = append(parts, "unsafe under every fault run")
-	case faulted > 1 && len(unsafe) == 0:
+	case faulted > 1 && len(unsafe) == 0 && len(unknown) == 0:
 		parts = append(parts, "safe under every fault run")
 	default:
 		if len(unsafe) > 0 {
@@ -164,6 +179,9 @@ func (g *glance) reading(r glanceRow) string {
 		}
 		if len(safe) > 0 {
 			parts = append(parts, "safe under "+strings.Join(safe, ", "))
+		}
+		if len(unknown) > 0 {
+			parts = append(parts, "unknown (not judged) under "+strings.Join(unknown, ", "))
 		}
 	}
 	return strings.Join(parts, "; ")

@@ -24,7 +24,7 @@ type htmlGridRow struct {
 }
 
 // htmlGridCell is one strategy under one fault. State is "safe",
-// "unsafe" or "none" (not run); Shade, from 0 to 1, darkens an unsafe cell
+// "unsafe", "unknown" (run, not judged) or "none" (not run); Shade, from 0 to 1, darkens an unsafe cell
 // with its count as the PNG's red scale does.
 type htmlGridCell struct {
 	Text, Sub, State, Title string
@@ -44,6 +44,8 @@ func (c htmlGridCell) Style() template.CSS {
 		return template.CSS(fmt.Sprintf("background:#%02x%02x%02x;color:%s", fill.R, fill.G, fill.B, ink))
 	case "safe":
 		return template.CSS(fmt.Sprintf("background:#%02x%02x%02x;color:#%02x%02x%02x", safeFill.R, safeFill.G, safeFill.B, safeText.R, safeText.G, safeText.B))
+	case "unknown":
+		return template.CSS(fmt.Sprintf("background:#%02x%02x%02x;color:#%02x%02x%02x", unknownFill.R, unknownFill.G, unknownFill.B, unknownText.R, unknownText.G, unknownText.B))
 	}
 	return template.CSS(fmt.Sprintf("background:#%02x%02x%02x;color:#%02x%02x%02x", notRunFill.R, notRunFill.G, notRunFill.B, notRunText.R, notRunText.G, notRunText.B))
 }
@@ -78,9 +80,12 @@ func gridCellOf(label, f string, c *glanceCell) htmlGridCell {
 	}
 	worst := worstOf(c.Runs)
 	out := htmlGridCell{Text: "SAFE", Sub: c.figures(), State: "safe"}
-	if c.unsafe() {
+	switch {
+	case c.unsafe():
 		out.Text, out.State = "UNSAFE", "unsafe"
 		out.Shade = math.Min(1, math.Log10(float64(max(worst.UnsafeCount(), 1)))/unsafeDecades)
+	case c.unknown():
+		out.Text, out.State = "UNKNOWN", "unknown"
 	}
 	n := c.Trials
 	if n == 1 && worst.Payments > 0 && worst.Availability < 1 {
@@ -91,6 +96,9 @@ func gridCellOf(label, f string, c *glanceCell) htmlGridCell {
 	}
 	var t strings.Builder
 	fmt.Fprintf(&t, "%s × %s: %s", label, f, verdictOf(worst))
+	if worst.Unjudged != "" {
+		fmt.Fprintf(&t, " (%s)", worst.Unjudged)
+	}
 	fmt.Fprintf(&t, "\nduplicates %d, lost %d, overdrafts %d, lost updates %d, stale accepted %d",
 		worst.Duplicates, worst.Lost, worst.Overdrafts, worst.LostUpdates, worst.StaleAccepted)
 	fmt.Fprintf(&t, "\noverlaps %d, stale rejected %d, availability %s", worst.Overlaps, worst.StaleRejected, fmtPercent(worst.Availability))
@@ -102,8 +110,8 @@ func gridCellOf(label, f string, c *glanceCell) htmlGridCell {
 	}
 	if n > 1 {
 		ci := c.UnsafeRateCI95
-		fmt.Fprintf(&t, "\nunsafe in %d of %d trials (%s, 95%% CI %s–%s); counts above: the least safe trial",
-			c.UnsafeTrials, n, fmtPercent(c.UnsafeRate), fmtPercent(ci[0]), fmtPercent(ci[1]))
+		fmt.Fprintf(&t, "\n%s trials (%s of the judged, 95%% CI %s–%s); counts above: the least safe trial",
+			c.TrialsText(), fmtPercent(c.UnsafeRate), fmtPercent(ci[0]), fmtPercent(ci[1]))
 	}
 	if c.Strikes > 0 {
 		ci := results.Wilson(int(c.UnsafeStrikes), int(c.Strikes))

@@ -119,9 +119,14 @@ func parseMarkdownTable(lines []string) *htmlTable {
 				cell := htmlCell{Text: c}
 				if strings.HasPrefix(c, "**") && strings.HasSuffix(c, "**") && len(c) > 4 {
 					cell.Text = c[2 : len(c)-2]
+				} else if strings.HasPrefix(c, "*") && strings.HasSuffix(c, "*") && len(c) > 2 {
+					cell.Text = c[1 : len(c)-1]
 				}
-				if cell.Text == "UNSAFE" {
+				switch cell.Text {
+				case "UNSAFE":
 					row.Class, cell.Class = "unsafe", "bad"
+				case "UNKNOWN":
+					row.Class, cell.Class = "unknown", "unknown"
 				}
 				if j < len(t.Columns) && unsafeColumns[t.Columns[j].Name] {
 					if m := leadingCount.FindStringSubmatch(cell.Text); m != nil {

@@ -47,7 +47,8 @@ func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartS
 		b.WriteString("A run is **UNSAFE** when a payment was processed twice (duplicates), acknowledged but lost, " +
 			"an account was overdrawn, an update was overwritten (lost updates) or a stale fencing token was " +
 			"accepted. Overlaps and rejected stale writes show the lock failing while the store still kept " +
-			"the data safe.\n\n")
+			"the data safe. A run is *UNKNOWN* when it could not judge the lock: fewer than 10% of its payments " +
+			"got an answer from it (processed, refused or stale-refused; errors such as adapter_lost are no answer).\n\n")
 		if err := VerdictTable(&b, v); err != nil {
 			return err
 		}

@@ -120,7 +120,7 @@ var (
 	cellColPPS    = cellColumn{"payments/s", true, func(r *cellRow) string {
 		return fmtEstimate(r.PaymentsPerSec, r.Trials, fmtRate)
 	}}
-	cellColUnsafe = cellColumn{"unsafe", true, func(r *cellRow) string { return fmtTrials(r.UnsafeTrials, r.Trials) }}
+	cellColUnsafe = cellColumn{"unsafe", true, func(r *cellRow) string { return fmtCellTrials(&r.Cell) }}
 	cellColErrors = cellColumn{"errors", false, func(r *cellRow) string {
 		m := map[string]int64{}
 		for _, s := range r.runs {
@@ -139,12 +139,31 @@ func cellLatencyCol(name, phase, stat string) cellColumn {
 	}}
 }
 
-// cellVerdict is UNSAFE when any trial lost safety.
+// cellVerdict is UNSAFE when any trial lost safety, UNKNOWN when none
+// could be judged, else SAFE.
 func cellVerdict(c *results.Cell) string {
-	if c.UnsafeTrials > 0 {
+	switch {
+	case c.UnsafeTrials > 0:
 		return "UNSAFE"
+	case c.Judged() == 0:
+		return "UNKNOWN"
 	}
 	return "SAFE"
+}
+
+// fmtCellTrials is a cell's unsafe trials, k/N, with the unknown ones
+// and the 95% Wilson interval of the unsafe rate over the judged trials:
+// "3/4 (30–95%)", "3/4, 1 unknown (44–100%)".
+func fmtCellTrials(c *results.Cell) string {
+	s := strconv.Itoa(c.UnsafeTrials) + "/" + strconv.Itoa(c.Trials)
+	if c.UnknownTrials > 0 {
+		s += ", " + strconv.Itoa(c.UnknownTrials) + " unknown"
+	}
+	if n := c.Judged(); c.Trials > 1 && n > 0 {
+		ci := results.Wilson(c.UnsafeTrials, n)
+		s += fmt.Sprintf(" (%s–%s)", pct0(ci[0]), pct0(ci[1])+"%")
+	}
+	return s
 }
 
 // TrialsTable writes ss as an aligned table for the terminal with one row

@@ -9,12 +9,7 @@ import (
 	"github.com/lockbench/lockbench/results"
 )
 
-func verdictOf(s *results.Summary) string {
-	if results.IsUnsafe(s) {
-		return "UNSAFE"
-	}
-	return "SAFE"
-}
+func verdictOf(s *results.Summary) string { return s.Label() }
 
 // verdictLess orders verdict rows by fault (FaultOrder), then strategy
 // (Styles), unfenced before fenced.
@@ -71,6 +66,8 @@ func VerdictTable(w io.Writer, ss []results.Summary) error {
 		verdict := verdictOf(&s)
 		if results.IsUnsafe(&s) {
 			verdict = "**UNSAFE**"
+		} else if s.Unknown() {
+			verdict = "*UNKNOWN*"
 		}
 		row := []string{
 			keyOf(&s).name(), faultName(&s), fmtFencing(s.Fencing), verdict,
@@ -146,11 +143,14 @@ func verdictTrialsTable(w io.Writer, ss []results.Summary) error {
 	for i := range rows {
 		r := &rows[i]
 		verdict := cellVerdict(&r.Cell)
-		if r.UnsafeTrials > 0 {
+		switch verdict {
+		case "UNSAFE":
 			verdict = "**UNSAFE**"
+		case "UNKNOWN":
+			verdict = "*UNKNOWN*"
 		}
 		row := []string{
-			keyOf(&r.runs[0]).name(), r.Fault, fmtFencing(r.Fencing), verdict, fmtTrials(r.UnsafeTrials, r.Trials),
+			keyOf(&r.runs[0]).name(), r.Fault, fmtFencing(r.Fencing), verdict, fmtCellTrials(&r.Cell),
 			median(r, func(s *results.Summary) float64 { return float64(s.Duplicates) }),
 			median(r, func(s *results.Summary) float64 { return float64(s.LostUpdates) }),
 			median(r, func(s *results.Summary) float64 { return float64(s.StaleAccepted) }),
@@ -173,13 +173,15 @@ func verdictTrialsTable(w io.Writer, ss []results.Summary) error {
 	if err := mdTable(w, header, right, out); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nCounts, availability and exposure are medians over each cell's trials; unsafe trials is k/N with the rate's 95%% Wilson interval.\n")
+	_, err := fmt.Fprintf(w, "\nCounts, availability and exposure are medians over each cell's trials; unsafe trials is k/N with the rate's 95%% Wilson interval over the judged trials (those not unknown).\n")
 	return err
 }
 
 // unsafeLabel is the text of a safety-grid cell.
 func unsafeLabel(s *results.Summary) string {
 	switch n := s.UnsafeCount(); {
+	case s.Unknown():
+		return "unknown"
 	case !results.IsUnsafe(s):
 		return "safe"
 	case n == 0:

@@ -21,10 +21,13 @@ type Cell struct {
 	Params Params `json:"params"`
 
 	// Trials is how many trials ran; UnsafeTrials how many of them lost
-	// safety (Summary.Unsafe), UnsafeRate their share and UnsafeRateCI95
-	// its Wilson interval.
+	// safety (Summary.Unsafe), UnknownTrials how many could not be judged
+	// (Summary.Verdict unknown); UnsafeRate is the unsafe share of the
+	// judged trials (the others) and UnsafeRateCI95 its Wilson interval
+	// ([0, 1] when none was judged).
 	Trials         int        `json:"trials"`
 	UnsafeTrials   int        `json:"unsafe_trials"`
+	UnknownTrials  int        `json:"unknown_trials"`
 	UnsafeRate     float64    `json:"unsafe_rate"`
 	UnsafeRateCI95 [2]float64 `json:"unsafe_rate_ci95"`
 	// Strikes and UnsafeStrikes are summed over the trials; where strikes
@@ -49,6 +52,28 @@ type Cell struct {
 	OverlapMaxNs Estimate `json:"overlap_max_ns"`
 	// Interrupted is set when any trial was cut short.
 	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Judged is how many of the cell's trials were judged: safe or unsafe.
+func (c *Cell) Judged() int { return c.Trials - c.UnknownTrials }
+
+// TrialsText is the cell's verdict over its trials for people: "unsafe in
+// 3 of 4", "safe in 4 of 4", with ", unknown in 1" when some trial could
+// not be judged, and "unknown in 4 of 4" when none was.
+func (c *Cell) TrialsText() string {
+	var s string
+	switch {
+	case c.UnsafeTrials > 0:
+		s = fmt.Sprintf("unsafe in %d of %d", c.UnsafeTrials, c.Trials)
+	case c.Judged() == 0:
+		return fmt.Sprintf("unknown in %d of %d", c.UnknownTrials, c.Trials)
+	default:
+		s = fmt.Sprintf("safe in %d of %d", c.Judged(), c.Trials)
+	}
+	if c.UnknownTrials > 0 {
+		s += fmt.Sprintf(", unknown in %d", c.UnknownTrials)
+	}
+	return s
 }
 
 // AggregateFile holds one Cell per cell of a run directory, written when
@@ -131,8 +156,11 @@ func CellOf(runs []Summary) Cell {
 	var pps, avail, overlap, overlapMax []float64
 	for i := range runs {
 		s := &runs[i]
-		if IsUnsafe(s) {
+		switch {
+		case IsUnsafe(s):
 			c.UnsafeTrials++
+		case s.Unknown():
+			c.UnknownTrials++
 		}
 		c.Strikes += s.Strikes
 		c.UnsafeStrikes += s.UnsafeStrikes
@@ -142,8 +170,10 @@ func CellOf(runs []Summary) Cell {
 		overlap = append(overlap, float64(s.OverlapNs))
 		overlapMax = append(overlapMax, float64(s.OverlapMaxNs))
 	}
-	c.UnsafeRate = float64(c.UnsafeTrials) / float64(c.Trials)
-	c.UnsafeRateCI95 = Wilson(c.UnsafeTrials, c.Trials)
+	if judged := c.Judged(); judged > 0 {
+		c.UnsafeRate = float64(c.UnsafeTrials) / float64(judged)
+	}
+	c.UnsafeRateCI95 = Wilson(c.UnsafeTrials, c.Judged())
 	if c.Strikes > 0 {
 		r := float64(c.UnsafeStrikes) / float64(c.Strikes)
 		ci := Wilson(int(c.UnsafeStrikes), int(c.Strikes))

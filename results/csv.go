@@ -30,6 +30,7 @@ var fixedCSVColumns = []csvColumn{
 	{"trial", func(s *Summary) string { return intStr(max(s.Trial, 1)) }},
 	{"fencing", func(s *Summary) string { return boolStr(s.Fencing) }},
 	{"unsafe", func(s *Summary) string { return boolStr(s.Unsafe) }},
+	{"verdict", func(s *Summary) string { return s.Verdict }},
 	{"unsafe_count", func(s *Summary) string { return i64(s.UnsafeCount()) }},
 	{"payments", func(s *Summary) string { return i64(s.Payments) }},
 	{"deliveries", func(s *Summary) string { return i64(s.Deliveries) }},

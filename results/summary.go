@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -23,7 +24,13 @@ type Summary struct {
 	// before trials existed read as 0, which means 1.
 	Trial   int  `json:"trial"`
 	Fencing bool `json:"fencing"`
-	Unsafe  bool `json:"unsafe"`
+	// Verdict is the run's judgement: VerdictSafe, VerdictUnsafe or
+	// VerdictUnknown (the run could not judge: see Finish). Unsafe is
+	// whether it is VerdictUnsafe, kept for scripts written before it.
+	Verdict string `json:"verdict"`
+	// Unjudged says why the verdict is unknown; "" otherwise.
+	Unjudged string `json:"unjudged,omitempty"`
+	Unsafe   bool   `json:"unsafe"`
 
 	Payments    int64 `json:"payments"`
 	Deliveries  int64 `json:"deliveries"`
@@ -63,7 +70,10 @@ type Summary struct {
 
 	Errors map[string]int64 `json:"errors"`
 
-	OpsPerSec      float64 `json:"ops_per_sec"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	// PaymentsPerSec is the rate of processed payments: those offered in
+	// the measured span, per second, times the share processed. Offered
+	// payments that no delivery processed never make a run look fast.
 	PaymentsPerSec float64 `json:"payments_per_sec"`
 
 	// Latency holds one entry per phase name (PhaseNames).
@@ -196,7 +206,27 @@ func (s *Summary) UnsafeCount() int64 {
 	return s.Duplicates + s.Lost + s.Overdrafts + s.LostUpdates + s.StaleAccepted
 }
 
-// Finish derives Unsafe and Availability from the counters.
+// The verdicts of a run (Summary.Verdict).
+const (
+	VerdictSafe    = "safe"
+	VerdictUnsafe  = "unsafe"
+	VerdictUnknown = "unknown"
+)
+
+// MinAnswered is the least share of a run's payments that must get an
+// answer from the lock for it to be judged safe: 10%.
+const MinAnswered = 0.10
+
+// Answered is how many answers the lock gave the run's deliveries:
+// payments processed, deliveries refused (not_acquired) and writes
+// refused as stale. Errors, adapter_lost among them, are no answer.
+func (s *Summary) Answered() int64 { return s.Processed + s.NotAcquired + s.StaleRejected }
+
+// Finish derives Verdict, Unsafe and Availability from the counters. A run
+// with an unsafe outcome is unsafe, whatever else happened. Otherwise it
+// is unknown when it cannot show the lock safe: no payment was offered,
+// or fewer than MinAnswered of the payments offered got an answer from
+// the lock (Answered, against Payments); else safe.
 func (s *Summary) Finish() {
 	s.Unsafe = s.UnsafeCount() > 0
 	if s.Payments > 0 {
@@ -204,7 +234,44 @@ func (s *Summary) Finish() {
 	} else {
 		s.Availability = 1
 	}
+	s.Verdict, s.Unjudged = VerdictSafe, ""
+	switch answered := s.Answered(); {
+	case s.Unsafe:
+		s.Verdict = VerdictUnsafe
+	case s.Payments == 0:
+		s.Verdict, s.Unjudged = VerdictUnknown, "no payment was offered"
+	case float64(answered) < MinAnswered*float64(s.Payments):
+		s.Verdict = VerdictUnknown
+		s.Unjudged = fmt.Sprintf("no answer from the lock: %d answers (processed, not acquired, stale refused) for %d payments, under %.0f%%%s",
+			answered, s.Payments, 100*MinAnswered, errorList(s.Errors))
+	}
 }
+
+// errorList is "; errors: adapter_lost 600, timeout 3", or "" for none.
+func errorList(errs map[string]int64) string {
+	var parts []string
+	for _, k := range sortedKeys(errs) {
+		if errs[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", k, errs[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; errors: " + strings.Join(parts, ", ")
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Unknown reports whether the run could not be judged.
+func (s *Summary) Unknown() bool { return s.Verdict == VerdictUnknown && !IsUnsafe(s) }
 
 // ID is a file-name-safe identifier of the run: strategy, scenario, fault,
 // variant when there is one, fencing, and the trial from the second on,
@@ -246,15 +313,18 @@ func Sanitize(s string) string {
 	return b.String()
 }
 
-// Verdict is a one-word reading of the run for tables: "SAFE" or "UNSAFE".
-func (s *Summary) Verdict() string {
-	if s.Unsafe {
+// Label is the verdict for tables: "SAFE", "UNSAFE" or "UNKNOWN".
+func (s *Summary) Label() string {
+	switch {
+	case IsUnsafe(s):
 		return "UNSAFE"
+	case s.Unknown():
+		return "UNKNOWN"
 	}
 	return "SAFE"
 }
 
 // String is a short description for logs.
 func (s *Summary) String() string {
-	return fmt.Sprintf("%s/%s/%s fencing=%v %s", s.Strategy, s.Scenario, s.Fault, s.Fencing, s.Verdict())
+	return fmt.Sprintf("%s/%s/%s fencing=%v %s", s.Strategy, s.Scenario, s.Fault, s.Fencing, s.Label())
 }

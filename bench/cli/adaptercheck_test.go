@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/strategies/adapter"
 	"github.com/lockbench/lockbench/strategies/adapter/adaptertest"
 )
@@ -110,7 +111,9 @@ func TestAdapterBroken(t *testing.T) {
 // An adapter that stops answering mid-run (it answers New's probe only)
 // does not hang the run: 5s after a request's deadline it is lost, with
 // one line naming it, and the instance's later deliveries count as
-// adapter_lost in summary.json.
+// adapter_lost in summary.json. No delivery got an answer from the lock:
+// the run is unknown, not safe, at 0 payments/s, and exits 1 naming the
+// strategy.
 func TestAdapterLostInRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Redis; run without -short")
@@ -124,18 +127,42 @@ func TestAdapterLostInRun(t *testing.T) {
 	t0 := time.Now()
 	code, _, stderr := runCLI("run", "--strategy", "exec:"+adapterScript(t, adaptertest.Stall), "--instances", "1",
 		"--payments", "2000", "--acquire-timeout", "300ms", "--out", out)
-	if code != 0 || time.Since(t0) > time.Minute {
-		t.Fatalf("run: exit %d after %v; want 0 within a minute\n%s", code, time.Since(t0), stderr)
+	if code != 1 || time.Since(t0) > time.Minute || !strings.Contains(stderr, "exec:go-test-stall: no verdict in any run, the strategy broke: no answer from the lock") {
+		t.Fatalf("run: exit %d after %v; want 1 within a minute, naming the strategy and the cause\n%s", code, time.Since(t0), stderr)
 	}
 	if n := strings.Count(lostLog.String(), "lockbench: adapter "); n != 1 || !strings.Contains(lostLog.String(), "did not answer acquire within 5s after its deadline") {
 		t.Errorf("stderr: %q; want one line on the lost adapter", lostLog.String())
 	}
-	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
+	ss := readSummaries(t, out)
+	if len(ss) != 1 || ss[0].Errors["adapter_lost"] == 0 {
+		t.Fatalf("summary.json: %+v; want one row whose deliveries after the loss count as adapter_lost", ss)
 	}
-	if !strings.Contains(string(b), `"adapter_lost": `) {
-		t.Fatalf("summary.json: no adapter_lost errors; want the deliveries after the loss counted so\n%.600s", b)
+	if s := ss[0]; s.Verdict != results.VerdictUnknown || s.PaymentsPerSec != 0 {
+		t.Errorf("verdict %q at %.1f payments/s (%d processed of %d); want unknown at 0", s.Verdict, s.PaymentsPerSec, s.Processed, s.Payments)
+	}
+}
+
+// An adapter that prints a line of its own on stdout at its first acquire
+// (a debug log, as an adapter written from the docs may) is lost there:
+// its run is unknown, at 0 payments/s, and exits 1; never SAFE.
+func TestAdapterChattyIsUnknown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis; run without -short")
+	}
+	out := t.TempDir()
+	var lostLog syncBuffer
+	adapter.LostLog = &lostLog
+	defer func() { adapter.LostLog = os.Stderr }()
+	code, stdout, stderr := runCLI("run", "--strategy", "exec:"+adapterScript(t, adaptertest.Chatty), "--payments", "300", "--out", out)
+	if code != 1 || !strings.Contains(stderr, "exec:go-test-chatty: no verdict in any run") {
+		t.Fatalf("run: exit %d; want 1 naming the strategy\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "UNKNOWN") || strings.Contains(stdout, "SAFE") {
+		t.Errorf("table:\n%s\nwant the row UNKNOWN, nowhere SAFE", stdout)
+	}
+	ss := readSummaries(t, out)
+	if len(ss) != 1 || ss[0].Verdict != results.VerdictUnknown || ss[0].PaymentsPerSec != 0 || ss[0].Unsafe {
+		t.Fatalf("summary.json: %+v; want one row, verdict unknown, 0 payments/s", ss)
 	}
 }
 

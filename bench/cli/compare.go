@@ -79,10 +79,11 @@ func (s checkSession) Run(ctx context.Context, o loadgen.Options) (results.Run, 
 	o.Lock = target.Config
 	endMetrics := s.observe(&o, results.FaultNone, 0)
 	run, err := loadgen.Run(ctx, o)
-	endMetrics()
 	if err != nil {
+		endMetrics("")
 		return run, fmt.Errorf("%s: %s", o.Strategy.Name, servers.Redact(err.Error()))
 	}
+	endMetrics(run.Summary.Verdict)
 	return run, nil
 }
 

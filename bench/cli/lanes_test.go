@@ -44,7 +44,7 @@ func TestLanes(t *testing.T) {
 	}
 	var got []string
 	for _, s := range runs {
-		got = append(got, s.Strategy+" "+s.Fault+" "+onOff(s.Fencing)+" "+s.Variant+" "+string(rune('0'+s.Trial))+" "+s.Verdict())
+		got = append(got, s.Strategy+" "+s.Fault+" "+onOff(s.Fencing)+" "+s.Variant+" "+string(rune('0'+s.Trial))+" "+s.Label())
 	}
 	var want []string
 	for _, trial := range []string{"1", "2"} {

@@ -217,7 +217,7 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 				extra = fmt.Sprintf("  conflicts %d", r.Summary.Conflicts)
 			}
 			fmt.Fprintf(stderr, "%-13s %-27s %8.0f pay/s  total p99 %-9s %s%s  (%s)\n", label, strings.TrimSpace(name+" "+varies), r.Summary.PaymentsPerSec,
-				p99, r.Summary.Verdict(), extra, time.Since(t0).Round(100*time.Millisecond))
+				p99, r.Summary.Label(), extra, time.Since(t0).Round(100*time.Millisecond))
 			err = dir.add(r)
 			runs = append(runs, dir.runs[len(dir.runs)-1]) // its summary alone, once on disk
 			if err != nil || ctx.Err() != nil {

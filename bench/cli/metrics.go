@@ -59,10 +59,11 @@ func (s *session) closeMetrics() {
 
 // observe feeds the session's live metrics, if any, from the run o is
 // about to make (its Progress, kept, and its Interval), labelled with what
-// the run is; the function it returns marks the run over.
-func (s *session) observe(o *loadgen.Options, fault string, trial int) (end func()) {
+// the run is; the function it returns marks the run over, with its
+// verdict ("" when it failed).
+func (s *session) observe(o *loadgen.Options, fault string, trial int) (end func(verdict string)) {
 	if s.live == nil {
-		return func() {}
+		return func(string) {}
 	}
 	run := s.live.exporter.Run(metrics.Labels{
 		Strategy: o.Strategy.Name, Scenario: o.Scenario.Name, Fault: fault,

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/lockbench/lockbench/faults"
@@ -205,7 +206,28 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 			}
 		}
 	}
-	return nil
+	return brokenStrategy(sums)
+}
+
+// brokenStrategy is an error naming the strategy when no row of sums could
+// be judged because the lock gave (almost) no answers: it broke, and
+// nothing here says anything about it. A run with some row judged, or cut
+// short, is not.
+func brokenStrategy(sums []results.Summary) error {
+	if len(sums) == 0 {
+		return nil
+	}
+	var names []string
+	for i := range sums {
+		s := &sums[i]
+		if !s.Unknown() || s.Payments == 0 || s.Interrupted {
+			return nil
+		}
+		if !slices.Contains(names, s.Strategy) {
+			names = append(names, s.Strategy)
+		}
+	}
+	return fmt.Errorf("%s: no verdict in any run, the strategy broke: %s", strings.Join(names, ", "), sums[0].Unjudged)
 }
 
 // rowOf is row n (1-based) of the summary.json of the run directory dir.

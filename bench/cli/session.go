@@ -251,7 +251,11 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 	}
 	endMetrics := s.observe(&o, faultName, trial)
 	run, err := loadgen.Run(ctx, o)
-	endMetrics()
+	if err != nil {
+		endMetrics("")
+	} else {
+		endMetrics(run.Summary.Verdict)
+	}
 	if o.History != "" && err == nil {
 		if id := run.Summary.ID(); !strings.HasPrefix(filepath.Base(o.History), id+".") {
 			err = os.Rename(o.History, freeHistoryPath(s.historyDir, id)) // the summary named the run otherwise

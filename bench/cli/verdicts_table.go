@@ -176,7 +176,7 @@ func waitTable(w io.Writer, ss []results.Summary) error {
 		if bv, _ := base(s.Variant); !withWait[cell{s.Strategy, s.Fault, bv}] {
 			continue
 		}
-		fmt.Fprintf(&b, "%-16s %-10s %-42s %-8s %11.1f%% %12d %12s %12s %12s\n", s.Strategy, s.Fault, s.Variant, s.Verdict(),
+		fmt.Fprintf(&b, "%-16s %-10s %-42s %-8s %11.1f%% %12d %12s %12s %12s\n", s.Strategy, s.Fault, s.Variant, s.Label(),
 			100*s.Availability, s.NotAcquired, stat(&s, "acquire", results.StatP50), stat(&s, "acquire", results.StatP99), stat(&s, "total", results.StatP99))
 	}
 	_, err := io.WriteString(w, b.String())

@@ -42,6 +42,10 @@ const (
 	LockViolations = "lockbench_lock_violations"
 	// RunActive is 1 while a run with these labels is running, 0 after.
 	RunActive = "lockbench_run_active"
+	// RunVerdict is 1 for the verdict a finished run got (label verdict:
+	// safe, unsafe or unknown, summary.json's), 0 for the others; no
+	// series while it runs, or for a run that failed.
+	RunVerdict = "lockbench_run_verdict"
 	// AcquireSeconds is the histogram of acquire latency.
 	AcquireSeconds = "lockbench_acquire_latency_seconds"
 	// TotalSeconds is the histogram of total latency (from each payment's
@@ -91,7 +95,7 @@ func TrialLabel(trial int) string { return strconv.Itoa(max(trial, 1)) }
 type Exporter struct {
 	reg                                             *prometheus.Registry
 	payments, deliveries, cycles, notAcquired, errs *prometheus.CounterVec
-	unsafe, violations, active                      *prometheus.GaugeVec
+	unsafe, violations, active, verdict             *prometheus.GaugeVec
 	acquire, total                                  *prometheus.HistogramVec
 }
 
@@ -121,10 +125,11 @@ func New() *Exporter {
 		unsafe:      gauge(UnsafeOutcomes, "Unsafe outcomes the store has judged so far, by kind; their sum is the run's unsafe count.", "kind"),
 		violations:  gauge(LockViolations, "Times the lock failed while the store kept the data safe, by kind: overlaps, stale_rejected.", "kind"),
 		active:      gauge(RunActive, "1 while the run is running, 0 after."),
+		verdict:     gauge(RunVerdict, "1 for the verdict the finished run got (safe, unsafe, unknown: it could not judge), 0 for the others.", "verdict"),
 		acquire:     histogram(AcquireSeconds, "Acquire latency: from a delivery's first attempt to holding the lock, retries included."),
 		total:       histogram(TotalSeconds, "Total latency: from a payment's intended start to the end of its release."),
 	}
-	e.reg.MustRegister(e.payments, e.deliveries, e.cycles, e.notAcquired, e.errs, e.unsafe, e.violations, e.active, e.acquire, e.total)
+	e.reg.MustRegister(e.payments, e.deliveries, e.cycles, e.notAcquired, e.errs, e.unsafe, e.violations, e.active, e.verdict, e.acquire, e.total)
 	return e
 }
 
@@ -241,7 +246,18 @@ func (r *Run) Interval(iv results.Interval) {
 	}
 }
 
-// End marks the run over: not active any more.
-func (r *Run) End() {
+// End marks the run over: not active any more, with its verdict
+// (results.VerdictSafe, …; "" for a run that failed: none).
+func (r *Run) End(verdict string) {
 	r.e.active.WithLabelValues(r.labels...).Set(0)
+	if verdict == "" {
+		return
+	}
+	for _, v := range []string{results.VerdictSafe, results.VerdictUnsafe, results.VerdictUnknown} {
+		set := 0.0
+		if v == verdict {
+			set = 1
+		}
+		r.e.verdict.WithLabelValues(r.with(v)...).Set(set)
+	}
 }

@@ -123,7 +123,7 @@ func TestRun(t *testing.T) {
 	r.Progress(p)
 	r.Interval(intervalOf(time.Millisecond, 1500*time.Microsecond, 40*time.Millisecond))
 	r.Interval(intervalOf(3 * time.Second))
-	r.End()
+	r.End(results.VerdictUnknown)
 
 	mfs = scrapeText(t, e.Handler())
 	cases := []struct {

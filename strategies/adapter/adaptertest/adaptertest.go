@@ -48,6 +48,10 @@ const (
 	Stall = "stall"
 	// NoHello prints nothing and waits.
 	NoHello = "nohello"
+	// Chatty is Good that prints a debug line on stdout when it acquires
+	// a payment's lock (not New's probe): an adapter's log line in the
+	// protocol's stream, which lockbench must take for a lost adapter.
+	Chatty = "chatty"
 )
 
 // ExitMessage is what Exit says on standard error before it exits, with a
@@ -225,6 +229,9 @@ func (a *adapter) answer(ctx context.Context, r request) {
 	}
 	switch r.Op {
 	case "acquire":
+		if a.mode == Chatty && !strings.HasPrefix(r.Key, "lockbench-probe:") {
+			a.emit("debug: acquiring " + r.Key)
+		}
 		deadline := time.Now().Add(time.Duration(r.TimeoutMs) * time.Millisecond)
 		waited := false
 		for {
