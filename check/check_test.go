@@ -312,9 +312,22 @@ func TestOverlapWindows(t *testing.T) {
 	i := h.enter(1, 1, k2, 2, 1, 1010, 0, 0, 1000) // overlap; opens at 1010
 	h.finish(k2, i, 2, 1, 1100, 0, nil)            // 90, the longest
 	h.finish(k2, g, 2, 1, 1200, 0, nil)
-	_, out := checkOne(t, &testRun{strategy: "nolock", hist: h}, Counts{Overlaps: 5, OverlapNs: 220, OverlapMaxNs: 90})
+	// The history has no acquire: each enter contradicts it.
+	r := &testRun{strategy: "nolock", hist: h, counts: Counts{Overlaps: 5, OverlapNs: 220, OverlapMaxNs: 90}}
+	rep, out := runDir(t, writeDir(t, r), Options{})
+	if got, want := rep.Runs[0].Counts, r.counts; got != want {
+		t.Errorf("got counts %+v;\nwant %+v", got, want)
+	}
 	if want := "  exclusion: skipped, no acquire succeeded\n"; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	for _, d := range rep.Runs[0].Disagreements {
+		if d.Field != FieldHistory || !strings.Contains(d.Text, "follows no ok acquire") {
+			t.Errorf("disagreement %s; want only enters that follow no acquire", d)
+		}
+	}
+	if n := rep.Disagreements(); n != 8 {
+		t.Errorf("%d disagreements; want one per enter, 8:\n%s", n, out)
 	}
 }
 
@@ -329,13 +342,18 @@ func TestUnsafeStrikes(t *testing.T) {
 	h.strike(2, 3000, 3200, 4000) // nothing: the overdraft is at 4500
 	h.strike(3, 5000, 5200, 6000) // the stale write accepted at 5500
 	p1, p2, p3 := "lockbench:pay:1", "lockbench:pay:2", "lockbench:pay:3"
+	h.acquire(0, 0, p1, 470, 475, true, 0)
 	n := h.enter(0, 0, p1, 1, 0, 480, 0, 0, 120)
 	h.finish(p1, n, 1, 0, 500, 0, applied(0, 50, 70, 1))
+	h.acquire(0, 1, p1, 1970, 1975, true, 0)
 	n = h.enter(0, 1, p1, 1, 0, 1980, 0, 1, 70)
 	h.finish(p1, n, 1, 0, 2000, 0, applied(1, 50, 20, 2))
+	h.acquire(0, 0, p2, 4470, 4475, true, 0)
 	n = h.enter(0, 0, p2, 2, 0, 4480, 0, 2, 20)
 	h.finish(p2, n, 2, 0, 4500, 0, applied(2, 50, -30, 3))
+	h.acquire(0, 0, p3, 5090, 5095, true, 0)
 	x := h.enter(0, 0, p3, 3, 0, 5100, 0, 3, -30)
+	h.acquire(0, 1, p3, 5190, 5195, true, 0)
 	y := h.enter(0, 1, p3, 3, 0, 5200, 0, 3, -30)
 	h.finish(p3, y, 3, 0, 5300, 0, nil)
 	h.finish(p3, x, 3, 0, 5500, 0, applied(3, 0, -30, 4))
@@ -483,11 +501,78 @@ func TestSameIDRows(t *testing.T) {
 		return h
 	}
 	one := &testRun{strategy: "fencing", fencing: true, counts: Counts{Processed: 1}, hist: clean(1)}
-	two := &testRun{strategy: "fencing", fencing: true, counts: Counts{Processed: 2}}
+	two := &testRun{strategy: "fencing", fencing: true, counts: Counts{Payments: 2, Processed: 2}}
 	dir := writeDir(t, one, two)
 	writeHistory(t, HistoryPath(dir, one.id()+".2"), clean(2))
 	rep, out := runDir(t, dir, Options{})
 	if rep.Disagreements() != 0 || !strings.Contains(out, "agree  "+one.id()+"\n") || !strings.Contains(out, "agree  "+one.id()+".2\n") {
 		t.Errorf("got %d disagreements, output\n%s; want both runs to agree, the second as %s.2", rep.Disagreements(), out, one.id())
+	}
+}
+
+// A history that contradicts itself is a disagreement naming the line:
+// an enter removed (its key's entry numbers skip one), an enter whose
+// acquire is removed, an enter whose processed is flipped, the end line
+// cut.
+func TestHistoryContradictions(t *testing.T) {
+	clean := func() *hist {
+		h := newHist("lock", "fencing", "account", true, false, []int64{1000}, 0)
+		for p := int64(1); p <= 3; p++ {
+			h.offer(p, 0, 100)
+			h.hold(0, 0, acct0, p, 0, 100*p, p, p-1, 1000-100*(p-1), 100)
+		}
+		return h
+	}
+	find := func(h *hist, ev string, p int64) int {
+		for i, l := range h.lines {
+			if l["ev"] == ev && l["p"] == p {
+				return i
+			}
+		}
+		t.Fatalf("no %s of payment %d", ev, p)
+		return -1
+	}
+	for _, c := range []struct {
+		name, want string
+		edit       func(h *hist)
+	}{
+		{"untouched", "", func(*hist) {}},
+		{"enter removed", "its entry numbers skips 2", func(h *hist) {
+			i := find(h, "enter", 2)
+			h.lines = append(h.lines[:i:i], h.lines[i+1:]...)
+		}},
+		{"acquire removed", "follows no ok acquire", func(h *hist) {
+			i := -1
+			for j, l := range h.lines {
+				if l["ev"] == "acquire" {
+					i = j // the last one: payment 3's
+				}
+			}
+			h.lines = append(h.lines[:i:i], h.lines[i+1:]...)
+		}},
+		{"processed flipped", "read processed true", func(h *hist) { h.lines[find(h, "enter", 3)]["processed"] = true }},
+		{"end cut", "no end line", func(h *hist) { h.noEnd = true }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := clean()
+			c.edit(h)
+			r := &testRun{strategy: "fencing", fencing: true, hist: h, counts: Counts{Processed: 3}}
+			r.fill()
+			rep, out := runDir(t, writeDir(t, r), Options{})
+			var got []string
+			for _, d := range rep.Runs[0].Disagreements {
+				if d.Field == FieldHistory {
+					got = append(got, d.Text)
+				}
+			}
+			switch {
+			case c.want == "" && len(got) > 0:
+				t.Errorf("untouched history: %q; want no contradiction", got)
+			case c.want != "" && (len(got) == 0 || !strings.Contains(strings.Join(got, "\n"), c.want)):
+				t.Errorf("got %q; want a contradiction saying %q\n%s", got, c.want, out)
+			case c.want != "" && !strings.Contains(out, "DISAGREE "+r.id()+": history contradicts itself: "):
+				t.Errorf("output names no contradiction:\n%s", out)
+			}
+		})
 	}
 }

@@ -3,6 +3,9 @@ package check
 // Counts are the counts of summary.json that a history derives
 // (docs/history.md, "Deriving the counts"), under their JSON names.
 type Counts struct {
+	Payments       int64 `json:"payments"`
+	NotAcquired    int64 `json:"not_acquired"`
+	Strikes        int64 `json:"strikes"`
 	Processed      int64 `json:"processed"`
 	Duplicates     int64 `json:"duplicates"`
 	Lost           int64 `json:"lost"`
@@ -29,6 +32,9 @@ type field struct {
 // fields lists c's counts in the order they are compared and printed.
 func (c *Counts) fields() []field {
 	return []field{
+		{"payments", c.Payments},
+		{"not_acquired", c.NotAcquired},
+		{"strikes", c.Strikes},
 		{"processed", c.Processed},
 		{"duplicates", c.Duplicates},
 		{"lost", c.Lost},

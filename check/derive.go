@@ -17,11 +17,18 @@ type derivation struct {
 	// writes are the writes recorded otherwise than the rules derive.
 	writes []WriteMismatch
 	notes  []string
+	// underived are the counts this kind of history does not derive
+	// (not_acquired outside lock runs): not compared.
+	underived map[string]bool
+	// errs are the errors by class the acquire and release lines carry
+	// (lock runs), and kind the history's kind.
+	errs map[string]int64
+	kind string
 }
 
 // derive applies the rules of docs/history.md to h.
 func derive(h *history) (*derivation, error) {
-	d := &derivation{overlapKeys: map[string]bool{}}
+	d := &derivation{overlapKeys: map[string]bool{}, underived: map[string]bool{}, errs: h.errs, kind: h.hdr.kind}
 	keys := make([]string, 0, len(h.keys))
 	for k := range h.keys {
 		keys = append(keys, k)
@@ -64,6 +71,15 @@ func derive(h *history) (*derivation, error) {
 	}
 	more, notes := judgeRecords(&h.hdr, apps, offered, &d.counts)
 	d.notes = notes
+	d.counts.Payments, d.counts.Strikes = offered, int64(len(h.strikes))
+	if h.hdr.kind == "lock" {
+		d.counts.NotAcquired = h.notAcquired
+	} else {
+		d.underived["not_acquired"] = true
+	}
+	if d.hi != nil {
+		d.hi.Payments, d.hi.Strikes, d.hi.NotAcquired = d.counts.Payments, d.counts.Strikes, d.counts.NotAcquired
+	}
 	d.counts.UnsafeStrikes = unsafeStrikes(h.strikes, append(outcomes, more...))
 	d.counts.Conflicts = h.conflicts
 	if d.hi != nil {

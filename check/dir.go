@@ -88,7 +88,16 @@ func checkRun(ctx context.Context, dir string, rr runRows, opt *Options) RunRepo
 		return r
 	}
 	r.Counts = d.counts
-	r.Disagreements, r.Notes = compare(&d.counts, d.hi, rr.rows)
+	r.Derived = judgementOf(d, rr.rows)
+	for _, rw := range rr.rows {
+		j := rw.judged
+		r.Rows = append(r.Rows, RowFigures{File: rw.file, Counts: rw.counts, Verdict: j.Verdict, Unsafe: j.Unsafe, Availability: j.Availability, Errors: j.Errors})
+	}
+	r.Disagreements, r.Notes = compare(&d.counts, d.hi, rr.rows, d.underived)
+	r.Disagreements = append(r.Disagreements, compareJudgement(d, &r.Derived, rr.rows)...)
+	for _, v := range consistency(h) {
+		r.Disagreements = append(r.Disagreements, Disagreement{Field: FieldHistory, Text: v})
+	}
 	for _, w := range d.writes {
 		r.Disagreements = append(r.Disagreements, Disagreement{Field: FieldApplied, Write: w})
 	}
@@ -115,7 +124,7 @@ func checkRun(ctx context.Context, dir string, rr runRows, opt *Options) RunRepo
 // notes the counts a row lacks (a file written before the count existed).
 // With hi (transactions of unknown outcome), a row's count agrees when it
 // lies between c's and hi's.
-func compare(c, hi *Counts, rows []row) ([]Disagreement, []string) {
+func compare(c, hi *Counts, rows []row, underived map[string]bool) ([]Disagreement, []string) {
 	var dis []Disagreement
 	var notes []string
 	var his []field
@@ -125,6 +134,9 @@ func compare(c, hi *Counts, rows []row) ([]Disagreement, []string) {
 	for _, rw := range rows {
 		var missing []string
 		for i, f := range c.fields() {
+			if underived[f.name] {
+				continue
+			}
 			v, ok := rw.counts[f.name]
 			lo, up := f.value, f.value
 			if his != nil {
@@ -140,6 +152,9 @@ func compare(c, hi *Counts, rows []row) ([]Disagreement, []string) {
 		if len(missing) > 0 {
 			notes = append(notes, fmt.Sprintf("not in %s, not compared: %s", rw.file, strings.Join(missing, ", ")))
 		}
+	}
+	for name := range underived {
+		notes = append(notes, name+": not derived from this kind of history, not compared (docs/history.md)")
 	}
 	return dis, notes
 }

@@ -24,7 +24,7 @@ func ExampleDir() {
 	defer os.RemoveAll(dir)
 
 	summary := `[{"strategy":"setnx","scenario":"contended","fault":"none","variant":"","trial":1,"fencing":false,
-  "processed":1,"duplicates":0,"lost":0,"unprocessed":0,"overdrafts":0,"lost_updates":0,
+  "payments":1,"not_acquired":0,"strikes":0,"processed":1,"duplicates":0,"lost":0,"unprocessed":0,"overdrafts":0,"lost_updates":0,
   "overlaps":0,"overlap_ns":0,"overlap_max_ns":0,"stale_rejected":0,"stale_accepted":0,
   "token_regressed":0,"token_reused":0,"unsafe_strikes":0,"conflicts":0}]`
 	history := `{"ev":"header","version":1,"run":"setnx.contended.none.unfenced","strategy":"setnx","kind":"lock","store":"memory","mode":"account","fencing":false,"strict":false,"deliveries":1,"balances":[1000],"payments":0,"clock":[{"instance":0,"where":"coordinator","offset_ns":0,"uncertainty_ns":0}]}
@@ -33,6 +33,7 @@ func ExampleDir() {
 {"ev":"enter","i":0,"w":0,"p":1,"a":0,"k":"lockbench:acct:0","seq":1,"n":1,"at":120,"token":0,"processed":false,"balance":1000,"version":0}
 {"ev":"finish","p":1,"a":0,"k":"lockbench:acct:0","seq":2,"n":1,"at":130,"token":0,"write":{"base":0,"debit":250,"balance":750,"applied":true,"version":1}}
 {"ev":"release","i":0,"w":0,"p":1,"a":0,"k":"lockbench:acct:0","inv":140,"ret":150,"ok":true}
+{"ev":"end","payments":1}
 `
 	if err := os.WriteFile(filepath.Join(dir, "summary.json"), []byte(summary), 0o644); err != nil {
 		fmt.Println(err)

@@ -18,6 +18,12 @@ type hist struct {
 	lines   []map[string]any
 	seq     map[string]int64
 	entries map[string]int64
+	// made is each account's applied writes by the version they made:
+	// an enter reads its payment processed when a write of it is on the
+	// chain of the version it reads, as the store's record does.
+	made map[int]map[int64][2]int64 // version → {base, payment}
+	// noEnd leaves out the end line encodeLines otherwise adds.
+	noEnd bool
 }
 
 // newHist starts a history with its header; clock lists the instances'
@@ -27,7 +33,7 @@ func newHist(kind, strategy, mode string, fencing, strict bool, balances []int64
 	for i, u := range clock {
 		cl = append(cl, map[string]any{"instance": i, "where": "process", "offset_ns": 0, "uncertainty_ns": u})
 	}
-	h := &hist{seq: map[string]int64{}, entries: map[string]int64{}}
+	h := &hist{seq: map[string]int64{}, entries: map[string]int64{}, made: map[int]map[int64][2]int64{}}
 	h.add(map[string]any{
 		"ev": "header", "version": 1, "run": "test", "strategy": strategy, "kind": kind,
 		"store": "memory", "mode": mode, "fencing": fencing, "strict": strict,
@@ -68,8 +74,23 @@ func (h *hist) enter(i, w int, k string, p int64, a int, at, token, version, bal
 	h.entries[k]++
 	n := h.entries[k]
 	h.add(map[string]any{"ev": "enter", "i": i, "w": w, "p": p, "a": a, "k": k, "seq": h.seq[k], "n": n,
-		"at": at, "token": token, "processed": false, "balance": balance, "version": version})
+		"at": at, "token": token, "processed": h.processed(a, version, p), "balance": balance, "version": version})
 	return n
+}
+
+// processed is whether payment p is on the chain of account a's version.
+func (h *hist) processed(a int, version, p int64) bool {
+	for v := version; v > 0; {
+		m, ok := h.made[a][v]
+		if !ok {
+			return false
+		}
+		if m[1] == p {
+			return true
+		}
+		v = m[0]
+	}
+	return false
 }
 
 // finish records the finish of entry n of k; wr is its write, nil for
@@ -77,6 +98,12 @@ func (h *hist) enter(i, w int, k string, p int64, a int, at, token, version, bal
 func (h *hist) finish(k string, n, p int64, a int, at, token int64, wr map[string]any) {
 	h.seq[k]++
 	m := map[string]any{"ev": "finish", "p": p, "a": a, "k": k, "seq": h.seq[k], "n": n, "at": at, "token": token}
+	if wr != nil && wr["applied"] == true {
+		if h.made[a] == nil {
+			h.made[a] = map[int64][2]int64{}
+		}
+		h.made[a][wr["version"].(int64)] = [2]int64{wr["base"].(int64), p}
+	}
 	if wr != nil {
 		m["write"] = wr
 	}
@@ -122,9 +149,23 @@ func (r *testRun) id() string {
 	return identity{Strategy: r.strategy, Scenario: "contended", Fault: "none", Fencing: r.fencing}.id()
 }
 
+// fill gives r's counts, when it has none of them, the payments, the
+// acquires given up and the strikes its history's lines count.
+func (r *testRun) fill() {
+	c := &r.counts
+	if r.hist == nil || c.Payments != 0 || c.NotAcquired != 0 || c.Strikes != 0 {
+		return
+	}
+	c.Payments, c.NotAcquired, c.Strikes = r.hist.lineCounts()
+	if r.hist.lines[0]["kind"] != "lock" {
+		c.NotAcquired = 0
+	}
+}
+
 // row is the run's summary.json row.
 func (r *testRun) row(t *testing.T) map[string]any {
 	t.Helper()
+	r.fill()
 	b, err := json.Marshal(r.counts)
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +249,34 @@ func encodeLines(t *testing.T, w io.Writer, h *hist) {
 			t.Fatal(err)
 		}
 	}
+	if last := h.lines[len(h.lines)-1]; !h.noEnd && last["ev"] != "end" {
+		if err := enc.Encode(map[string]any{"ev": "end"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// lineCounts are the counts of h's lines that summary.json carries
+// too: the payments offered (the end line's, else the offer lines), the
+// acquires given up and the strikes.
+func (h *hist) lineCounts() (payments, notAcquired, strikes int64) {
+	for _, l := range h.lines {
+		switch l["ev"] {
+		case "offer":
+			payments++
+		case "end":
+			if n, ok := l["payments"].(int64); ok {
+				return n, notAcquired, strikes
+			}
+		case "acquire":
+			if l["err"] == "not_acquired" {
+				notAcquired++
+			}
+		case "strike":
+			strikes++
+		}
+	}
+	return payments, notAcquired, strikes
 }
 
 // runDir checks dir with opt and returns the report and the output.
@@ -226,6 +295,8 @@ func runDir(t *testing.T, dir string, opt Options) (Report, string) {
 func checkOne(t *testing.T, r *testRun, want Counts) (RunReport, string) {
 	t.Helper()
 	r.counts = want
+	r.fill()
+	want = r.counts
 	dir := writeDir(t, r)
 	rep, out := runDir(t, dir, Options{})
 	if len(rep.Runs) != 1 {

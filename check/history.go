@@ -61,9 +61,12 @@ type line struct {
 	Token int64  `json:"token"`
 
 	// acquire, release
-	Inv int64 `json:"inv"`
-	Ret int64 `json:"ret"`
-	OK  bool  `json:"ok"`
+	Inv int64  `json:"inv"`
+	Ret int64  `json:"ret"`
+	OK  bool   `json:"ok"`
+	Err string `json:"err"`
+	// enter: whether the holder read the payment as processed
+	Processed bool `json:"processed"`
 
 	// enter, finish; a strike's number is N too
 	Seq   int64  `json:"seq"`
@@ -116,6 +119,15 @@ type storeEvent struct {
 	wr                   write // hasWrite only
 	a, i, w              int32
 	finish, hasWrite     bool
+	processed            bool  // an enter's read
+	version              int64 // the account record's version an enter read
+	line                 int   // its line in the history
+}
+
+// holderKey is a worker's hold of a lock key: instance, worker, key.
+type holderKey struct {
+	i, w int32
+	k    string
 }
 
 // lockOp is an acquire or a release that succeeded.
@@ -159,6 +171,15 @@ type history struct {
 	acquires int64
 	// conflicts counts the tx lines whose version check failed.
 	conflicts int64
+	// notAcquired counts the acquire lines that gave up (err
+	// not_acquired); errs the acquire and release lines' errors by
+	// summary.json's class (release's not_owner is lost_lock).
+	notAcquired int64
+	errs        map[string]int64
+	// granted counts each worker's ok acquires of each key.
+	granted map[holderKey]int
+	// ended: the history has its end line.
+	ended bool
 }
 
 // readHistory decodes the history file at path.
@@ -184,7 +205,7 @@ func readHistory(path string) (*history, error) {
 func decodeHistory(r io.Reader) (*history, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
-	h := &history{keys: map[string]*keyData{}}
+	h := &history{keys: map[string]*keyData{}, errs: map[string]int64{}, granted: map[holderKey]int{}}
 	num := 0
 	for sc.Scan() {
 		num++
@@ -223,6 +244,7 @@ func (h *history) add(l *line, num int) error {
 	case "offer":
 		h.offers++
 	case "end":
+		h.ended = true
 		if l.Payments != nil {
 			h.payments = l.Payments
 		}
@@ -232,10 +254,21 @@ func (h *history) add(l *line, num int) error {
 			k.ops = append(k.ops, lockOp{inv: l.Inv, ret: l.Ret, i: l.I, w: l.W, release: l.Ev == "release"})
 			if l.Ev == "acquire" {
 				h.acquires++
+				h.granted[holderKey{l.I, l.W, l.K}]++
 			}
+			break
+		}
+		switch {
+		case l.Ev == "acquire" && l.Err == "not_acquired":
+			h.notAcquired++
+		case l.Err == "not_owner":
+			h.errs["lost_lock"]++
+		case l.Err != "" && l.Err != "ended":
+			h.errs[l.Err]++
 		}
 	case "enter", "finish":
-		e := storeEvent{seq: l.Seq, n: l.N, at: l.At, token: l.Token, p: l.P, a: l.A, i: l.I, w: l.W, finish: l.Ev == "finish"}
+		e := storeEvent{seq: l.Seq, n: l.N, at: l.At, token: l.Token, p: l.P, a: l.A, i: l.I, w: l.W, finish: l.Ev == "finish",
+			processed: l.Processed, version: l.Version, line: num}
 		if l.Write != nil {
 			if !e.finish {
 				return fmt.Errorf("%w: line %d: an enter with a write", errFormat, num)

@@ -13,6 +13,8 @@ const (
 	// FieldExclusion: the store counted an overlap on a key that
 	// porcupine found exclusive.
 	FieldExclusion = "exclusion"
+	// FieldHistory: the history contradicts itself (Text says where).
+	FieldHistory = "history"
 )
 
 // Report is what Dir found, run by run.
@@ -41,6 +43,10 @@ type RunReport struct {
 	Err error
 	// Counts are the counts the history derives.
 	Counts Counts
+	// Derived is the judgement the history derives.
+	Derived Judgement
+	// Rows are the run's rows, as their files give what is compared.
+	Rows []RowFigures
 	// Disagreements are where the history and the run's rows differ.
 	Disagreements []Disagreement
 	// Exclusion is the mutual-exclusion check.
@@ -49,6 +55,17 @@ type RunReport struct {
 	// exclusion check's findings and cuts, counts a row lacks, and what
 	// the history's records could not hold. One line each.
 	Notes []string
+}
+
+// RowFigures is one row of a run, in summary.json or verdicts.json: the
+// figures the check compares, those the row has.
+type RowFigures struct {
+	File         string           `json:"file"`
+	Counts       map[string]int64 `json:"counts"`
+	Verdict      *string          `json:"verdict,omitempty"`
+	Unsafe       *bool            `json:"unsafe,omitempty"`
+	Availability *float64         `json:"availability,omitempty"`
+	Errors       map[string]int64 `json:"errors,omitempty"`
 }
 
 // Disagreement is one field on which the history and a row of the run
@@ -66,6 +83,9 @@ type Disagreement struct {
 	Write WriteMismatch
 	// Key is the lock key (FieldExclusion only).
 	Key string
+	// HistoryText and RowText are the values of a field that is no count
+	// (verdict, unsafe, availability); Text is what FieldHistory found.
+	HistoryText, RowText, Text string
 }
 
 // String is the disagreement as its line says it, after the run's ID.
@@ -75,6 +95,11 @@ func (d Disagreement) String() string {
 		return fmt.Sprintf("applied key %s seq %d: history %s, the rules %s", d.Write.Key, d.Write.Seq, d.Write.History, d.Write.Rules)
 	case FieldExclusion:
 		return fmt.Sprintf("exclusion key %s: the store counted an overlap, porcupine found an order with one holder at a time", d.Key)
+	case FieldHistory:
+		return "history contradicts itself: " + d.Text
+	}
+	if d.HistoryText != "" || d.RowText != "" {
+		return fmt.Sprintf("%s history %s, %s %s", d.Field, d.HistoryText, d.File, d.RowText)
 	}
 	return fmt.Sprintf("%s history %d, %s %d", d.Field, d.History, d.File, d.Row)
 }

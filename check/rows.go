@@ -17,6 +17,13 @@ import (
 type row struct {
 	file   string // the file's name, results.SummaryJSONFile or results.VerdictsFile
 	counts map[string]int64
+	// The judgement and what it rests on, where the row has them.
+	judged struct {
+		Unsafe       *bool            `json:"unsafe"`
+		Verdict      *string          `json:"verdict"`
+		Availability *float64         `json:"availability"`
+		Errors       map[string]int64 `json:"errors"`
+	}
 }
 
 // runRows is one run and its rows, in the order of the files.
@@ -97,6 +104,9 @@ func decodeRow(name string, raw json.RawMessage) (string, row, error) {
 		return "", row{}, err
 	}
 	r := row{file: name, counts: map[string]int64{}}
+	if err := json.Unmarshal(raw, &r.judged); err != nil {
+		return "", row{}, err
+	}
 	var zero Counts
 	for _, f := range zero.fields() {
 		v, ok := obj[f.name]

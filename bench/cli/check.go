@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"fmt"
@@ -19,8 +20,9 @@ var ErrDisagree = errors.New("the history and summary.json disagree")
 
 // checkOptions is `lockbench check`'s input.
 type checkOptions struct {
-	dir string
-	opt judge.Options
+	dir    string
+	opt    judge.Options
+	asJSON bool
 }
 
 func parseCheck(args []string, stdout, stderr io.Writer) (checkOptions, error) {
@@ -30,6 +32,7 @@ func parseCheck(args []string, stdout, stderr io.Writer) (checkOptions, error) {
 	fs.IntVar(&o.opt.MaxOpsPerKey, "max-ops-per-key", judge.DefaultMaxOpsPerKey, "most operations in one exclusion check, 2..")
 	fs.DurationVar(&o.opt.KeyTimeout, "key-timeout", judge.DefaultKeyTimeout, "time the exclusion check may spend on one key")
 	fs.DurationVar(&o.opt.Timeout, "timeout", judge.DefaultTimeout, "time the exclusion check may spend on one run")
+	fs.BoolVar(&o.asJSON, "json", false, "print, per run, the figures the history derives beside its rows' (JSON), instead of the lines")
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return o, parseFlags(fs, args, stdout) // its usage error, or help
@@ -59,7 +62,16 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	rep, err := judge.Dir(ctx, o.dir, o.opt, stdout)
+	lines := stdout
+	if o.asJSON {
+		lines = io.Discard
+	}
+	rep, err := judge.Dir(ctx, o.dir, o.opt, lines)
+	if o.asJSON && (err == nil || errors.Is(err, judge.ErrUnreadable)) {
+		if jerr := writeCheckJSON(stdout, rep); jerr != nil {
+			return jerr
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -67,4 +79,38 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%w: %d disagreements (above)", ErrDisagree, n)
 	}
 	return nil
+}
+
+// checkRunJSON is one run as `check --json` prints it: the history's
+// figures beside its rows'.
+type checkRunJSON struct {
+	ID            string             `json:"id"`
+	History       string             `json:"history,omitempty"`
+	Error         string             `json:"error,omitempty"`
+	Derived       *judge.Counts      `json:"derived,omitempty"`
+	Judgement     *judge.Judgement   `json:"judgement,omitempty"`
+	Rows          []judge.RowFigures `json:"rows,omitempty"`
+	Disagreements []string           `json:"disagreements"`
+	Notes         []string           `json:"notes,omitempty"`
+}
+
+// writeCheckJSON prints rep as a JSON array, one object per run.
+func writeCheckJSON(w io.Writer, rep judge.Report) error {
+	out := make([]checkRunJSON, 0, len(rep.Runs))
+	for i := range rep.Runs {
+		r := &rep.Runs[i]
+		j := checkRunJSON{ID: r.ID, History: r.History, Rows: r.Rows, Notes: r.Notes, Disagreements: []string{}}
+		if r.Err != nil {
+			j.Error = r.Err.Error()
+		} else if r.History != "" {
+			j.Derived, j.Judgement = &r.Counts, &r.Derived
+		}
+		for _, d := range r.Disagreements {
+			j.Disagreements = append(j.Disagreements, d.String())
+		}
+		out = append(out, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }

@@ -300,3 +300,72 @@ func TestFreeHistoryPath(t *testing.T) {
 		t.Errorf("after a and a.2 (under way): %s; want a.3%s", got, results.HistoryExt)
 	}
 }
+
+// Every field of summary.json the history derives is judged: one edit at
+// a time, each makes `lockbench check` exit 5 with a DISAGREE line naming
+// the field, the verdict and unsafe included.
+func TestCheckJudgesEveryField(t *testing.T) {
+	dir, id := checkRunDir(t)
+	orig, err := os.ReadFile(filepath.Join(dir, results.SummaryJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	num := func(v any) int64 { n, _ := v.(json.Number).Int64(); return n }
+	for _, c := range []struct {
+		field string
+		edit  func(row map[string]any)
+	}{
+		{"unsafe", func(r map[string]any) { r["unsafe"] = !r["unsafe"].(bool) }},
+		{"verdict", func(r map[string]any) { r["verdict"] = results.VerdictSafe }},
+		{"payments", func(r map[string]any) { r["payments"] = num(r["payments"]) + 1 }},
+		{"not_acquired", func(r map[string]any) { r["not_acquired"] = num(r["not_acquired"]) + 3 }},
+		{"strikes", func(r map[string]any) { r["strikes"] = num(r["strikes"]) + 1 }},
+		{"availability", func(r map[string]any) { r["availability"] = 0.5 }},
+		{"errors.timeout", func(r map[string]any) { r["errors"] = map[string]any{"timeout": 2} }},
+	} {
+		t.Run(c.field, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(dir, results.SummaryJSONFile), orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rows := checkRows(t, dir)
+			c.edit(rows[0])
+			data, err := json.MarshalIndent(rows, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, results.SummaryJSONFile), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := checkCmd(t, "check", dir)
+			want := "DISAGREE " + id + ": " + c.field + " history "
+			if r.code != 5 || !strings.Contains(r.out, want) {
+				t.Errorf("check after editing %s: exit %d; want 5 and a line %q\n%s", c.field, r.code, want, r.out)
+			}
+		})
+	}
+}
+
+// `check --json` prints its own figures per run beside the row's: the
+// derived counts and verdict of a real run equal summary.json's.
+func TestCheckJSON(t *testing.T) {
+	dir, id := checkRunDir(t)
+	r := checkCmd(t, "check", "--json", dir)
+	if r.code != 0 {
+		t.Fatalf("check --json: exit %d\n%s%s", r.code, r.out, r.errs)
+	}
+	var runs []checkRunJSON
+	if err := json.Unmarshal([]byte(r.out), &runs); err != nil {
+		t.Fatalf("check --json printed no JSON: %v\n%s", err, r.out)
+	}
+	if len(runs) != 1 || runs[0].ID != id || runs[0].Derived == nil || runs[0].Judgement == nil || len(runs[0].Rows) != 1 {
+		t.Fatalf("check --json: %+v; want run %s with its figures and its row", runs, id)
+	}
+	got, row := runs[0], runs[0].Rows[0]
+	if got.Derived.Payments != row.Counts["payments"] || got.Derived.Duplicates != row.Counts["duplicates"] || got.Derived.Duplicates == 0 {
+		t.Errorf("derived payments %d, duplicates %d; the row's %d, %d (want equal, duplicates above 0: nolock)",
+			got.Derived.Payments, got.Derived.Duplicates, row.Counts["payments"], row.Counts["duplicates"])
+	}
+	if got.Judgement.Verdict != results.VerdictUnsafe || row.Verdict == nil || *row.Verdict != results.VerdictUnsafe {
+		t.Errorf("verdict: derived %q, row %v; want unsafe both", got.Judgement.Verdict, row.Verdict)
+	}
+}

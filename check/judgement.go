@@ -1,0 +1,97 @@
+package check
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/lockbench/lockbench/results"
+)
+
+// Judgement is the verdict a history derives, with what it rests on, by
+// summary.json's names.
+type Judgement struct {
+	Verdict      string           `json:"verdict"`
+	Unsafe       bool             `json:"unsafe"`
+	Availability float64          `json:"availability"`
+	Errors       map[string]int64 `json:"errors,omitempty"`
+}
+
+// exactErrors are the error classes every one of which a lock run's
+// history records (on its acquire or release line): the row must have
+// the same count. The others (store, other, agent_lost) also arise where
+// no line is written (a store call, a lost instance), so the history's
+// count is a floor.
+var exactErrors = []string{"timeout", "refused", "unavailable", "lost_lock", "adapter_lost"}
+
+// judgementOf is d's judgement, by results.Summary's rules. A count the
+// history does not derive (not_acquired outside lock runs) is taken from
+// the first row that has it.
+func judgementOf(d *derivation, rows []row) Judgement {
+	c := d.counts
+	s := results.Summary{
+		Payments: c.Payments, Processed: c.Processed, NotAcquired: c.NotAcquired, StaleRejected: c.StaleRejected,
+		Duplicates: c.Duplicates, Lost: c.Lost, Overdrafts: c.Overdrafts, LostUpdates: c.LostUpdates, StaleAccepted: c.StaleAccepted,
+	}
+	if d.underived["not_acquired"] {
+		for _, rw := range rows {
+			if v, ok := rw.counts["not_acquired"]; ok {
+				s.NotAcquired = v
+				break
+			}
+		}
+	}
+	s.Finish()
+	j := Judgement{Verdict: s.Verdict, Unsafe: s.Unsafe, Availability: s.Availability}
+	if d.kind == "lock" {
+		j.Errors = d.errs
+	}
+	return j
+}
+
+// compareJudgement compares the derived judgement j with each row's: the
+// verdict, unsafe, availability, and (lock runs) the errors by class.
+func compareJudgement(d *derivation, j *Judgement, rows []row) []Disagreement {
+	var dis []Disagreement
+	text := func(field, file, h, r string) {
+		dis = append(dis, Disagreement{Field: field, File: file, HistoryText: h, RowText: r})
+	}
+	for _, rw := range rows {
+		jr := &rw.judged
+		if jr.Unsafe != nil && *jr.Unsafe != j.Unsafe {
+			text("unsafe", rw.file, strconv.FormatBool(j.Unsafe), strconv.FormatBool(*jr.Unsafe))
+		}
+		if jr.Verdict != nil && *jr.Verdict != j.Verdict {
+			text("verdict", rw.file, j.Verdict, *jr.Verdict)
+		}
+		if jr.Availability != nil && math.Abs(*jr.Availability-j.Availability) > 1e-9 {
+			text("availability", rw.file, fmtShare(j.Availability), fmtShare(*jr.Availability))
+		}
+		if d.kind != "lock" || jr.Errors == nil {
+			continue // a row without errors (a file written before them)
+		}
+		classes := map[string]bool{}
+		for k := range j.Errors {
+			classes[k] = true
+		}
+		for k := range jr.Errors {
+			classes[k] = true
+		}
+		names := make([]string, 0, len(classes))
+		for k := range classes {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			h, r := j.Errors[k], jr.Errors[k]
+			if h == r || !slices.Contains(exactErrors, k) && h < r {
+				continue
+			}
+			dis = append(dis, Disagreement{Field: "errors." + k, File: rw.file, History: h, Row: r})
+		}
+	}
+	return dis
+}
+
+func fmtShare(f float64) string { return fmt.Sprintf("%.6f", f) }
