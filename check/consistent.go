@@ -16,7 +16,7 @@ const maxChainSteps = 50_000_000
 // consistency lists where the history contradicts itself
 // (docs/history.md, "A history agrees with itself"): it has no end line;
 // a key's entry numbers skip or repeat one; in a lock run, an enter that
-// follows no ok acquire of its payment's lock by the same holder, or whose
+// follows no ok acquire of its key by the same worker, or whose
 // processed is not what the finishes before it wrote.
 func consistency(h *history) []string {
 	var out []string
@@ -65,13 +65,11 @@ func consistency(h *history) []string {
 	if h.hdr.kind != "lock" {
 		return tail(out, more)
 	}
-	used := map[holderKey]int{}
 	for _, ke := range enters {
 		e := ke.e
-		hk := holderKey{e.i, e.w, ke.k}
-		used[hk]++
-		if used[hk] > h.granted[hk] {
-			add("line %d: enter of payment %d on key %s by instance %d worker %d follows no ok acquire of that key by that worker", e.line, e.p, hk.k, e.i, e.w)
+		first, ok := h.granted[holderKey{e.i, e.w, ke.k}]
+		if !ok || first > e.at+h.hdr.uncertainty[e.i] {
+			add("line %d: enter of payment %d on key %s by instance %d worker %d follows no ok acquire of that key by that worker", e.line, e.p, ke.k, e.i, e.w)
 		}
 	}
 	// What an enter read as processed is whether its payment is on the

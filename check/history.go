@@ -176,8 +176,8 @@ type history struct {
 	// summary.json's class (release's not_owner is lost_lock).
 	notAcquired int64
 	errs        map[string]int64
-	// granted counts each worker's ok acquires of each key.
-	granted map[holderKey]int
+	// granted is each worker's first ok acquire of each key: its inv.
+	granted map[holderKey]int64
 	// ended: the history has its end line.
 	ended bool
 }
@@ -205,7 +205,7 @@ func readHistory(path string) (*history, error) {
 func decodeHistory(r io.Reader) (*history, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
-	h := &history{keys: map[string]*keyData{}, errs: map[string]int64{}, granted: map[holderKey]int{}}
+	h := &history{keys: map[string]*keyData{}, errs: map[string]int64{}, granted: map[holderKey]int64{}}
 	num := 0
 	for sc.Scan() {
 		num++
@@ -254,7 +254,9 @@ func (h *history) add(l *line, num int) error {
 			k.ops = append(k.ops, lockOp{inv: l.Inv, ret: l.Ret, i: l.I, w: l.W, release: l.Ev == "release"})
 			if l.Ev == "acquire" {
 				h.acquires++
-				h.granted[holderKey{l.I, l.W, l.K}]++
+				if at, ok := h.granted[holderKey{l.I, l.W, l.K}]; !ok || l.Inv < at {
+					h.granted[holderKey{l.I, l.W, l.K}] = l.Inv
+				}
 			}
 			break
 		}

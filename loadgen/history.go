@@ -488,7 +488,7 @@ const errEnded = "ended"
 // counts it.
 func acquireErr(cx cycleCtx, actx context.Context, err error) string {
 	switch {
-	case cx.run.Err() != nil:
+	case cx.run.Err() != nil, errors.Is(err, strategies.ErrInterrupted):
 		return errEnded
 	case errors.Is(err, strategies.ErrAdapterLost):
 		return ErrClassAdapterLost
@@ -501,6 +501,9 @@ func acquireErr(cx cycleCtx, actx context.Context, err error) string {
 // releaseErr is a failed release's class in the history: not_owner when
 // the lock was no longer the holder's.
 func releaseErr(err error) string {
+	if errors.Is(err, strategies.ErrInterrupted) {
+		return errEnded
+	}
 	if c := classify(err); c != ecLostLock {
 		return errClasses[c]
 	}

@@ -163,8 +163,10 @@ func (w *worker) gaveUp(cx cycleCtx, d Delivery, actx context.Context, err error
 		w.rec.Record(results.Acquire, tried)
 	}
 	switch {
-	case cx.run.Err() != nil:
-		// The run is ending: neither a give-up nor a server error.
+	case cx.run.Err() != nil, errors.Is(err, strategies.ErrInterrupted):
+		// The run is ending (its adapter stopped with lockbench, a moment
+		// before lockbench's own context): neither a give-up nor a
+		// server error.
 	case errors.Is(err, strategies.ErrAdapterLost):
 		// Whether or not its deadline has passed meanwhile: the adapter
 		// failed, not the lock.

@@ -278,7 +278,7 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	// left behind would only expire by its TTL.
 	rctx := cx.release.begin(&calls[1], t2)
 	rerr := lease.Release(rctx)
-	if rerr != nil {
+	if rerr != nil && !errors.Is(rerr, strategies.ErrInterrupted) {
 		w.c.Errors[classify(rerr)].Add(1)
 	}
 	cx.release.end(rctx)

@@ -31,6 +31,12 @@ var ErrUnavailable = errors.New("strategies: lock server unavailable")
 // error class adapter_lost.
 var ErrAdapterLost = errors.New("strategies: adapter lost")
 
+// ErrInterrupted wraps the errors of a strategy whose adapter was stopped
+// by the signal that stops lockbench (SIGINT, SIGTERM, SIGHUP sent to the
+// process group, as `timeout` and a terminal do): the run is ending, and
+// its calls count as interrupted, in no error class.
+var ErrInterrupted = errors.New("strategies: interrupted with lockbench")
+
 // Strategy hands out leases on named locks.
 //
 // Acquire tries to take the lock on key. A non-blocking strategy makes one

@@ -17,7 +17,7 @@ import (
 
 // ErrCheckFailed is returned by adapter-check when a case failed; the
 // command exits 1.
-var ErrCheckFailed = errors.New("lockbench: adapter-check: cases failed")
+var ErrCheckFailed = errors.New("adapter-check: cases failed")
 
 // adapterCheckTTL is the TTL of adapter-check's preflight lock: 2 seconds.
 const adapterCheckTTL = 2 * time.Second
@@ -80,9 +80,9 @@ func runAdapterCheck(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	_ = s.Close()
 	failed := 0
-	for _, c := range conformance.CaseNames() {
+	for i, c := range conformance.CaseNames() {
 		if ctx.Err() != nil {
-			return ErrInterrupted
+			return fmt.Errorf("%w: adapter-check stopped after %d of %d cases", ErrInterrupted, i, len(conformance.CaseNames()))
 		}
 		o := &caseT{name: c}
 		o.run(func(t conformance.T) { conformance.RunCase(t, info, target, c) })

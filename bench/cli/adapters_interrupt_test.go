@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockbench/lockbench/strategies/adapter/adaptertest"
 )
 
 // Ctrl-C during a run of the four shipped adapters (one after another, in
@@ -76,4 +79,64 @@ func adaptersOf(tmp string) []string {
 		out = append(out, strconv.Itoa(pid)+" "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 	return out
+}
+
+// SIGTERM to lockbench's whole process group, as `timeout` sends it,
+// stops the adapter with lockbench: the deliveries it cut short are
+// interrupted, not adapter_lost, and the run exits 130 with its partial
+// results.
+func TestGroupSIGTERMIsNoAdapterLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds lockbench and starts Redis; skipped with -short")
+	}
+	bin := lockbenchBinary(t)
+	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "run")
+	cmd := exec.Command(bin, "run", "--strategy", "exec:"+adapterScript(t, adaptertest.Blocking),
+		"--duration", "20s", "--rate", "200", "--out", out)
+	cmd.Env = childEnv(tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a group of its own, as timeout makes
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
+	deadline := time.Now().Add(time.Minute)
+	for !hasAdapterLog(out) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no adapter running after a minute; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // under load
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("lockbench still running 30 s after SIGTERM; stderr:\n%s", stderr.String())
+	}
+	if code := exitOf(err); code != 130 {
+		t.Fatalf("exit %d (%v); want 130. stderr:\n%s", code, err, stderr.String())
+	}
+	ss := readSummaries(t, out)
+	if len(ss) != 1 || !ss[0].Interrupted {
+		t.Fatalf("summary.json: %d rows; want the interrupted run's", len(ss))
+	}
+	if n := ss[0].Errors["adapter_lost"]; n != 0 || strings.Contains(stderr.String(), "adapter_lost") {
+		t.Errorf("%d deliveries adapter_lost (stderr %q); want none: the adapter stopped with lockbench", n, stderr.String())
+	}
+	if ss[0].Processed == 0 {
+		t.Errorf("no payment processed before the SIGTERM; the test proves nothing")
+	}
+}
+
+// hasAdapterLog reports whether the run directory out has an adapter's log.
+func hasAdapterLog(out string) bool {
+	found, _ := filepath.Glob(filepath.Join(out, "adapters", "*"))
+	return len(found) > 0
 }

@@ -18,7 +18,7 @@ import (
 
 // ErrUnsafe is returned by run and verdicts with --fail-on-unsafe when a
 // strategy lost safety; the command exits 3.
-var ErrUnsafe = errors.New("lockbench: unsafe run with --fail-on-unsafe")
+var ErrUnsafe = errors.New("unsafe run with --fail-on-unsafe")
 
 // ErrUsage marks bad command-line input; the command exits 2.
 var ErrUsage = errors.New("usage")
@@ -97,8 +97,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if ctx.Err() == nil || errors.Is(err, flag.ErrHelp) || isUsage(err) {
 		return err
 	}
-	if err == nil || errors.Is(err, context.Canceled) {
+	switch {
+	case err == nil || errors.Is(err, context.Canceled):
 		return ErrInterrupted // the command stopped because it was told to
+	case errors.Is(err, ErrInterrupted):
+		return err // it says so already
 	}
 	return fmt.Errorf("%w: %w", ErrInterrupted, err)
 }

@@ -559,6 +559,9 @@ func parseStrategies(v string) ([]strategies.Info, error) {
 	}
 	// An exec: adapter that cannot say hello (PATH --hello, within 5s) is
 	// not bad input but a broken adapter: its own line, exit 1.
+	if err := commaInExec(v); err != nil {
+		return nil, err
+	}
 	var broken error
 	found := map[string]strategies.Info{}
 	names, err := parseList("strategy", v, strings.Join(strategies.Names(), ", ")+", exec:PATH [ARGS], or all", func(n string) error {
@@ -581,6 +584,24 @@ func parseStrategies(v string) ([]strategies.Info, error) {
 		infos[i] = found[n]
 	}
 	return infos, nil
+}
+
+// commaInExec refuses a comma inside an exec: item's arguments: the comma
+// separates strategies, so what follows it would be read as a strategy
+// name. It names the comma and the way round it.
+func commaInExec(v string) error {
+	items := strings.Split(v, ",")
+	for i := 1; i < len(items); i++ {
+		prev, item := strings.TrimSpace(items[i-1]), strings.TrimSpace(items[i])
+		if !strings.HasPrefix(prev, adapter.ExecPrefix) || !strings.Contains(strings.TrimPrefix(prev, adapter.ExecPrefix), " ") {
+			continue
+		}
+		if _, ok := strategies.Registered(item); ok || strings.HasPrefix(item, adapter.ExecPrefix) || item == "" {
+			continue
+		}
+		return usageErr("--strategy: %q follows a comma inside the arguments of %q; a comma separates strategies, so an adapter's argument cannot hold one: put the arguments in a script and give exec: its path", item, prev)
+	}
+	return nil
 }
 
 // namesOf lists the strategies' names, comma-separated.

@@ -23,6 +23,7 @@ func TestBadInput(t *testing.T) {
 		{"more deliveries than instances × workers", []string{"run", "--instances", "2", "--workers", "1", "--deliveries", "3"}, "--deliveries"},
 		{"zero ttl", []string{"run", "--ttl", "0s"}, "-ttl"},
 		{"unknown strategy", []string{"run", "--strategy", "meteor-lock"}, "--strategy"},
+		{"comma in exec arguments", []string{"run", "--strategy", "exec:/bin/true a,b"}, "a comma separates strategies"},
 		{"malformed hold", []string{"run", "--hold", "uniform:5ms"}, "-hold"},
 		{"malformed account dist", []string{"run", "--account-dist", "zipf:0.5"}, "-account-dist"},
 		{"bad lock key", []string{"run", "--lock-key", "user"}, "-lock-key"},

@@ -280,3 +280,45 @@ func TestReadHello(t *testing.T) {
 		}
 	}
 }
+
+// An adapter that fails before its hello is one error, New's, and no
+// line of its own on LostLog; one lost after its hello is one line there.
+func TestLostLogOnlyAfterHello(t *testing.T) {
+	addr := redisAddr(t)
+	cfg := strategies.Config{RedisAddrs: []string{addr}}
+	var buf syncLog
+	adapter.LostLog = &buf
+	defer func() { adapter.LostLog = os.Stderr }()
+	if _, err := adapter.New(context.Background(), command(adaptertest.Exit), cfg); err == nil {
+		t.Fatal("New of an adapter that exits: no error")
+	}
+	if got := buf.String(); got != "" {
+		t.Errorf("LostLog before a hello: %q; want nothing (New's error says it)", got)
+	}
+	s, err := adapter.New(context.Background(), command(adaptertest.Garbage), cfg)
+	if err == nil {
+		_, err = s.Acquire(timeout(time.Second), "broken")
+		s.Close()
+	}
+	if err == nil || strings.Count(buf.String(), "\n") != 1 {
+		t.Errorf("an adapter lost after its hello: error %v, LostLog %q; want one line", err, buf.String())
+	}
+}
+
+// syncLog is a strings.Builder safe for the reader's goroutine.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

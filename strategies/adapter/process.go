@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lockbench/lockbench/strategies"
@@ -42,6 +44,9 @@ type proc struct {
 	held    map[int64]*holding // granted locks by acquire id, for lost events
 	err     error              // why the adapter is lost, once it is
 	closing bool
+	// started: the adapter said hello; only then is its loss a line of
+	// its own on LostLog.
+	started bool
 
 	hello  chan Hello    // the hello, once
 	lost   chan struct{} // closed once err is set
@@ -106,7 +111,11 @@ func start(ctx context.Context, cmd Command, cfg strategies.Config, log io.Write
 		<-done
 		werr := c.Wait()
 		_ = log.Close()
-		p.lose(fmt.Sprintf("exited (%v)%s", exitText(werr), stderrTail(tail.Bytes())))
+		if stoppedWithUs(werr) {
+			p.interrupt(fmt.Sprintf("stopped by a signal (%v), as lockbench is", exitText(werr)))
+		} else {
+			p.lose(fmt.Sprintf("exited (%v)%s", exitText(werr), stderrTail(tail.Bytes())))
+		}
 		close(p.exited)
 	}()
 	t := time.NewTimer(HelloTimeout)
@@ -149,6 +158,9 @@ func (p *proc) read(r io.Reader) {
 				return
 			}
 			first = false
+			p.mu.Lock()
+			p.started = true
+			p.mu.Unlock()
 			p.hello <- h
 			continue
 		}
@@ -210,23 +222,34 @@ func (p *proc) logf(format string, args ...any) {
 
 // lose marks the adapter lost for why (the first reason wins), kills it,
 // and fails every call waiting for an answer.
-func (p *proc) lose(why string) {
+func (p *proc) lose(why string) { p.fail(why, false) }
+
+// interrupt is lose for an adapter stopped along with lockbench: its
+// calls fail as interrupted (strategies.ErrInterrupted), not lost, and no
+// line is said.
+func (p *proc) interrupt(why string) { p.fail(why, true) }
+
+func (p *proc) fail(why string, interrupted bool) {
 	p.mu.Lock()
 	if p.err != nil {
 		p.mu.Unlock()
 		return
 	}
-	if p.closing {
+	switch {
+	case interrupted:
+		p.err = fmt.Errorf("%w: %w", p.cmd.errorf("%s", why), strategies.ErrInterrupted)
+	case p.closing:
 		p.err = errClosed
-	} else {
+	default:
 		p.err = fmt.Errorf("%w: %w", p.cmd.errorf("%s", why), strategies.ErrAdapterLost)
 	}
 	pending := p.pending
 	p.pending = map[int64]*call{}
-	closing := p.closing
+	say := !p.closing && p.started && !interrupted
 	p.mu.Unlock()
 	close(p.lost)
-	if !closing {
+	// Before its hello, start returns the error, which says it all.
+	if say {
 		// One line for the person running lockbench, as a lost agent
 		// gets: the run goes on, the instance's deliveries fail.
 		fmt.Fprintf(LostLog, "lockbench: %v; the instance's later calls fail as adapter_lost\n", p.err)
@@ -238,6 +261,24 @@ func (p *proc) lose(why string) {
 		_ = p.c.Process.Kill()
 	}
 	_ = p.stdout.Close()
+}
+
+// stoppedWithUs reports whether the adapter died of a signal that stops
+// lockbench too when sent to its process group: SIGINT, SIGTERM, SIGHUP.
+func stoppedWithUs(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return false
+	}
+	switch ws.Signal() {
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP:
+		return true
+	}
+	return false
 }
 
 // errClosed is the error of calls made after Close.
