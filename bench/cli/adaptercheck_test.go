@@ -1,15 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/internal/syncbuf"
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/strategies/adapter"
 	"github.com/lockbench/lockbench/strategies/adapter/adaptertest"
@@ -119,11 +118,7 @@ func TestAdapterLostInRun(t *testing.T) {
 		t.Skip("starts Redis; run without -short")
 	}
 	out := t.TempDir()
-	// The lost adapter's line goes to the process's stderr (an instance
-	// process passes its own on): here, goroutine instances, to lostLog.
-	var lostLog syncBuffer
-	adapter.LostLog = &lostLog
-	defer func() { adapter.LostLog = os.Stderr }()
+	lostLog := captureLostLog(t)
 	t0 := time.Now()
 	code, _, stderr := runCLI("run", "--strategy", "exec:"+adapterScript(t, adaptertest.Stall), "--instances", "1",
 		"--payments", "2000", "--acquire-timeout", "300ms", "--out", out)
@@ -150,9 +145,7 @@ func TestAdapterChattyIsUnknown(t *testing.T) {
 		t.Skip("starts Redis; run without -short")
 	}
 	out := t.TempDir()
-	var lostLog syncBuffer
-	adapter.LostLog = &lostLog
-	defer func() { adapter.LostLog = os.Stderr }()
+	captureLostLog(t)
 	code, stdout, stderr := runCLI("run", "--strategy", "exec:"+adapterScript(t, adaptertest.Chatty), "--payments", "300", "--out", out)
 	if code != 1 || !strings.Contains(stderr, "exec:go-test-chatty: no verdict in any run") {
 		t.Fatalf("run: exit %d; want 1 naming the strategy\n%s", code, stderr)
@@ -166,20 +159,12 @@ func TestAdapterChattyIsUnknown(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// captureLostLog sends a lost adapter's line, which goes to the process's
+// stderr (an instance process passes its own on), to a buffer for the
+// test: with goroutine instances, the test's own process.
+func captureLostLog(t *testing.T) *syncbuf.Buffer {
+	var b syncbuf.Buffer
+	adapter.LostLog = &b
+	t.Cleanup(func() { adapter.LostLog = os.Stderr })
+	return &b
 }

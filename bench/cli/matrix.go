@@ -185,95 +185,9 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return err
 	}
 	defer sess.Close()
-	// step runs every trial of one fault-free cell, one after another
-	// (a sweep decides on a rate's trials before the next rate).
-	// step runs one cell and says so on stderr: what part of the matrix,
-	// the strategy and, where the rows of a part differ in a parameter
-	// (varies, "accounts=24"), which.
-	step := func(what string, info strategies.Info, varies string, sc loadgen.Scenario, trials int) ([]results.Run, error) {
-		name := info.Name
-		sc.Seed = o.seed
-		var runs []results.Run
-		for trial := 1; trial <= trials; trial++ {
-			if s, ok := dir.match.done(name, trial, paramsOf(trialScenario(sess, sc, trial), faults.Spec{}), sc.Variant, 0); ok {
-				runs = append(runs, results.Run{Summary: s, OnDisk: true}) // held by the directory resumed
-				continue
-			}
-			t0 := time.Now()
-			r, err := runTrial(ctx, sess, info, sc, faults.Spec{}, trial)
-			if err != nil {
-				return runs, err
-			}
-			label := what
-			if trials > 1 {
-				label += fmt.Sprintf(" #%d", trial)
-			}
-			p99 := results.Dash
-			if v, ok := r.Summary.Latency["total"].Value(results.StatP99); ok {
-				p99 = results.FormatDuration(v)
-			}
-			extra := ""
-			if r.Summary.Conflicts > 0 {
-				extra = fmt.Sprintf("  conflicts %d", r.Summary.Conflicts)
-			}
-			fmt.Fprintf(stderr, "%-13s %-27s %8.0f pay/s  total p99 %-9s %s%s  (%s)\n", label, strings.TrimSpace(name+" "+varies), r.Summary.PaymentsPerSec,
-				p99, r.Summary.Label(), extra, time.Since(t0).Round(100*time.Millisecond))
-			err = dir.add(r)
-			runs = append(runs, dir.runs[len(dir.runs)-1]) // its summary alone, once on disk
-			if err != nil || ctx.Err() != nil {
-				return runs, firstErr(err, ctx.Err())
-			}
-		}
-		return runs, nil
-	}
-
-	// Transactional strategies (pg-unique) run on the Postgres store only:
-	// they leave the memory-store scenarios to the locks and get one of
-	// their own, below, where every strategy runs on the Postgres store.
-	// 1. The base scenario: the latency spectrum and the results table.
-	// 1b. The base scenario on the Postgres store, every strategy: what no
-	// lock costs against the locks, like for like.
-	for _, c := range base {
-		if _, err := step(c.what, c.info, "", c.sc, o.trials); err != nil || ctx.Err() != nil {
-			return firstErr(err, ctx.Err())
-		}
-	}
-	// 2. Contention: the same load on fewer and fewer accounts.
-	for _, info := range locks {
-		for _, accounts := range size.accounts {
-			if _, err := step("contention", info, fmt.Sprintf("accounts=%d", accounts), size.contentionScenario(accounts), o.sweepTrials); err != nil || ctx.Err() != nil {
-				return firstErr(err, ctx.Err())
-			}
-		}
-	}
-	// 2b. Contention on the Postgres store: the database as the lock
-	// against the locks, like for like, as accounts get hotter.
-	for _, info := range size.pgContentionNames(onPostgres) {
-		for _, accounts := range size.accounts {
-			if _, err := step("pg-contention", info, fmt.Sprintf("accounts=%d", accounts), size.pgContentionScenario(accounts), o.sweepTrials); err != nil || ctx.Err() != nil {
-				return firstErr(err, ctx.Err())
-			}
-		}
-	}
-	// 3. The open-loop rate sweep, up to the first rate a strategy cannot
-	// sustain in most of its trials: the latency–throughput curve and its
-	// knee.
-	for _, info := range locks {
-		for _, rate := range size.rates {
-			runs, err := step(fmt.Sprintf("rate %g", rate), info, "", size.sweepScenario(rate), o.sweepTrials)
-			if err != nil || ctx.Err() != nil {
-				return firstErr(err, ctx.Err())
-			}
-			held := 0
-			for i := range runs {
-				if plan.Sustainable(&runs[i].Summary, rate, matrixSLOP99) {
-					held++
-				}
-			}
-			if 2*held <= len(runs) {
-				break
-			}
-		}
+	m := &matrixRun{ctx: ctx, o: &o, dir: dir, sess: sess, stderr: stderr}
+	if err := m.faultFree(base, locks, onPostgres); err != nil || ctx.Err() != nil {
+		return firstErr(err, ctx.Err())
 	}
 	// 4. The faults: the verdict table.
 	lanes, closeLanes, err := openLanes(ctx, sess, o.ef, need, opts, o.lanes, stderr)
@@ -296,6 +210,113 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		return fmt.Errorf("matrix: %d fault runs failed: %v", len(failed), failed)
 	}
 	return nil
+}
+
+// matrixRun is a matrix under way: its fault-free parts (faultFree) run
+// cell by cell on its session into its directory.
+type matrixRun struct {
+	ctx    context.Context
+	o      *matrixOptions
+	dir    *runDir
+	sess   *session
+	stderr io.Writer
+}
+
+// faultFree runs the matrix's fault-free parts. Transactional strategies
+// (pg-unique) run on the Postgres store only: they leave the memory-store
+// scenarios to the locks (locks) and get scenarios of their own, where
+// every strategy runs on the Postgres store (onPostgres).
+//
+//  1. The base scenario (base): the latency spectrum and the results
+//     table; on the Postgres store, what no lock costs against the locks.
+//  2. Contention: the same load on fewer and fewer accounts, and on the
+//     Postgres store the database as the lock against the locks.
+//  3. The open-loop rate sweep, up to the first rate a strategy cannot
+//     sustain in most of its trials: the latency–throughput curve and its
+//     knee.
+func (m *matrixRun) faultFree(base []cell, locks, onPostgres []strategies.Info) error {
+	size, trials, sweepTrials := m.o.size, m.o.trials, m.o.sweepTrials
+	for _, c := range base {
+		if _, err := m.step(c, "", trials); err != nil || m.ctx.Err() != nil {
+			return err
+		}
+	}
+	sweep := func(what string, infos []strategies.Info, sc func(int) loadgen.Scenario) error {
+		for _, info := range infos {
+			for _, accounts := range size.accounts {
+				c := cell{what: what, info: info, sc: sc(accounts)}
+				if _, err := m.step(c, fmt.Sprintf("accounts=%d", accounts), sweepTrials); err != nil || m.ctx.Err() != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := sweep("contention", locks, size.contentionScenario); err != nil || m.ctx.Err() != nil {
+		return err
+	}
+	if err := sweep("pg-contention", size.pgContentionNames(onPostgres), size.pgContentionScenario); err != nil || m.ctx.Err() != nil {
+		return err
+	}
+	for _, info := range locks {
+		for _, rate := range size.rates {
+			runs, err := m.step(cell{what: fmt.Sprintf("rate %g", rate), info: info, sc: size.sweepScenario(rate)}, "", sweepTrials)
+			if err != nil || m.ctx.Err() != nil {
+				return err
+			}
+			held := 0
+			for i := range runs {
+				if plan.Sustainable(&runs[i].Summary, rate, matrixSLOP99) {
+					held++
+				}
+			}
+			if 2*held <= len(runs) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// step runs every trial of one fault-free cell, one after another (a
+// sweep decides on a rate's trials before the next rate), each said on
+// stderr: the part of the matrix, the strategy and, where the rows of a
+// part differ in a parameter (varies, "accounts=24"), which.
+func (m *matrixRun) step(c cell, varies string, trials int) ([]results.Run, error) {
+	ctx, dir, name, sc := m.ctx, m.dir, c.info.Name, c.sc
+	sc.Seed = m.o.seed
+	var runs []results.Run
+	for trial := 1; trial <= trials; trial++ {
+		if s, ok := dir.match.done(name, trial, paramsOf(trialScenario(m.sess, sc, trial), faults.Spec{}), sc.Variant, 0); ok {
+			runs = append(runs, results.Run{Summary: s, OnDisk: true}) // held by the directory resumed
+			continue
+		}
+		t0 := time.Now()
+		r, err := runTrial(ctx, m.sess, c.info, sc, faults.Spec{}, trial)
+		if err != nil {
+			return runs, err
+		}
+		label := c.what
+		if trials > 1 {
+			label += fmt.Sprintf(" #%d", trial)
+		}
+		p99 := results.Dash
+		if v, ok := r.Summary.Latency["total"].Value(results.StatP99); ok {
+			p99 = results.FormatDuration(v)
+		}
+		extra := ""
+		if r.Summary.Conflicts > 0 {
+			extra = fmt.Sprintf("  conflicts %d", r.Summary.Conflicts)
+		}
+		fmt.Fprintf(m.stderr, "%-13s %-27s %8.0f pay/s  total p99 %-9s %s%s  (%s)\n", label, strings.TrimSpace(name+" "+varies), r.Summary.PaymentsPerSec,
+			p99, r.Summary.Label(), extra, time.Since(t0).Round(100*time.Millisecond))
+		err = dir.add(r)
+		runs = append(runs, dir.runs[len(dir.runs)-1]) // its summary alone, once on disk
+		if err != nil || ctx.Err() != nil {
+			return runs, firstErr(err, ctx.Err())
+		}
+	}
+	return runs, nil
 }
 
 // baseCells are the base scenario's cells: every lock on the memory

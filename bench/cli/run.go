@@ -12,6 +12,7 @@ import (
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // runOptions are the parsed and checked input of `lockbench run`.
@@ -54,32 +55,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	base := loadgen.DefaultScenario()
-	if *from != "" {
-		if sf.file != "" {
-			return o, usageErr("--from: give --from or --scenario, not both")
-		}
-		s, err := rowOf(*from, *row)
-		if err != nil {
-			return o, err
-		}
-		fault := ""
-		if base, fault, err = scenarioOfRow(s); err != nil {
-			return o, err
-		}
-		if !given["strategy"] {
-			*strategyList = s.Strategy
-		}
-		if !given["fault"] {
-			faultSpec.vals = []string{fault}
-		}
-		if !given["store-transport"] && s.Params.StoreTransport != "" {
-			ef.transport = s.Params.StoreTransport // the transport the row used
-		}
-		// The row's interval came from its own run: keep it unless given.
-		sf.intervalSet = sf.intervalSet || base.Interval != 0
-	} else if given["row"] {
-		return o, usageErr("--row: only with --from DIR")
+	base, err := fromRow(*from, *row, given, &sf, &ef, strategyList, faultSpec)
+	if err != nil {
+		return o, err
 	}
 	infos, err := parseStrategies(*strategyList)
 	if err != nil {
@@ -96,28 +74,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	if err != nil {
 		return o, err
 	}
-	var cells []cell
-	for _, v := range specs {
-		fspec, err := faults.Parse(v)
-		if err != nil {
-			return o, err
-		}
-		sc, err := fspec.Adjust(sc)
-		if err != nil {
-			return o, err
-		}
-		if fspec.Name != results.FaultNone && !sf.intervalSet {
-			sc.Interval = faultInterval
-		}
-		if _, params, ok := strings.Cut(specString(fspec), ":"); ok && len(specs) > 1 && sc.Variant == "" {
-			sc.Variant = params // told apart from the other --fault specs
-		}
-		if err := sc.Validate(); err != nil {
-			return o, err
-		}
-		for _, info := range infos {
-			cells = append(cells, cell{info: info, spec: fspec, sc: sc})
-		}
+	cells, err := faultCells(specs, infos, sc, sf.intervalSet)
+	if err != nil {
+		return o, err
 	}
 	if _, err := ef.endpoints(); err != nil {
 		return o, err
@@ -131,6 +90,72 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	}
 	return runOptions{cells: cells, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
 		asJSON: *asJSON, failOnUnsafe: *failOnUnsafe, trials: *trials, history: *history}, nil
+}
+
+// fromRow is the scenario `run --from DIR --row N` starts from: row N of
+// DIR's summary.json, whose strategy, fault and store transport it takes
+// where the flags do not give them; without --from, the default scenario.
+func fromRow(from string, row int, given map[string]bool, sf *scenarioFlags, ef *endpointFlags, strategyList *string, faultSpec *faultValues) (loadgen.Scenario, error) {
+	base := loadgen.DefaultScenario()
+	if from == "" {
+		if given["row"] {
+			return base, usageErr("--row: only with --from DIR")
+		}
+		return base, nil
+	}
+	if sf.file != "" {
+		return base, usageErr("--from: give --from or --scenario, not both")
+	}
+	s, err := rowOf(from, row)
+	if err != nil {
+		return base, err
+	}
+	fault := ""
+	if base, fault, err = scenarioOfRow(s); err != nil {
+		return base, err
+	}
+	if !given["strategy"] {
+		*strategyList = s.Strategy
+	}
+	if !given["fault"] {
+		faultSpec.vals = []string{fault}
+	}
+	if !given["store-transport"] && s.Params.StoreTransport != "" {
+		ef.transport = s.Params.StoreTransport // the transport the row used
+	}
+	// The row's interval came from its own run: keep it unless given.
+	sf.intervalSet = sf.intervalSet || base.Interval != 0
+	return base, nil
+}
+
+// faultCells are every strategy under each --fault spec, on the scenario
+// the spec adjusts (a spec with parameters, among several, in the
+// variant); intervalSet: --interval was given.
+func faultCells(specs []string, infos []strategies.Info, sc loadgen.Scenario, intervalSet bool) ([]cell, error) {
+	var cells []cell
+	for _, v := range specs {
+		fspec, err := faults.Parse(v)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := fspec.Adjust(sc)
+		if err != nil {
+			return nil, err
+		}
+		if fspec.Name != results.FaultNone && !intervalSet {
+			sc.Interval = faultInterval
+		}
+		if _, params, ok := strings.Cut(specString(fspec), ":"); ok && len(specs) > 1 && sc.Variant == "" {
+			sc.Variant = params // told apart from the other --fault specs
+		}
+		if err := sc.Validate(); err != nil {
+			return nil, err
+		}
+		for _, info := range infos {
+			cells = append(cells, cell{info: info, spec: fspec, sc: sc})
+		}
+	}
+	return cells, nil
 }
 
 // runRun is `lockbench run`: one scenario per strategy, fresh state each,

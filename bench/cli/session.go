@@ -210,33 +210,7 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 		o.StoreTransport = s.transport
 		o.Fallback = func(why string) { s.fellBack(name, faultName, why) }
 	}
-	var bar *progressbar.ProgressBar
-	if s.progress {
-		label := name
-		if fault != nil {
-			label += " / " + fault.Name()
-		}
-		if trial > 0 {
-			label += fmt.Sprintf(" trial %d/%d", trial, s.trials)
-		}
-		// A --duration run without a rate has no payment count to
-		// count up to: a spinner with the count.
-		total := int64(sc.Payments)
-		if sc.Payments <= 0 {
-			total = -1
-		}
-		bar = progressbar.NewOptions64(total,
-			progressbar.OptionSetWriter(s.stderr),
-			progressbar.OptionSetDescription(label),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetWidth(20),
-			progressbar.OptionClearOnFinish(),
-		)
-		o.Progress = func(p loadgen.Progress) {
-			bar.Describe(fmt.Sprintf("%-14s %7.0f pay/s  p99 %-8s unsafe %d", label, p.RatePerS, p.P99.Round(time.Microsecond), p.UnsafeNow))
-			_ = bar.Set64(p.Offered)
-		}
-	}
+	bar := s.progressBar(&o, name, fault, trial)
 	var stream *results.HlogStream
 	if s.streamDir != "" && sc.Duration >= streamAfter {
 		if stream, err = results.NewHlogStream(s.streamDir); err != nil {
@@ -278,6 +252,40 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 		s.controlSafe(name, faultName)
 	}
 	return run, nil
+}
+
+// progressBar, when the session shows progress, is the run's bar on
+// stderr, fed by o.Progress; nil otherwise.
+func (s *session) progressBar(o *loadgen.Options, name string, fault loadgen.Fault, trial int) *progressbar.ProgressBar {
+	if !s.progress {
+		return nil
+	}
+	sc := o.Scenario
+	label := name
+	if fault != nil {
+		label += " / " + fault.Name()
+	}
+	if trial > 0 {
+		label += fmt.Sprintf(" trial %d/%d", trial, s.trials)
+	}
+	// A --duration run without a rate has no payment count to count up
+	// to: a spinner with the count.
+	total := int64(sc.Payments)
+	if sc.Payments <= 0 {
+		total = -1
+	}
+	bar := progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(s.stderr),
+		progressbar.OptionSetDescription(label),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetWidth(20),
+		progressbar.OptionClearOnFinish(),
+	)
+	o.Progress = func(p loadgen.Progress) {
+		bar.Describe(fmt.Sprintf("%-14s %7.0f pay/s  p99 %-8s unsafe %d", label, p.RatePerS, p.P99.Round(time.Microsecond), p.UnsafeNow))
+		_ = bar.Set64(p.Offered)
+	}
+	return bar
 }
 
 // controlSafe warns that the control strategy name came out safe (under

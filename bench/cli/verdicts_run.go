@@ -86,12 +86,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	}
 	defer sess.Close()
 
-	var tokenless []string
-	for _, c := range cases {
-		if !c.info.Fencing && !contains(tokenless, c.info.Name) {
-			tokenless = append(tokenless, c.info.Name)
-		}
-	}
+	tokenless := tokenlessOf(cases)
 	lanes, closeLanes, err := openLanes(ctx, sess, o.ef, need, opts, o.lanes, stderr)
 	if err != nil {
 		return err
@@ -120,24 +115,8 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		if err := results.WriteJSON(stdout, sums); err != nil {
 			return err
 		}
-	} else {
-		stdout.Write(table.Bytes())
-		fmt.Fprintln(stdout)
-		rates, err := dir.windowRates(ctx)
-		if err != nil {
-			return err
-		}
-		if err := windowTable(stdout, sums, rates); err != nil {
-			return err
-		}
-		if err := waitTable(stdout, sums); err != nil {
-			return err
-		}
-		printNotApplicable(stdout, skipped)
-		if len(tokenless) > 0 {
-			fmt.Fprintf(stdout, "\n%s issue no fencing token, so the store's check cannot help them: they run once, with it off.\n", strings.Join(tokenless, ", "))
-		}
-		fmt.Fprintf(stdout, "%d runs in %s; run directory: %s\n", len(sums), wall, dir.dir)
+	} else if err := printVerdicts(ctx, stdout, dir, sums, table.Bytes(), skipped, tokenless, wall); err != nil {
+		return err
 	}
 	for _, s := range skipped {
 		fmt.Fprintln(stderr, "skipped:", s)
@@ -152,6 +131,41 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 			}
 		}
 	}
+	return nil
+}
+
+// tokenlessOf names the strategies of cases that issue no fencing token.
+func tokenlessOf(cases []cell) []string {
+	var out []string
+	for _, c := range cases {
+		if !c.info.Fencing && !contains(out, c.info.Name) {
+			out = append(out, c.info.Name)
+		}
+	}
+	return out
+}
+
+// printVerdicts writes the verdict table and what goes with it to
+// stdout: the fault windows' rates, the waits, the cells not run, the
+// tokenless strategies run once, and where the run directory is.
+func printVerdicts(ctx context.Context, stdout io.Writer, dir *runDir, sums []results.Summary, table []byte, skipped, tokenless []string, wall time.Duration) error {
+	stdout.Write(table)
+	fmt.Fprintln(stdout)
+	rates, err := dir.windowRates(ctx)
+	if err != nil {
+		return err
+	}
+	if err := windowTable(stdout, sums, rates); err != nil {
+		return err
+	}
+	if err := waitTable(stdout, sums); err != nil {
+		return err
+	}
+	printNotApplicable(stdout, skipped)
+	if len(tokenless) > 0 {
+		fmt.Fprintf(stdout, "\n%s issue no fencing token, so the store's check cannot help them: they run once, with it off.\n", strings.Join(tokenless, ", "))
+	}
+	fmt.Fprintf(stdout, "%d runs in %s; run directory: %s\n", len(sums), wall, dir.dir)
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	_ "github.com/lockbench/lockbench/servers/adapterenv" // adapters reach the servers
 
 	"github.com/lockbench/lockbench/servers/serverstest"
+	"github.com/lockbench/lockbench/internal/syncbuf"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/adapter"
 	"github.com/lockbench/lockbench/strategies/adapter/adaptertest"
@@ -286,7 +287,7 @@ func TestReadHello(t *testing.T) {
 func TestLostLogOnlyAfterHello(t *testing.T) {
 	addr := redisAddr(t)
 	cfg := strategies.Config{RedisAddrs: []string{addr}}
-	var buf syncLog
+	var buf syncbuf.Buffer
 	adapter.LostLog = &buf
 	defer func() { adapter.LostLog = os.Stderr }()
 	if _, err := adapter.New(context.Background(), command(adaptertest.Exit), cfg); err == nil {
@@ -303,22 +304,4 @@ func TestLostLogOnlyAfterHello(t *testing.T) {
 	if err == nil || strings.Count(buf.String(), "\n") != 1 {
 		t.Errorf("an adapter lost after its hello: error %v, LostLog %q; want one line", err, buf.String())
 	}
-}
-
-// syncLog is a strings.Builder safe for the reader's goroutine.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
