@@ -12,8 +12,8 @@ import (
 
 	_ "github.com/lockbench/lockbench/servers/adapterenv" // adapters reach the servers
 
-	"github.com/lockbench/lockbench/servers/serverstest"
 	"github.com/lockbench/lockbench/internal/syncbuf"
+	"github.com/lockbench/lockbench/servers/serverstest"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/adapter"
 	"github.com/lockbench/lockbench/strategies/adapter/adaptertest"
