@@ -49,17 +49,10 @@ type Options struct {
 	// Log receives instance processes' stderr; nil discards it.
 	Log io.Writer
 	// StoreTransport is how instance processes reach the store:
-	// TransportSync, TransportSequenced, or "" for the default: sequenced
-	// for local instance processes where it can serve the run (silently
-	// sync where it cannot), sync on agents. TransportSequenced
-	// (docs/seq-store.md) needs Scenario.InstanceMode "process" (Run
-	// refuses it otherwise): local processes number their events
-	// from a shared page, those a Spawner places send their Enters
-	// one-way, applied on arrival (store.Client.Arrive). A run that asked for the
-	// sequenced store and cannot have it (the Postgres store, pg-unique's
-	// transactions, the queue's redeliveries, a fault that called
-	// FaultEnv.HoldsEnters) runs sync and says why through Fallback. The
-	// summary's Params.StoreTransport records the transport the run used.
+	// TransportSync, TransportSequenced (docs/seq-store.md: process mode
+	// only), or "" for sequenced where it can serve the run and sync
+	// elsewhere; a run that asked for sequenced and cannot have it runs
+	// sync and says why through Fallback (storeTransport).
 	StoreTransport string
 	// Fallback, if set, is called once, before the load, when the run
 	// asked for the sequenced store and runs sync; why says what stands
