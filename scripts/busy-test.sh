@@ -25,6 +25,7 @@ if [ $# -eq 0 ]; then
 fi
 
 pids=()
+cmd=
 stop() {
 	for p in "${pids[@]}"; do
 		kill "$p" 2>/dev/null
@@ -34,9 +35,17 @@ stop() {
 	done
 	pids=()
 }
+# The command runs in the background, so a signal to this script alone
+# (SIGTERM from kill) is trapped at once, not when the command has ended,
+# and is passed on as SIGTERM (a background command ignores SIGINT).
+quit() {
+	[ -n "$cmd" ] && kill -"$1" "$cmd" 2>/dev/null && wait "$cmd" 2>/dev/null
+	stop
+	exit "$2"
+}
 trap stop EXIT
-trap 'stop; exit 130' INT
-trap 'stop; exit 143' TERM
+trap 'quit TERM 130' INT
+trap 'quit TERM 143' TERM
 
 for _ in $(seq 1 "$busy"); do
 	sha256sum /dev/zero >/dev/null &
@@ -45,7 +54,10 @@ done
 echo "busy-test.sh: $busy busy processes (pids ${pids[*]:-none}) beside: $*" >&2
 
 start=$(date +%s)
-"$@"
+"$@" &
+cmd=$!
+wait "$cmd"
 rc=$?
+cmd=
 echo "busy-test.sh: exit $rc after $(($(date +%s) - start)) s beside $busy busy processes: $*" >&2
 exit $rc

@@ -117,36 +117,8 @@ type verdictRun struct {
 // lanes the runs finish in any order; dir lists them in the order of one
 // lane when all are done, so the files do not depend on the lanes.
 func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []cell, trials int, stderr io.Writer) (skipped, failed []string, err error) {
-	sess := lanes[0]
 	total := len(cases) * trials
-	var todo []*verdictRun
-	n, held := 0, 0
-	for trial := 1; trial <= trials; trial++ {
-		for _, c := range cases {
-			n++
-			label := c.label()
-			if trials > 1 {
-				label += fmt.Sprintf(" trial %d", trial)
-			}
-			if why := sess.notApplicable(c); why != "" {
-				if trial == 1 {
-					skipped = append(skipped, notApplicablePrefix+c.label()+": "+why)
-				}
-				continue
-			}
-			if c.spec.NeedsLocal() && !sess.hasLocal(c.info) {
-				if trial == 1 {
-					skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
-				}
-				continue
-			}
-			if _, ok := dir.match.done(c.info.Name, trial, paramsOf(trialScenario(sess, c.sc, trial), c.spec), c.sc.Variant, c.wait); ok {
-				held++
-				continue
-			}
-			todo = append(todo, &verdictRun{c: c, trial: trial, n: n, label: label})
-		}
-	}
+	todo, skipped, held := casesToRun(lanes[0], dir, cases, trials)
 	if dir.resumed {
 		fmt.Fprintf(stderr, "resume: %s holds %d of the %d fault runs; running the other %d\n", dir.dir, held, held+len(todo), len(todo))
 	}
@@ -203,6 +175,41 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []cell, 
 		return skipped, failed, err
 	}
 	return skipped, failed, inOrder(dir, first, todo)
+}
+
+// casesToRun lists the runs of cases' trials still to make, trial by
+// trial, numbered as the progress lines count them: those the session's
+// servers can serve (the others are skipped, said once each), and not
+// held by a directory resumed (held counts those).
+func casesToRun(sess *session, dir *runDir, cases []cell, trials int) (todo []*verdictRun, skipped []string, held int) {
+	n := 0
+	for trial := 1; trial <= trials; trial++ {
+		for _, c := range cases {
+			n++
+			label := c.label()
+			if trials > 1 {
+				label += fmt.Sprintf(" trial %d", trial)
+			}
+			if why := sess.notApplicable(c); why != "" {
+				if trial == 1 {
+					skipped = append(skipped, notApplicablePrefix+c.label()+": "+why)
+				}
+				continue
+			}
+			if c.spec.NeedsLocal() && !sess.hasLocal(c.info) {
+				if trial == 1 {
+					skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
+				}
+				continue
+			}
+			if _, ok := dir.match.done(c.info.Name, trial, paramsOf(trialScenario(sess, c.sc, trial), c.spec), c.sc.Variant, c.wait); ok {
+				held++
+				continue
+			}
+			todo = append(todo, &verdictRun{c: c, trial: trial, n: n, label: label})
+		}
+	}
+	return todo, skipped, held
 }
 
 // inOrder lists dir's runs from first on in the order of todo, as one lane

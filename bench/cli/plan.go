@@ -71,35 +71,7 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	fs.StringVar(&o.out, "out", "", "run directory (default out/plan-DATE-TIME)")
 	fs.BoolVar(&o.asJSON, "json", false, "print plan.json to stdout instead of the table")
 	fs.StringVar(&o.verdicts, "verdicts", "", "verdicts.json from `lockbench verdicts`: risks under faults as measured (default: as expected from each strategy's registry entry)")
-	rateF := func(name, help string, p *float64) {
-		fs.Func(name, help, func(v string) error {
-			r, err := strconv.ParseFloat(v, 64)
-			if err != nil || !(r >= minPlanRate && r <= loadgen.MaxRate) { // NaN too
-				return fmt.Errorf("want payments per second in %d..%d", minPlanRate, loadgen.MaxRate)
-			}
-			*p = r
-			return nil
-		})
-	}
-	rateF("target-rate", fmt.Sprintf("payments/s the system must sustain, %d..%d; the plan says which strategies fit it (default none)", minPlanRate, loadgen.MaxRate), &o.target)
-	rateF("start-rate", fmt.Sprintf("first offered rate, %d..%d (default: --target-rate ÷ --rate-step², or %g)", minPlanRate, loadgen.MaxRate, plan.DefaultStartRate), &o.cfg.Start)
-	rateF("max-rate", fmt.Sprintf("highest rate to offer, %d..%d (default no cap)", minPlanRate, loadgen.MaxRate), &o.cfg.MaxRate)
-	fs.Func("slo-p99", fmt.Sprintf("p99 total latency a sustainable rate must stay under, > 0 and ≤ %s (default %s)", maxPlanSLO, plan.DefaultSLOP99), func(v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > maxPlanSLO {
-			return fmt.Errorf("want a duration > 0 and ≤ %s such as 20ms", maxPlanSLO)
-		}
-		o.cfg.SLO = d
-		return nil
-	})
-	fs.Func("rate-step", fmt.Sprintf("factor between ramp steps, > 1 and ≤ %d (default %g)", maxPlanRateStep, plan.DefaultRateStep), func(v string) error {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 1 && f <= maxPlanRateStep) {
-			return fmt.Errorf("want a factor > 1 and ≤ %d such as 2 or 1.5", maxPlanRateStep)
-		}
-		o.cfg.Factor = f
-		return nil
-	})
+	o.registerSweep(fs)
 	fs.IntVar(&o.cfg.Refine, "refine", plan.DefaultRefine, fmt.Sprintf("bisection steps after the first failing rate, 0..%d", maxPlanRefine))
 	fs.BoolVar(&o.cfg.Confirm, "confirm", true, "re-run a failing step once before believing it (with --trials above 1, the trials decide)")
 	trials := trialsFlag(fs)
@@ -158,6 +130,39 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	}
 	o.risks, o.risksFrom, err = loadRisks(o.verdicts)
 	return o, err
+}
+
+// registerSweep registers the sweep's rate and SLO flags on fs, into o.
+func (o *planOptions) registerSweep(fs *flag.FlagSet) {
+	rateF := func(name, help string, p *float64) {
+		fs.Func(name, help, func(v string) error {
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(r >= minPlanRate && r <= loadgen.MaxRate) { // NaN too
+				return fmt.Errorf("want payments per second in %d..%d", minPlanRate, loadgen.MaxRate)
+			}
+			*p = r
+			return nil
+		})
+	}
+	rateF("target-rate", fmt.Sprintf("payments/s the system must sustain, %d..%d; the plan says which strategies fit it (default none)", minPlanRate, loadgen.MaxRate), &o.target)
+	rateF("start-rate", fmt.Sprintf("first offered rate, %d..%d (default: --target-rate ÷ --rate-step², or %g)", minPlanRate, loadgen.MaxRate, plan.DefaultStartRate), &o.cfg.Start)
+	rateF("max-rate", fmt.Sprintf("highest rate to offer, %d..%d (default no cap)", minPlanRate, loadgen.MaxRate), &o.cfg.MaxRate)
+	fs.Func("slo-p99", fmt.Sprintf("p99 total latency a sustainable rate must stay under, > 0 and ≤ %s (default %s)", maxPlanSLO, plan.DefaultSLOP99), func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > maxPlanSLO {
+			return fmt.Errorf("want a duration > 0 and ≤ %s such as 20ms", maxPlanSLO)
+		}
+		o.cfg.SLO = d
+		return nil
+	})
+	fs.Func("rate-step", fmt.Sprintf("factor between ramp steps, > 1 and ≤ %d (default %g)", maxPlanRateStep, plan.DefaultRateStep), func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 1 && f <= maxPlanRateStep) {
+			return fmt.Errorf("want a factor > 1 and ≤ %d such as 2 or 1.5", maxPlanRateStep)
+		}
+		o.cfg.Factor = f
+		return nil
+	})
 }
 
 // runPlan is `lockbench plan`: a rate sweep per strategy, then which fit a
@@ -231,22 +236,28 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err := dir.close(); err != nil {
 		return err
 	}
+	if err := printPlan(stdout, o, rep, dir.dir); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// printPlan writes the plan rep to stdout: JSON, or the table and where
+// the run directory dir and its chart are.
+func printPlan(stdout io.Writer, o planOptions, rep plan.Report, dir string) error {
 	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
-		plan.Print(stdout, rep, o.cfg)
-		fmt.Fprintf(stdout, "\nrun directory: %s (%s", dir.dir, plan.File)
-		chart := filepath.Join(results.ChartsDir, "latency-throughput.png")
-		if _, err := os.Stat(filepath.Join(dir.dir, chart)); err == nil {
-			fmt.Fprint(stdout, ", "+chart)
-		}
-		fmt.Fprintln(stdout, ", report.md)")
+		return enc.Encode(rep)
 	}
-	return errors.Join(errs...)
+	plan.Print(stdout, rep, o.cfg)
+	fmt.Fprintf(stdout, "\nrun directory: %s (%s", dir, plan.File)
+	chart := filepath.Join(results.ChartsDir, "latency-throughput.png")
+	if _, err := os.Stat(filepath.Join(dir, chart)); err == nil {
+		fmt.Fprint(stdout, ", "+chart)
+	}
+	fmt.Fprintln(stdout, ", report.md)")
+	return nil
 }
 
 // sweepOwned are the scenario flags the sweep sets itself.
