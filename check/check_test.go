@@ -278,7 +278,10 @@ func TestTransactionUnknownOutcome(t *testing.T) {
 		processed int64
 		agree     bool
 	}{{1, true}, {2, true}, {3, false}} {
-		r := &testRun{strategy: "pg-for-update", hist: mk(), counts: Counts{Processed: tc.processed, Unprocessed: max(3-tc.processed, 0)}}
+		// The row's availability and verdict follow from its processed:
+		// each end of the range agrees.
+		r := &testRun{strategy: "pg-for-update", hist: mk(), counts: Counts{Processed: tc.processed, Unprocessed: max(3-tc.processed, 0)},
+			extra: map[string]any{"availability": float64(tc.processed) / 3, "verdict": "safe", "unsafe": false}}
 		rep, out := runDir(t, writeDir(t, r), Options{})
 		if got := rep.Disagreements() == 0; got != tc.agree {
 			t.Errorf("summary processed %d: agree %v; want %v\n%s", tc.processed, got, tc.agree, out)

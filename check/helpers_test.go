@@ -142,6 +142,8 @@ type testRun struct {
 	fencing  bool
 	counts   Counts
 	hist     *hist
+	// extra are more fields of its row (verdict, availability, …).
+	extra map[string]any
 }
 
 // id is the run's ID, as results names it.
@@ -176,6 +178,9 @@ func (r *testRun) row(t *testing.T) map[string]any {
 	}
 	m["strategy"], m["scenario"], m["fault"], m["variant"] = r.strategy, "contended", "none", ""
 	m["fencing"], m["trial"] = r.fencing, 1
+	for k, v := range r.extra {
+		m[k] = v
+	}
 	return m
 }
 

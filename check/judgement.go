@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 
@@ -29,7 +28,11 @@ var exactErrors = []string{"timeout", "refused", "unavailable", "lost_lock", "ad
 // history does not derive (not_acquired outside lock runs) is taken from
 // the first row that has it.
 func judgementOf(d *derivation, rows []row) Judgement {
-	c := d.counts
+	return judge(d, &d.counts, rows)
+}
+
+// judge is the judgement of the counts c of d.
+func judge(d *derivation, c *Counts, rows []row) Judgement {
 	s := results.Summary{
 		Payments: c.Payments, Processed: c.Processed, NotAcquired: c.NotAcquired, StaleRejected: c.StaleRejected,
 		Duplicates: c.Duplicates, Lost: c.Lost, Overdrafts: c.Overdrafts, LostUpdates: c.LostUpdates, StaleAccepted: c.StaleAccepted,
@@ -52,21 +55,29 @@ func judgementOf(d *derivation, rows []row) Judgement {
 
 // compareJudgement compares the derived judgement j with each row's: the
 // verdict, unsafe, availability, and (lock runs) the errors by class.
+// With transactions of unknown outcome (d.hi), a row agrees with either
+// end of the range: the judgement of none of them committed (j) or of all
+// (availability anywhere between the two).
 func compareJudgement(d *derivation, j *Judgement, rows []row) []Disagreement {
+	hi := *j
+	if d.hi != nil {
+		hi = judge(d, d.hi, rows)
+	}
 	var dis []Disagreement
 	text := func(field, file, h, r string) {
 		dis = append(dis, Disagreement{Field: field, File: file, HistoryText: h, RowText: r})
 	}
 	for _, rw := range rows {
 		jr := &rw.judged
-		if jr.Unsafe != nil && *jr.Unsafe != j.Unsafe {
+		if jr.Unsafe != nil && *jr.Unsafe != j.Unsafe && *jr.Unsafe != hi.Unsafe {
 			text("unsafe", rw.file, strconv.FormatBool(j.Unsafe), strconv.FormatBool(*jr.Unsafe))
 		}
-		if jr.Verdict != nil && *jr.Verdict != j.Verdict {
+		if jr.Verdict != nil && *jr.Verdict != j.Verdict && *jr.Verdict != hi.Verdict {
 			text("verdict", rw.file, j.Verdict, *jr.Verdict)
 		}
-		if jr.Availability != nil && math.Abs(*jr.Availability-j.Availability) > 1e-9 {
-			text("availability", rw.file, fmtShare(j.Availability), fmtShare(*jr.Availability))
+		lo, up := min(j.Availability, hi.Availability), max(j.Availability, hi.Availability)
+		if a := jr.Availability; a != nil && (*a < lo-1e-9 || *a > up+1e-9) {
+			text("availability", rw.file, fmtShare(j.Availability), fmtShare(*a))
 		}
 		if d.kind != "lock" || jr.Errors == nil {
 			continue // a row without errors (a file written before them)
