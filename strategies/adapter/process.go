@@ -336,6 +336,13 @@ func (p *proc) write(r request) error {
 	_, err = p.stdin.Write(b)
 	p.wmu.Unlock()
 	if err != nil {
+		// A closed input is most often an adapter that has exited: let its
+		// exit status decide (stopped with lockbench, or lost), for a
+		// moment, before calling it lost here.
+		select {
+		case <-p.exited:
+		case <-time.After(time.Second):
+		}
 		p.lose(fmt.Sprintf("stopped reading its input (%v)", err))
 		return p.failure()
 	}
