@@ -35,23 +35,27 @@ func testServerDown(t T, h *harness) {
 		t.Logf("Acquire failed after %v: %v", took.Round(time.Millisecond), err)
 	}
 
-	// A new object: the factory checks connectivity.
-	var fresh strategies.Strategy
+	// A new object: the factory checks connectivity. Its results are
+	// variables of their own, as the Acquire above may still be running.
+	var (
+		fresh  strategies.Strategy
+		newErr error
+	)
 	took, ok = within(DownLimit, func(ctx context.Context) {
-		fresh, err = strategies.New(ctx, h.info.LookupName(), h.config(LongTTL, "B"))
+		fresh, newErr = strategies.New(ctx, h.info.LookupName(), h.config(LongTTL, "B"))
 	})
 	switch {
 	case !ok:
 		t.Errorf("New with the server down: still running after %v; want an error within %v", took, DownLimit)
-	case err == nil:
+	case newErr == nil:
 		_ = fresh.Close()
 		t.Errorf("New with the server down: got a strategy; want an error")
 	case fresh != nil:
-		t.Errorf("New with the server down: got a non-nil Strategy (%T) with error %v; want nil with the error", fresh, err)
-	case !errors.Is(err, strategies.ErrUnavailable):
-		t.Errorf("New with the server down: got %v after %v; want an error wrapping ErrUnavailable", err, took)
+		t.Errorf("New with the server down: got a non-nil Strategy (%T) with error %v; want nil with the error", fresh, newErr)
+	case !errors.Is(newErr, strategies.ErrUnavailable):
+		t.Errorf("New with the server down: got %v after %v; want an error wrapping ErrUnavailable", newErr, took)
 	default:
-		t.Logf("New failed after %v: %v", took.Round(time.Millisecond), err)
+		t.Logf("New failed after %v: %v", took.Round(time.Millisecond), newErr)
 	}
 
 	restart()

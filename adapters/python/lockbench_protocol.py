@@ -9,8 +9,14 @@ An adapter is an object with
   acquire(req, ctx) -> dict(handle=..., token=..., waited=..., valid_ms=...) or None
   release(handle), extend(handle, ttl_ms) -> dict(valid_ms=...) or None
   classify(exc) -> error class, close(), and optionally cancel(handle_or_ctx)
+  and overdue(ctx) -> the error class of an acquire past its timeout
 ctx.cancelled tells an acquire lockbench gave up on it; ctx.lost() reports
 the lock it got as lost.
+
+A blocking acquire still running OVERDUE seconds past its timeout_ms is
+answered by the loop, as if cancelled, with overdue(ctx) ("timeout" without
+one): a library whose calls block while its server is down (kazoo queues them
+until it reconnects) still answers in time. A lock granted later is released.
 """
 
 import json
@@ -22,6 +28,8 @@ import threading
 SECRETS = [s for s in (os.environ.get("LOCKBENCH_REDIS_PASSWORD"),) if s]
 
 _out = threading.Lock()
+
+OVERDUE = 0.5
 
 
 def redact(text):
@@ -106,6 +114,9 @@ class Loop:
         except Exception as exc:
             granted = None
             answer = {"id": rid, "ok": False, "error": self.classify(exc), "message": describe(exc)}
+        timer = ctx.data.get("overdue")
+        if timer is not None:
+            timer.cancel()
         with self.mu:
             self.pending.pop(rid, None)
             cancelled = ctx.cancelled
@@ -155,12 +166,39 @@ class Loop:
                 self.error(op["id"], exc)
             return
 
+    def overdue(self, ctx):
+        with self.mu:
+            if ctx.answered or ctx.cancelled:
+                return
+            ctx.cancelled = True
+            try:
+                kind = getattr(self.adapter, "overdue", lambda ctx: "timeout")(ctx) or "timeout"
+            except Exception:
+                kind = "timeout"
+            send({"id": ctx.req["id"], "ok": False, "error": kind,
+                  "message": "no answer from the library %.1fs past the acquire's timeout" % OVERDUE})
+        self.cancel(ctx)
+
+    def cancel(self, ctx):
+        cancel = getattr(self.adapter, "cancel", None)
+        if cancel:
+            try:
+                cancel(ctx)
+            except Exception as exc:
+                log("cancel:", describe(exc))
+
     def dispatch(self, req):
         op = req.get("op")
         if op == "acquire":
             ctx = Ctx(self, req)
             with self.mu:
                 self.pending[req["id"]] = ctx
+            timeout_ms = req.get("timeout_ms")
+            if isinstance(timeout_ms, (int, float)) and timeout_ms > 0:
+                timer = threading.Timer(timeout_ms / 1000.0 + OVERDUE, self.overdue, args=(ctx,))
+                timer.daemon = True
+                ctx.data["overdue"] = timer
+                timer.start()
             threading.Thread(target=self.run_lock, args=(ctx,), daemon=True).start()
         elif op in ("release", "extend"):
             with self.mu:
@@ -180,12 +218,7 @@ class Loop:
                     return
                 ctx.cancelled = True
                 send({"id": req["target"], "ok": False, "error": "cancelled"})
-            cancel = getattr(self.adapter, "cancel", None)
-            if cancel:
-                try:
-                    cancel(ctx)
-                except Exception as exc:
-                    log("cancel:", describe(exc))
+            self.cancel(ctx)
         elif "id" in req:
             send({"id": req["id"], "ok": False, "error": "error", "message": "unknown op %r" % op})
 

@@ -5,7 +5,10 @@ The lease is the ZooKeeper session: one KazooClient per process, whose
 timeout (the session timeout kazoo asks for) is the scenario's TTL in
 seconds, LOCKBENCH_ADAPTER_TTL_MS / 1000 as a float. The server clamps it to
 [2, 20] x its tickTime (4 s to 40 s with ZooKeeper's default tickTime of 2 s).
-Everything else stays at kazoo's defaults.
+Everything else but the reconnect backoff stays at kazoo's defaults. kazoo
+queues a call made while it is disconnected until it reconnects, whatever
+the Lock's timeout; the protocol's loop answers such an acquire unavailable
+just past its timeout.
 """
 
 import os
@@ -37,7 +40,10 @@ class NotOwner(Exception):
 class KazooLock:
     def __init__(self):
         ttl_s = proto.env_int("LOCKBENCH_ADAPTER_TTL_MS", 10000) / 1000.0
-        self.client = KazooClient(hosts=os.environ["LOCKBENCH_ZK_SERVERS"], timeout=ttl_s)
+        # kazoo's reconnect backoff doubles up to an hour by default, so a
+        # client could wait minutes to use a restarted server; capped at 1s.
+        self.client = KazooClient(hosts=os.environ["LOCKBENCH_ZK_SERVERS"], timeout=ttl_s,
+                                  connection_retry=dict(max_tries=-1, max_delay=1.0))
         self.mu = threading.Lock()
         self.holding = {}  # kazoo Lock -> the protocol's ctx, while held
         self.connected = threading.Event()
@@ -101,6 +107,10 @@ class KazooLock:
         with self.mu:
             self.holding[lock] = ctx
         return {"handle": lock, "token": lock.token, "waited": lock.looks > 1}
+
+    def overdue(self, ctx):
+        # lock.acquire is stuck in a call kazoo queued while disconnected.
+        return "timeout" if self.client.connected else "unavailable"
 
     def cancel(self, ctx):
         lock = ctx.data.get("lock")

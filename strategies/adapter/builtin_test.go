@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/adapter"
 	"github.com/lockbench/lockbench/strategies/adapter/adaptertest"
@@ -116,5 +118,72 @@ func TestExec(t *testing.T) {
 	}
 	if _, err := strategies.Resolve("exec:"); err == nil || errors.Is(err, strategies.ErrAdapterLost) {
 		t.Fatalf("Resolve(exec:): got %v; want a usage error", err)
+	}
+}
+
+// The Python adapters' protocol loop answers a blocking acquire its library
+// has not answered half a second past the acquire's timeout (kazoo blocks so
+// while ZooKeeper is down), and the adapter goes on serving: here with a
+// library that never returns for keys named hang-….
+func TestPythonOverdueAcquire(t *testing.T) {
+	needRuntime(t, "py-")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir, err := adapters.Dir(ctx, adapters.Python)
+	if err != nil {
+		t.Fatalf("adapters.Dir: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "hang.py")
+	body := `#!` + adapter.Python + `
+import sys, threading
+sys.path.insert(0, ` + strconv.Quote(dir) + `)
+import lockbench_protocol as proto
+
+class Hang:
+    def __init__(self):
+        self.n = 0
+    def acquire(self, req, ctx):
+        if req["key"].startswith("hang-"):
+            threading.Event().wait(60)
+        self.n += 1
+        return {"handle": self.n, "token": self.n}
+    def release(self, handle):
+        pass
+    def classify(self, exc):
+        return "error"
+
+proto.run({"hello": "lockbench-adapter", "protocol": 1, "name": "py-hang", "library": "none",
+           "library_version": "0", "backend": "none", "nodes": 0, "lease": "session",
+           "capabilities": {"token": True, "extend": False, "blocking": True}}, Hang)
+`
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	info, err := strategies.Resolve("exec:" + p)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	s, err := info.Open(ctx, strategies.Config{AcquireTimeout: time.Second, TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	t0 := time.Now()
+	l, err := s.Acquire(ctx, "hang-1")
+	took := time.Since(t0)
+	if l != nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire(hang-1): got %v, %v after %v; want a timeout (wrapping context.DeadlineExceeded)", l, err, took)
+	}
+	// The loop answers 0.5s past the 1s timeout; the adapter would be lost
+	// only AnswerGrace (5s) past it.
+	if took < time.Second || took > 3*time.Second {
+		t.Fatalf("Acquire(hang-1) answered after %v; want between 1s and 3s", took)
+	}
+	l, err = s.Acquire(ctx, "ok-1")
+	if err != nil {
+		t.Fatalf("Acquire(ok-1) after the overdue one: %v; want a lease from the adapter still serving", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
 	}
 }
