@@ -46,6 +46,12 @@ func newCatcher(env *loadgen.FaultEnv, want func(store.EnterReq) bool, act func(
 	return &catcher{env: env, trap: newTrap(env, want, act)}
 }
 
+// aim makes the catcher's strikes designed ones (not schedule=random):
+// each catches a holder whose payment's other delivery is asking for the
+// lock, and is judged on whether that delivery asked while the lock was
+// forgotten (FaultEnv.Forgot).
+func (c *catcher) aim(designed bool) { c.trap.aims = designed }
+
 // see copies the run's instances, which the hook stops or slows; Inject
 // calls it, before the first catch.
 func (c *catcher) see(instances []loadgen.InstanceHandle) {

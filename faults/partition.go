@@ -137,6 +137,7 @@ func (f *partition) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	if f.cfg.mode == "reset" {
 		f.env = env
 		f.catcher = newCatcher(env, nil, f.holdHolder)
+		f.catcher.aim(!f.cfg.sched.random)
 	}
 	return nil
 }
@@ -195,6 +196,7 @@ func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur 
 	}
 	refuse := dur > 0
 	f.reset.reset(refuse)
+	env.Forgot(time.Now())
 	if refuse {
 		env.Event(fmt.Sprintf("%s: every connection through the proxy reset (TCP RST), the holder's among them; new ones reset too for %s", f.name, ms(dur)))
 		strategies.Sleep(ctx, dur)

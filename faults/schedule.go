@@ -119,13 +119,26 @@ func (d *draws) of(s span) time.Duration {
 // measured run, each after a random wait counted from the end of the
 // previous strike (a strike is undone before the next begins), until the
 // load ends.
+// MaxDesignedStrikes bounds how often a designed fault strikes in one run:
+// again after each strike that missed, 5 in all.
+const MaxDesignedStrikes = 5
+
 func inject(ctx context.Context, env *loadgen.FaultEnv, s schedule, f striker) error {
 	d := newDraws(env.Scenario.Seed, s.every)
 	if !s.random {
 		if env.WaitOffered(ctx, s.at) != nil {
 			return nil
 		}
-		return f.strike(ctx, env, d)
+		// A designed strike that missed (FaultEnv.Missed) strikes again
+		// while payments are still offered, up to MaxDesignedStrikes.
+		for n := 1; ; n++ {
+			if err := f.strike(ctx, env, d); err != nil {
+				return err
+			}
+			if !env.Missed() || !env.Offering() || n >= MaxDesignedStrikes || ctx.Err() != nil {
+				return nil
+			}
+		}
 	}
 	// The warmup is not measured: strike only in the measured run.
 	if !strategies.Sleep(ctx, -env.Since()) {

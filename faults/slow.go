@@ -56,6 +56,7 @@ func (s *slow) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	}
 	s.env = env
 	s.catcher = newCatcher(env, s.cfg.wants, s.slowDown)
+	s.catcher.aim(!s.cfg.sched.random)
 	return nil
 }
 
@@ -84,6 +85,9 @@ func (s *slow) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) erro
 		return nil
 	}
 	start := time.Now()
+	// The caught holder took its lock before it entered: a lease not kept
+	// alive has expired one lease later.
+	env.Forgot(start.Add(env.Info.LeaseTTL(env.Scenario.TTL)))
 	// The section ends by itself; wait for it so the window is right. The
 	// run cannot end before: stopping the instance waits for its workers.
 	if strategies.Sleep(ctx, s.dur) {

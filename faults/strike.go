@@ -152,6 +152,7 @@ func (s *strike) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 		want = s.holdsFirstQuorumOnly
 	}
 	s.catcher = newCatcher(env, want, s.holdHolder)
+	s.catcher.aim(!s.cfg.sched.random)
 	return nil
 }
 
@@ -210,6 +211,7 @@ func (s *strike) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) er
 	s.mu.Lock()
 	s.acted = true
 	s.mu.Unlock()
+	env.Forgot(time.Now())
 	env.Event(what)
 	strategies.Sleep(ctx, s.hold-time.Since(caught))
 	if err := s.catcher.letGo(); err != nil {

@@ -42,6 +42,10 @@ type trap struct {
 	act    func(store.EnterReq)
 	sprung chan store.EnterReq
 	env    *loadgen.FaultEnv
+	// aims: the trap belongs to a designed strike, which catches only a
+	// holder whose payment another delivery is asking for, and is judged
+	// on whether it landed (FaultEnv.OtherAsking, Aim).
+	aims bool
 }
 
 // enteredSlots bounds a trap's memory of entered payments: 2²⁰ (8 MB).
@@ -95,8 +99,14 @@ func (t *trap) hook(r store.EnterReq) {
 	if t.want != nil && !t.want(r) {
 		return
 	}
+	if t.aims && !t.env.OtherAsking(r) {
+		return
+	}
 	if !t.state.CompareAndSwap(trapArmed, trapSprung) {
 		return
+	}
+	if t.aims {
+		t.env.Aim(r)
 	}
 	t.act(r)
 	t.sprung <- r

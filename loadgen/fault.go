@@ -68,6 +68,10 @@ type FaultEnv struct {
 	sync  func(on bool) // nil without a sequenced store
 	// holdsEnters: see HoldsEnters.
 	holdsEnters bool
+	// asks follows the workers' acquires, to judge whether a designed
+	// strike landed; nil when the instances do not run in this process
+	// (or take no lock), and the strikes are not judged so.
+	asks *askBoard
 }
 
 // offerCounts are the payments offered, and those of them offered after
@@ -196,16 +200,60 @@ func (e *FaultEnv) Begin(what string) {
 }
 
 // End marks the end of the current strike and of the fault window so far
-// (and records what).
+// (and records what). A strike aimed at a payment (Aim) whose lock the
+// fault said forgotten (Forgot) is judged: it missed when the payment's
+// other delivery neither got an answer from the lock since then nor waited
+// on it for AskSpan (askBoard.landed).
 func (e *FaultEnv) End(what string) {
 	e.Event(what)
-	e.strikes.end()
+	var aim *strikeAim
+	landed := false
+	if e.asks != nil {
+		aim, landed = e.asks.landed(time.Now())
+	}
+	e.strikes.end(aim != nil && !landed, aim)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.window != nil {
 		e.window.EndNs = int64(e.Since())
 	}
 }
+
+// OtherAsking reports whether the payment of the holder r is being asked
+// for by another of its deliveries now, as a designed strike wants of the
+// holder it catches: one whose contender is still queued, or asleep in
+// its retry pause, would let the strike miss. It is true when that cannot
+// be seen (instances in processes or on agents) or a payment has one
+// delivery.
+func (e *FaultEnv) OtherAsking(r store.EnterReq) bool {
+	if e.asks == nil || e.Scenario.Deliveries < 2 {
+		return true
+	}
+	return e.asks.otherAsking(r.Payment, r.Instance, r.Worker)
+}
+
+// Aim says the current strike caught the holder r: it lands if another
+// delivery asks for r's lock once the fault has made the lock forgotten
+// (Forgot) and before the holder is let go (End).
+func (e *FaultEnv) Aim(r store.EnterReq) {
+	if e.asks != nil {
+		e.asks.aim(r.LockKey, r.Payment, r.Instance, r.Worker)
+	}
+}
+
+// Forgot says the lock of the aimed holder is forgotten from at on (the
+// node restarted empty, its clock jumped, its lease expired): a contender
+// asking from then on would be granted it, or refused by a lock that held.
+func (e *FaultEnv) Forgot(at time.Time) {
+	if e.asks != nil {
+		e.asks.forgot(at)
+	}
+}
+
+// Missed reports whether the last strike ended judged missed, and no
+// unsafe outcome has been counted since it began, so that a designed fault
+// strikes again while the run has time.
+func (e *FaultEnv) Missed() bool { return e.strikes.lastMissed() }
 
 // Offering reports whether payments are still being offered: a fault that
 // strikes again and again (schedule=random) stops once it is false.

@@ -228,7 +228,7 @@ func (w *historyWriter) offered(ps []Payment) {
 
 // strike writes a strike line: strike n, what it did, from start to end
 // (Unix ns), its window closed at closed.
-func (w *historyWriter) strike(n int64, fault, target string, start, end, closed int64) {
+func (w *historyWriter) strike(n int64, fault, target string, start, end, closed int64, aim *strikeAim, missed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	b := append(w.buf[:0], `{"ev":"strike","n":`...)
@@ -238,6 +238,15 @@ func (w *historyWriter) strike(n int64, fault, target string, start, end, closed
 	b = appendField(b, "start", start)
 	b = appendField(b, "end", end)
 	b = appendField(b, "close", closed)
+	if aim != nil {
+		b = appendField(b, "p", aim.payment)
+		b = appendField(b, "i", int64(aim.instance))
+		b = appendField(b, "w", int64(aim.worker))
+		b = appendField(b, "forgot", aim.from)
+		if missed {
+			b = append(b, `,"missed":true`...)
+		}
+	}
 	w.write(append(b, "}\n"...))
 }
 

@@ -33,6 +33,9 @@ type InstanceConfig struct {
 	// History makes the workers record their events for the run's
 	// history (Options.History).
 	History bool `json:",omitempty"`
+	// asks, for an in-process instance of a run with a fault, is where
+	// its workers report their acquires (FaultEnv.asks).
+	asks *askBoard
 }
 
 // Instance is one app server: its own strategy object (so a mutex excludes
@@ -56,6 +59,9 @@ type Instance struct {
 	// broker is the strategy when it queues deliveries instead of taking
 	// a lock (queue); nil otherwise.
 	broker broker
+	// asks is where the workers report their acquires for a fault's
+	// designed strikes (askBoard); nil without, and for tx and broker.
+	asks *askBoard
 	// keepsNoContext is the strategy's Info.KeepsNoContext.
 	keepsNoContext bool
 	queue          chan Delivery   // shared by the workers; nil when routed
@@ -157,6 +163,9 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 				return nil, err
 			}
 		}
+	}
+	if in.tx == nil && in.broker == nil {
+		in.asks = cfg.asks
 	}
 	if cfg.Scenario.Deliveries > cfg.Scenario.Instances {
 		for range cfg.Scenario.Workers {

@@ -224,6 +224,9 @@ func (r *runner) prepare() error {
 	r.st = o.Store
 	if o.Fault != nil {
 		r.st = hookedStore{Store: o.Store, env: r.env}
+		if sc.InstanceMode != InstanceProcess {
+			r.env.asks = newAskBoard()
+		}
 		r.onClose(func() { o.Fault.Close() })
 		if err := o.Fault.Setup(r.ctx, r.env); err != nil {
 			return fmt.Errorf("fault %s: %w", o.Fault.Name(), err)
@@ -240,11 +243,16 @@ func (r *runner) begin() error {
 		o.Fallback(why)
 	}
 	r.transport, r.seq = transport, transport == TransportSequenced
-	insts, sq, stopAll, err := startInstances(r.ctx, sc, info, r.seq, o.History != "", env.Lock, r.st, o.Spawner, o.Log)
+	insts, sq, stopAll, err := startInstances(r.ctx, sc, info, r.seq, o.History != "", env.Lock, r.st, o.Spawner, o.Log, env.asks)
 	if err != nil {
 		return err
 	}
 	r.insts, r.sq = insts, sq
+	for _, in := range insts {
+		if in, ok := in.(*Instance); !ok || in.asks == nil {
+			env.asks = nil // some acquires would go unseen: strikes are not judged so
+		}
+	}
 	r.onClose(func() { stopAll() })
 	if r.hw, err = startHistory(o, info, r.setup, insts); err != nil {
 		return err
@@ -588,7 +596,7 @@ func (l *loopTimes) stop() {
 // returns a function that stops them all, for the error paths, and the
 // run's sequenced store when seq asks for one (local processes only;
 // else nil).
-func startInstances(ctx context.Context, sc Scenario, info strategies.Info, seq, history bool, lock strategies.Config, st store.Store, sp Spawner, log io.Writer) ([]instance, *seqStore, func(), error) {
+func startInstances(ctx context.Context, sc Scenario, info strategies.Info, seq, history bool, lock strategies.Config, st store.Store, sp Spawner, log io.Writer, asks *askBoard) ([]instance, *seqStore, func(), error) {
 	var insts []instance
 	var sq *seqStore
 	var ln net.Listener
@@ -631,7 +639,7 @@ func startInstances(ctx context.Context, sc Scenario, info strategies.Info, seq,
 		go func() { _ = store.ServeWith(ln, st, serve) }()
 	}
 	for id := range sc.Instances {
-		cfg := InstanceConfig{ID: id, Strategy: info.LookupName(), Info: info, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil, History: history}
+		cfg := InstanceConfig{ID: id, Strategy: info.LookupName(), Info: info, Scenario: sc, Lock: lock, StoreArrive: sq != nil && sq.arrive != nil, History: history, asks: asks}
 		var in instance
 		var err error
 		if sc.InstanceMode == InstanceProcess {
@@ -727,7 +735,7 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 	}
 	s.FaultEvents = env.events
 	env.mu.Unlock()
-	s.Strikes, s.UnsafeStrikes = env.strikes.finish(c)
+	s.Strikes, s.UnsafeStrikes, s.StrikesMissed = env.strikes.finish(c)
 	s.Finish()
 	return s
 }

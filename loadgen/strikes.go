@@ -37,14 +37,14 @@ type strikeLog struct {
 	st    store.Store // nil: strikes are counted, not judged
 	grace time.Duration
 
-	strikes, unsafe int64
-	open            bool  // the last strike's window is still open
-	before          int64 // the unsafe count at its Begin
-	beforeOK        bool  // that count could be read
-	ended           bool  // it has ended: its grace timer is running
-	gen             int   // the strike the grace timer belongs to
-	timer           *time.Timer
-	closed          bool // the run is over: the log is final
+	strikes, unsafe, missed int64
+	open                    bool  // the last strike's window is still open
+	before                  int64 // the unsafe count at its Begin
+	beforeOK                bool  // that count could be read
+	ended                   bool  // it has ended: its grace timer is running
+	gen                     int   // the strike the grace timer belongs to
+	timer                   *time.Timer
+	closed                  bool // the run is over: the log is final
 
 	// hist, when set, gets each strike's line as its window closes;
 	// fault names the fault, cur is the strike whose window is open.
@@ -53,7 +53,20 @@ type strikeLog struct {
 	cur   struct {
 		target     string
 		start, end int64
+		// missed: the strike's aim (askBoard) was judged and missed;
+		// aim, what it aimed at (nil when not judged).
+		missed bool
+		aim    *strikeAim
 	}
+}
+
+// strikeAim is what a designed strike aimed at, for the history: the
+// caught holder's payment, instance and worker, and when the lock was
+// forgotten (Unix ns).
+type strikeAim struct {
+	payment          int64
+	instance, worker int
+	from             int64
 }
 
 // history makes the log write each strike into the run's history.
@@ -102,17 +115,20 @@ func (l *strikeLog) begin(what string) {
 	l.gen++
 	l.open, l.ended, l.before, l.beforeOK = true, false, u, ok
 	l.cur.target, l.cur.start, l.cur.end = what, time.Now().UnixNano(), 0
+	l.cur.missed, l.cur.aim = false, nil
 }
 
 // end starts the current strike's grace; its window closes when the
-// grace is over (or earlier: begin, finish).
-func (l *strikeLog) end() {
+// grace is over (or earlier: begin, finish). missed says the strike's aim
+// was judged missed (aim, what it was).
+func (l *strikeLog) end(missed bool, aim *strikeAim) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.open || l.ended || l.closed {
 		return
 	}
 	l.ended = true
+	l.cur.missed, l.cur.aim = missed, aim
 	l.cur.end = time.Now().UnixNano()
 	gen := l.gen
 	l.timer = time.AfterFunc(l.grace, func() {
@@ -129,8 +145,14 @@ func (l *strikeLog) end() {
 
 // judge closes the open window with the unsafe count u at its end.
 func (l *strikeLog) judge(u int64, ok bool) {
-	if ok && l.beforeOK && u > l.before {
+	unsafe := ok && l.beforeOK && u > l.before
+	// An unsafe outcome in the window shows the strike landed.
+	missed := l.cur.missed && !unsafe
+	if unsafe {
 		l.unsafe++
+	}
+	if missed {
+		l.missed++
 	}
 	l.open = false
 	if l.hist != nil {
@@ -139,13 +161,13 @@ func (l *strikeLog) judge(u int64, ok bool) {
 		if end == 0 {
 			end = now // cut short before it was undone
 		}
-		l.hist.strike(l.strikes, l.fault, l.cur.target, l.cur.start, end, now)
+		l.hist.strike(l.strikes, l.fault, l.cur.target, l.cur.start, end, now, l.cur.aim, missed)
 	}
 }
 
 // finish closes the log with the run's final counts and returns the
-// strikes and the unsafe ones.
-func (l *strikeLog) finish(final store.Counts) (strikes, unsafe int64) {
+// strikes, the unsafe ones and the missed ones.
+func (l *strikeLog) finish(final store.Counts) (strikes, unsafe, missed int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
@@ -157,5 +179,18 @@ func (l *strikeLog) finish(final store.Counts) (strikes, unsafe int64) {
 			l.judge(unsafeCount(final), true)
 		}
 	}
-	return l.strikes, l.unsafe
+	return l.strikes, l.unsafe, l.missed
+}
+
+// lastMissed reports whether the last strike ended judged missed (its
+// window may still be open: an unsafe outcome in its grace would yet
+// show it landed).
+func (l *strikeLog) lastMissed() bool {
+	u, ok := l.read()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ok && l.beforeOK && u > l.before {
+		return false // it landed: an unsafe outcome since its Begin
+	}
+	return l.ended && l.cur.missed
 }

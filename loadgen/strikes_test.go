@@ -31,36 +31,38 @@ func TestStrikeLog(t *testing.T) {
 	// 1: a duplicate inside the strike: unsafe.
 	l.begin("strike")
 	st.dups.Add(1)
-	l.end()
+	l.end(false, nil)
 	time.Sleep(100 * time.Millisecond)
 	// A duplicate after the grace belongs to no strike.
 	st.dups.Add(1)
 
-	// 2: nothing happens: safe, closed by its grace.
+	// 2: nothing happens, and its aim missed: safe, missed, closed by
+	// its grace.
 	l.begin("strike")
-	l.end()
+	l.end(true, &strikeAim{payment: 7})
 	time.Sleep(100 * time.Millisecond)
 
 	// 3: a duplicate within the grace after the end: unsafe.
 	l.begin("strike")
-	l.end()
+	l.end(false, nil)
 	st.dups.Add(1)
 	time.Sleep(100 * time.Millisecond)
 
 	// 4: ended, closed early by the next Begin before the grace: safe;
-	// 5: a duplicate, then the run ends inside the grace: unsafe.
+	// 5: a duplicate, then the run ends inside the grace: unsafe, and
+	// so landed though its aim was judged missed.
 	l.begin("strike")
-	l.end()
+	l.end(false, nil)
 	l.begin("strike")
 	st.dups.Add(1)
-	l.end()
-	strikes, unsafe := l.finish(store.Counts{Duplicates: st.dups.Load()})
-	if strikes != 5 || unsafe != 3 {
-		t.Errorf("strikes %d, unsafe %d; want 5 strikes, 3 unsafe", strikes, unsafe)
+	l.end(true, &strikeAim{payment: 9})
+	strikes, unsafe, missed := l.finish(store.Counts{Duplicates: st.dups.Load()})
+	if strikes != 5 || unsafe != 3 || missed != 1 {
+		t.Errorf("strikes %d, unsafe %d, missed %d; want 5 strikes, 3 unsafe, 1 missed", strikes, unsafe, missed)
 	}
 	// Marks after the run's end change nothing.
 	l.begin("strike")
-	if s, u := l.finish(store.Counts{}); s != 5 || u != 3 {
-		t.Errorf("after finish: strikes %d, unsafe %d; want 5, 3", s, u)
+	if s, u, m := l.finish(store.Counts{}); s != 5 || u != 3 || m != 1 {
+		t.Errorf("after finish: strikes %d, unsafe %d, missed %d; want 5, 3, 1", s, u, m)
 	}
 }

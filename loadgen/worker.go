@@ -247,7 +247,14 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	calls := w.cycleCalls()
 	t0 := cx.clock.now()
 	actx := cx.acquire.begin(&calls[0], t0)
+	var ask *asking
+	if in.asks != nil {
+		ask = in.asks.ask(key, d.Payment, in.cfg.ID, w.id)
+	}
 	lease, attempts, err := strategies.AcquireRetry(actx, in.strategy, key, sc.Retry.Retry)
+	if ask != nil {
+		in.asks.done(ask, err)
+	}
 	cx.acquire.end(actx)
 	t1 := time.Duration(cx.clock.now() - t0)
 	if w.hb != nil {

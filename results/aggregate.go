@@ -30,12 +30,13 @@ type Cell struct {
 	UnknownTrials  int        `json:"unknown_trials"`
 	UnsafeRate     float64    `json:"unsafe_rate"`
 	UnsafeRateCI95 [2]float64 `json:"unsafe_rate_ci95"`
-	// Strikes and UnsafeStrikes are summed over the trials; where strikes
+	// Strikes, UnsafeStrikes and StrikesMissed are summed over the trials; where strikes
 	// were counted, UnsafeStrikeRate is the share of strikes whose window
 	// saw an unsafe outcome, with its Wilson interval (strikes taken as
 	// independent trials of their own).
 	Strikes              int64       `json:"strikes"`
 	UnsafeStrikes        int64       `json:"unsafe_strikes"`
+	StrikesMissed        int64       `json:"strikes_missed"`
 	UnsafeStrikeRate     *float64    `json:"unsafe_strike_rate,omitempty"`
 	UnsafeStrikeRateCI95 *[2]float64 `json:"unsafe_strike_rate_ci95,omitempty"`
 
@@ -164,6 +165,7 @@ func CellOf(runs []Summary) Cell {
 		}
 		c.Strikes += s.Strikes
 		c.UnsafeStrikes += s.UnsafeStrikes
+		c.StrikesMissed += s.StrikesMissed
 		c.Interrupted = c.Interrupted || s.Interrupted
 		pps = append(pps, s.PaymentsPerSec)
 		avail = append(avail, s.Availability)

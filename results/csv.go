@@ -45,6 +45,7 @@ var fixedCSVColumns = []csvColumn{
 	{"overlap_max_ns", func(s *Summary) string { return i64(s.OverlapMaxNs) }},
 	{"strikes", func(s *Summary) string { return i64(s.Strikes) }},
 	{"unsafe_strikes", func(s *Summary) string { return i64(s.UnsafeStrikes) }},
+	{"strikes_missed", func(s *Summary) string { return i64(s.StrikesMissed) }},
 	{"stale_rejected", func(s *Summary) string { return i64(s.StaleRejected) }},
 	{"stale_accepted", func(s *Summary) string { return i64(s.StaleAccepted) }},
 	{"token_regressed", func(s *Summary) string { return i64(s.TokenRegressed) }},

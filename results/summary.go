@@ -86,6 +86,11 @@ type Summary struct {
 	// saw an unsafe outcome.
 	Strikes       int64 `json:"strikes"`
 	UnsafeStrikes int64 `json:"unsafe_strikes"`
+	// StrikesMissed counts the designed strikes that missed: while the
+	// lock was forgotten and its holder kept inside, the caught payment's
+	// other delivery neither got an answer from the lock nor waited on it
+	// for loadgen.AskSpan. A run whose every strike missed is unknown.
+	StrikesMissed int64 `json:"strikes_missed"`
 	// Redeliveries counts messages the broker delivered again (queue).
 	// It is 0 for every strategy that takes no messages.
 	Redeliveries int64 `json:"redeliveries"`
@@ -244,6 +249,9 @@ func (s *Summary) Finish() {
 		s.Verdict = VerdictUnknown
 		s.Unjudged = fmt.Sprintf("no answer from the lock: %d answers (processed, not acquired, stale refused) for %d payments, under %.0f%%%s",
 			answered, s.Payments, 100*MinAnswered, errorList(s.Errors))
+	case s.Strikes > 0 && s.StrikesMissed >= s.Strikes:
+		s.Verdict = VerdictUnknown
+		s.Unjudged = fmt.Sprintf("every designed strike missed (%d of %d): the caught payment's other delivery did not ask for the lock while it was forgotten", s.StrikesMissed, s.Strikes)
 	}
 }
 

@@ -1,0 +1,73 @@
+package loadgen
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// A designed strike lands when another delivery got an answer from the lock
+// while it was forgotten and the holder inside, or waited on it there for
+// AskSpan; the holder's own acquires, errors, and asks outside the window
+// do not count.
+func TestAskBoardLanded(t *testing.T) {
+	const key = "lockbench:acct:1"
+	ended := func(b *askBoard, a *asking, start, end time.Time, err error) {
+		a.start = start
+		b.done(a, err)
+		b.mu.Lock()
+		if n := len(b.seen); n > 0 {
+			b.seen[n-1].end = end
+		}
+		b.mu.Unlock()
+	}
+	t0 := time.Now()
+	for _, c := range []struct {
+		name string
+		run  func(b *askBoard)
+		want bool
+	}{
+		{"granted in the window", func(b *askBoard) {
+			ended(b, b.ask(key, 5, 1, 0), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), nil)
+		}, true},
+		{"refused in the window", func(b *askBoard) {
+			ended(b, b.ask(key, 5, 1, 0), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), strategies.ErrNotAcquired)
+		}, true},
+		{"an error in the window", func(b *askBoard) {
+			ended(b, b.ask(key, 5, 1, 0), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), errors.Join(strategies.ErrUnavailable))
+		}, false},
+		{"another lock's answer", func(b *askBoard) {
+			ended(b, b.ask("lockbench:acct:2", 5, 1, 0), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), nil)
+		}, false},
+		{"the holder's own", func(b *askBoard) {
+			ended(b, b.ask(key, 6, 0, 3), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), nil)
+		}, false},
+		{"still waiting at the end, for AskSpan", func(b *askBoard) {
+			b.ask(key, 5, 1, 0).start = t0.Add(-time.Second)
+		}, true},
+		{"still waiting, asked too late", func(b *askBoard) {
+			b.ask(key, 5, 1, 0).start = t0.Add(400 * time.Millisecond)
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := newAskBoard()
+			b.aim(key, 5, 0, 3)
+			b.forgot(t0)
+			c.run(b)
+			aim, landed := b.landed(t0.Add(500 * time.Millisecond))
+			if aim == nil || aim.payment != 5 || aim.instance != 0 || aim.worker != 3 {
+				t.Fatalf("aim %+v; want payment 5 of instance 0's worker 3", aim)
+			}
+			if landed != c.want {
+				t.Fatalf("landed %v; want %v", landed, c.want)
+			}
+		})
+	}
+	b := newAskBoard()
+	b.aim(key, 5, 0, 3)
+	if aim, _ := b.landed(t0); aim != nil {
+		t.Fatalf("a strike whose fault never said the lock was forgotten: aim %+v; want not judged", aim)
+	}
+}
