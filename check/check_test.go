@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const acct0 = "lockbench:acct:0"
@@ -582,4 +583,32 @@ func TestHistoryContradictions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStrikesMissed: a designed strike missed when, from its lock's
+// forgot to its end, no other holder's acquire of that key was answered
+// or waited there for 250ms; an unsafe outcome in its window shows it
+// landed.
+func TestStrikesMissed(t *testing.T) {
+	const s = int64(time.Second)
+	h := newHist("lock", "setnx", "account", false, false, []int64{1000}, 0)
+	h.offer(1, 0, 100)
+	designed := func(n int, forgot, end, close int64) {
+		h.add(map[string]any{"ev": "strike", "n": n, "fault": "restart-node", "target": "redis-0", "start": forgot - s/10, "end": end, "close": close,
+			"k": acct0, "p": 1, "i": 0, "w": 0, "forgot": forgot})
+	}
+	h.acquire(0, 0, acct0, s/2, s/2+10, true, 0)
+	n := h.enter(0, 0, acct0, 1, 0, s/2+20, 0, 0, 1000)
+	designed(1, s, s+s/2, 2*s)
+	// Strike 1 landed: another holder waited 0.5s in its window, refused.
+	h.acquire(1, 0, acct0, s-s/10, s+s/2+s/10, false, 0)
+	h.finish(acct0, n, 1, 0, s+s/2, 0, applied(0, 100, 900, 1))
+	h.release(0, 0, acct0, s+s/2+10, s+s/2+20, true)
+	// Strike 2 missed: the holder's own acquire, and another's of a
+	// different key, do not count; one waiting 0.1s is too short.
+	designed(2, 3*s, 3*s+s/2, 4*s)
+	h.acquire(0, 0, acct0, 3*s+s/10, 3*s+s/5, false, 0)
+	h.acquire(1, 1, "lockbench:acct:1", 3*s, 3*s+s/2, false, 0)
+	h.acquire(1, 0, acct0, 3*s+s/2-s/10, 3*s+s, false, 0)
+	checkOne(t, &testRun{strategy: "setnx", hist: h}, Counts{Payments: 1, Strikes: 2, Processed: 1, NotAcquired: 4, StrikesMissed: 1})
 }

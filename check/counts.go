@@ -20,6 +20,7 @@ type Counts struct {
 	TokenRegressed int64 `json:"token_regressed"`
 	TokenReused    int64 `json:"token_reused"`
 	UnsafeStrikes  int64 `json:"unsafe_strikes"`
+	StrikesMissed  int64 `json:"strikes_missed"`
 	Conflicts      int64 `json:"conflicts"`
 }
 
@@ -49,6 +50,7 @@ func (c *Counts) fields() []field {
 		{"token_regressed", c.TokenRegressed},
 		{"token_reused", c.TokenReused},
 		{"unsafe_strikes", c.UnsafeStrikes},
+		{"strikes_missed", c.StrikesMissed},
 		{"conflicts", c.Conflicts},
 	}
 }

@@ -66,6 +66,7 @@ func derive(h *history) (*derivation, error) {
 		}
 		moreHi, _ := judgeRecords(&h.hdr, all, offered, &hi)
 		hi.UnsafeStrikes = unsafeStrikes(h.strikes, append(slices.Clone(outcomes), moreHi...))
+		hi.StrikesMissed = missedStrikes(h.strikes, append(slices.Clone(outcomes), moreHi...), h.asks)
 		hi.Conflicts = h.conflicts
 		d.hi = &hi
 	}
@@ -81,6 +82,7 @@ func derive(h *history) (*derivation, error) {
 		d.hi.Payments, d.hi.Strikes, d.hi.NotAcquired = d.counts.Payments, d.counts.Strikes, d.counts.NotAcquired
 	}
 	d.counts.UnsafeStrikes = unsafeStrikes(h.strikes, append(outcomes, more...))
+	d.counts.StrikesMissed = missedStrikes(h.strikes, append(outcomes, more...), h.asks)
 	d.counts.Conflicts = h.conflicts
 	if d.hi != nil {
 		d.notes = append(d.notes, fmt.Sprintf("%d transactions of unknown outcome (their COMMIT failed on the way): each count is compared with its range, from none of them committed to all", len(h.maybeTx)))

@@ -26,7 +26,7 @@ func ExampleDir() {
 	summary := `[{"strategy":"setnx","scenario":"contended","fault":"none","variant":"","trial":1,"fencing":false,
   "payments":1,"not_acquired":0,"strikes":0,"processed":1,"duplicates":0,"lost":0,"unprocessed":0,"overdrafts":0,"lost_updates":0,
   "overlaps":0,"overlap_ns":0,"overlap_max_ns":0,"stale_rejected":0,"stale_accepted":0,
-  "token_regressed":0,"token_reused":0,"unsafe_strikes":0,"conflicts":0}]`
+  "token_regressed":0,"token_reused":0,"unsafe_strikes":0,"strikes_missed":0,"conflicts":0}]`
 	history := `{"ev":"header","version":1,"run":"setnx.contended.none.unfenced","strategy":"setnx","kind":"lock","store":"memory","mode":"account","fencing":false,"strict":false,"deliveries":1,"balances":[1000],"payments":0,"clock":[{"instance":0,"where":"coordinator","offset_ns":0,"uncertainty_ns":0}]}
 {"ev":"offer","p":1,"a":0,"amount":250}
 {"ev":"acquire","i":0,"w":0,"p":1,"a":0,"k":"lockbench:acct:0","inv":100,"ret":110,"ok":true,"token":0}

@@ -80,9 +80,11 @@ type line struct {
 	Outcome  string `json:"outcome"`
 	Conflict bool   `json:"conflict"`
 
-	// strike
-	Start int64 `json:"start"`
-	Close int64 `json:"close"`
+	// strike; a designed one judged on whether it landed also has K, P,
+	// I, W (the caught holder) and Forgot
+	Start  int64 `json:"start"`
+	Close  int64 `json:"close"`
+	Forgot int64 `json:"forgot"`
 
 	// end
 	Payments *int64 `json:"payments"`
@@ -149,9 +151,21 @@ type txApp struct {
 	a      int32
 }
 
-// strike is a fault's strike and its window.
+// strike is a fault's strike and its window; for a designed strike
+// judged on whether it landed, the caught holder's key, instance and
+// worker, and when its lock was forgotten (0: not judged so) until end.
 type strike struct {
 	start, close int64
+	forgot, end  int64
+	k            string
+	i, w         int32
+}
+
+// askLine is an acquire line: another holder's ask, for strikes_missed.
+type askLine struct {
+	i, w     int32
+	inv, ret int64
+	answered bool
 }
 
 // history is a decoded history: the lines the rules use, grouped.
@@ -167,6 +181,8 @@ type history struct {
 	// way (outcome "unknown"): each may or may not be an application.
 	maybeTx []txApp
 	strikes []strike
+	// asks are every key's acquire lines.
+	asks map[string][]askLine
 	// acquires counts the acquire lines with ok.
 	acquires int64
 	// conflicts counts the tx lines whose version check failed.
@@ -249,6 +265,12 @@ func (h *history) add(l *line, num int) error {
 			h.payments = l.Payments
 		}
 	case "acquire", "release":
+		if l.Ev == "acquire" {
+			if h.asks == nil {
+				h.asks = map[string][]askLine{}
+			}
+			h.asks[l.K] = append(h.asks[l.K], askLine{i: l.I, w: l.W, inv: l.Inv, ret: l.Ret, answered: l.OK || l.Err == "not_acquired"})
+		}
 		if l.OK {
 			k := h.key(l.K)
 			k.ops = append(k.ops, lockOp{inv: l.Inv, ret: l.Ret, i: l.I, w: l.W, release: l.Ev == "release"})
@@ -290,7 +312,7 @@ func (h *history) add(l *line, num int) error {
 			h.maybeTx = append(h.maybeTx, txApp{p: l.P, end: l.End, a: l.A})
 		}
 	case "strike":
-		h.strikes = append(h.strikes, strike{start: l.Start, close: l.Close})
+		h.strikes = append(h.strikes, strike{start: l.Start, close: l.Close, forgot: l.Forgot, end: l.End, k: l.K, i: l.I, w: l.W})
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ func judge(d *derivation, c *Counts, rows []row) Judgement {
 	s := results.Summary{
 		Payments: c.Payments, Processed: c.Processed, NotAcquired: c.NotAcquired, StaleRejected: c.StaleRejected,
 		Duplicates: c.Duplicates, Lost: c.Lost, Overdrafts: c.Overdrafts, LostUpdates: c.LostUpdates, StaleAccepted: c.StaleAccepted,
+		Strikes: c.Strikes, StrikesMissed: c.StrikesMissed,
 	}
 	if d.underived["not_acquired"] {
 		for _, rw := range rows {

@@ -3,6 +3,7 @@ package check
 import (
 	"math"
 	"slices"
+	"time"
 )
 
 // unsafeStrikes counts the strikes during whose window an unsafe outcome
@@ -14,14 +15,65 @@ func unsafeStrikes(strikes []strike, outcomes []int64) int64 {
 	slices.Sort(outcomes)
 	var n int64
 	for _, s := range strikes {
-		end := s.close
-		if end == 0 {
-			end = math.MaxInt64
-		}
-		j, _ := slices.BinarySearch(outcomes, s.start)
-		if j < len(outcomes) && outcomes[j] < end {
+		if strikeUnsafe(s, outcomes) {
 			n++
 		}
 	}
 	return n
+}
+
+// strikeUnsafe reports whether an unsafe outcome (outcomes, sorted)
+// happened in s's window.
+func strikeUnsafe(s strike, outcomes []int64) bool {
+	end := s.close
+	if end == 0 {
+		end = math.MaxInt64
+	}
+	j, _ := slices.BinarySearch(outcomes, s.start)
+	return j < len(outcomes) && outcomes[j] < end
+}
+
+// askSpan is loadgen.AskSpan, in ns: how long another holder must have
+// waited on a forgotten lock for a strike to have landed without an
+// answer.
+const askSpan = int64(250 * time.Millisecond)
+
+// missedStrikes counts the designed strikes that missed
+// (docs/history.md, "strike"): a strike with forgot set, during whose
+// window no unsafe outcome happened, and where no acquire of its key by
+// another holder was answered (ok or not_acquired) from forgot to end, or
+// waited there for askSpan (or all of it, if shorter).
+func missedStrikes(strikes []strike, outcomes []int64, asks map[string][]askLine) int64 {
+	slices.Sort(outcomes)
+	var n int64
+	for _, s := range strikes {
+		if s.forgot == 0 || strikeUnsafe(s, outcomes) {
+			continue
+		}
+		landed := false
+		for _, a := range asks[s.k] {
+			if (a.i != s.i || a.w != s.w) && askLanded(a.inv, a.ret, a.answered, s.forgot, s.end) {
+				landed = true
+				break
+			}
+		}
+		if !landed {
+			n++
+		}
+	}
+	return n
+}
+
+// askLanded is loadgen's rule for one acquire from start to end (Unix
+// ns), answered or not, with the lock forgotten from from until out.
+func askLanded(start, end int64, answered bool, from, out int64) bool {
+	if out <= from {
+		return false
+	}
+	if end <= out && answered && end >= from {
+		return true
+	}
+	end = min(end, out)
+	start = max(start, from)
+	return end-start >= min(askSpan, out-from)
 }

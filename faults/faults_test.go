@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/faults"
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
 )
@@ -306,4 +307,22 @@ func TestPartition(t *testing.T) {
 			t.Errorf("acquire max = %v; want ≥ the 100ms delay", got)
 		}
 	})
+}
+
+// A designed strike nobody could answer misses: with one worker in all,
+// no other delivery ever asks for the caught holder's lock, so every
+// restart-node strike is missed, struck again while payments are offered
+// (up to MaxDesignedStrikes), and the run is unknown, not SAFE.
+func TestDesignedStrikeMissed(t *testing.T) {
+	sc := small(pausePayments, false)
+	sc.Instances, sc.Workers, sc.Deliveries = 1, 1, 1
+	r := run(t, "setnx", "restart-node", sc)
+	struck(t, r)
+	s := r.Summary
+	if s.Strikes < 2 || s.StrikesMissed != s.Strikes || s.Strikes > faults.MaxDesignedStrikes {
+		t.Errorf("strikes %d, missed %d; want every strike missed, struck again: 2..%d", s.Strikes, s.StrikesMissed, faults.MaxDesignedStrikes)
+	}
+	if s.Verdict != results.VerdictUnknown || !strings.Contains(s.Unjudged, "missed") {
+		t.Errorf("verdict %q (%s); want unknown: every designed strike missed", s.Verdict, s.Unjudged)
+	}
 }

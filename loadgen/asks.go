@@ -32,40 +32,40 @@ type askBoard struct {
 	key     string // the aimed lock
 	payment int64  // the caught holder's payment
 	holder  [2]int // instance, worker of the caught holder
-	from    time.Time
+	from    int64  // Unix ns; 0 until forgot
 	seen    []asking // the aimed lock's acquires, ended since aim
 }
 
-// asking is one delivery's acquire: from start to end (zero while in
-// flight), and whether it ended with an answer from the lock (granted, or
-// refused as held).
+// asking is one delivery's acquire: from start to end (Unix ns, the
+// times its history line has; end 0 while in flight), and whether it ended
+// with an answer from the lock (granted, or refused as held).
 type asking struct {
 	key      string
 	payment  int64
 	instance int
 	worker   int32
-	start    time.Time
-	end      time.Time
+	start    int64
+	end      int64
 	answered bool
 }
 
 func newAskBoard() *askBoard { return &askBoard{active: make(map[int64][]*asking)} }
 
-// ask records that a worker starts acquiring key for payment.
-func (b *askBoard) ask(key string, payment int64, instance int, worker int32) *asking {
-	a := &asking{key: key, payment: payment, instance: instance, worker: worker, start: time.Now()}
+// ask records that a worker starts acquiring key for payment, at start
+// (Unix ns).
+func (b *askBoard) ask(key string, payment int64, instance int, worker int32, start int64) *asking {
+	a := &asking{key: key, payment: payment, instance: instance, worker: worker, start: start}
 	b.mu.Lock()
 	b.active[payment] = append(b.active[payment], a)
 	b.mu.Unlock()
 	return a
 }
 
-// done records the end of a, with the acquire's error.
-func (b *askBoard) done(a *asking, err error) {
-	now := time.Now()
+// done records the end of a at end (Unix ns), with the acquire's error.
+func (b *askBoard) done(a *asking, err error, end int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	a.end, a.answered = now, err == nil || errors.Is(err, strategies.ErrNotAcquired)
+	a.end, a.answered = end, err == nil || errors.Is(err, strategies.ErrNotAcquired)
 	list := b.active[a.payment]
 	for i, x := range list {
 		if x == a {
@@ -102,15 +102,15 @@ func (b *askBoard) otherAsking(payment int64, instance int, worker int32) bool {
 func (b *askBoard) aim(key string, payment int64, instance int, worker int32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.aimed, b.key, b.payment, b.holder, b.from, b.seen = true, key, payment, [2]int{instance, int(worker)}, time.Time{}, b.seen[:0]
+	b.aimed, b.key, b.payment, b.holder, b.from, b.seen = true, key, payment, [2]int{instance, int(worker)}, 0, b.seen[:0]
 }
 
 // forgot marks when the lock was forgotten (at, for a lease that expires
 // later than now).
-func (b *askBoard) forgot(at time.Time) {
+func (b *askBoard) forgot(at int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.aimed && b.from.IsZero() {
+	if b.aimed && b.from == 0 {
 		b.from = at
 	}
 }
@@ -120,47 +120,48 @@ func (b *askBoard) forgot(at time.Time) {
 // (not judged); landed, whether another delivery got an answer from the
 // lock in [from, out], or waited on it there for AskSpan (or the whole
 // window, if shorter).
-func (b *askBoard) landed(out time.Time) (aim *strikeAim, landed bool) {
+func (b *askBoard) landed(out int64) (aim *strikeAim, landed bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.aimed || b.from.IsZero() {
+	if !b.aimed || b.from == 0 {
 		b.aimed = false
 		return nil, false
 	}
 	b.aimed = false
-	from := b.from
-	aim = &strikeAim{payment: b.payment, instance: b.holder[0], worker: b.holder[1], from: from.UnixNano()}
-	if !out.After(from) {
-		return aim, false
-	}
-	need := min(AskSpan, out.Sub(from))
+	aim = &strikeAim{key: b.key, payment: b.payment, instance: b.holder[0], worker: b.holder[1], from: b.from}
 	check := func(a asking) bool {
-		if a.instance == b.holder[0] && int(a.worker) == b.holder[1] {
-			return false
-		}
-		end := a.end
-		if end.IsZero() || end.After(out) {
-			end = out
-		} else if a.answered && !end.Before(from) {
-			return true
-		}
-		start := a.start
-		if start.Before(from) {
-			start = from
-		}
-		return end.Sub(start) >= need
+		return a.instance != b.holder[0] || int(a.worker) != b.holder[1]
 	}
 	for _, a := range b.seen {
-		if check(a) {
+		if check(a) && askLanded(a.start, a.end, a.answered, b.from, out) {
 			return aim, true
 		}
 	}
 	for _, list := range b.active {
 		for _, a := range list {
-			if a.key == b.key && check(*a) {
+			if a.key == b.key && check(*a) && askLanded(a.start, 0, false, b.from, out) {
 				return aim, true
 			}
 		}
 	}
 	return aim, false
+}
+
+// askLanded is the rule of a landed strike for one acquire from start to
+// end (Unix ns; 0: still in flight), answered or not, with the lock
+// forgotten from from until out: it was answered in [from, out], or it
+// waited there for AskSpan (or all of it, if shorter). lockbench check
+// applies the same rule to the history's acquire lines.
+func askLanded(start, end int64, answered bool, from, out int64) bool {
+	if out <= from {
+		return false
+	}
+	if end != 0 && end <= out && answered && end >= from {
+		return true
+	}
+	if end == 0 || end > out {
+		end = out
+	}
+	start = max(start, from)
+	return end-start >= min(int64(AskSpan), out-from)
 }

@@ -14,41 +14,37 @@ import (
 // do not count.
 func TestAskBoardLanded(t *testing.T) {
 	const key = "lockbench:acct:1"
-	ended := func(b *askBoard, a *asking, start, end time.Time, err error) {
+	ms := func(n int) int64 { return int64(n) * int64(time.Millisecond) }
+	ended := func(b *askBoard, a *asking, start, end int64, err error) {
 		a.start = start
-		b.done(a, err)
-		b.mu.Lock()
-		if n := len(b.seen); n > 0 {
-			b.seen[n-1].end = end
-		}
-		b.mu.Unlock()
+		b.done(a, err, end)
 	}
-	t0 := time.Now()
+	t0 := time.Now().UnixNano()
 	for _, c := range []struct {
 		name string
 		run  func(b *askBoard)
 		want bool
 	}{
 		{"granted in the window", func(b *askBoard) {
-			ended(b, b.ask(key, 5, 1, 0), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), nil)
+			ended(b, b.ask(key, 5, 1, 0, 0), t0+ms(50), t0+ms(120), nil)
 		}, true},
 		{"refused in the window", func(b *askBoard) {
-			ended(b, b.ask(key, 5, 1, 0), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), strategies.ErrNotAcquired)
+			ended(b, b.ask(key, 5, 1, 0, 0), t0+ms(50), t0+ms(120), strategies.ErrNotAcquired)
 		}, true},
 		{"an error in the window", func(b *askBoard) {
-			ended(b, b.ask(key, 5, 1, 0), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), errors.Join(strategies.ErrUnavailable))
+			ended(b, b.ask(key, 5, 1, 0, 0), t0+ms(50), t0+ms(120), errors.Join(strategies.ErrUnavailable))
 		}, false},
 		{"another lock's answer", func(b *askBoard) {
-			ended(b, b.ask("lockbench:acct:2", 5, 1, 0), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), nil)
+			ended(b, b.ask("lockbench:acct:2", 5, 1, 0, 0), t0+ms(50), t0+ms(120), nil)
 		}, false},
 		{"the holder's own", func(b *askBoard) {
-			ended(b, b.ask(key, 6, 0, 3), t0.Add(50*time.Millisecond), t0.Add(120*time.Millisecond), nil)
+			ended(b, b.ask(key, 6, 0, 3, 0), t0+ms(50), t0+ms(120), nil)
 		}, false},
 		{"still waiting at the end, for AskSpan", func(b *askBoard) {
-			b.ask(key, 5, 1, 0).start = t0.Add(-time.Second)
+			b.ask(key, 5, 1, 0, 0).start = t0 - ms(1000)
 		}, true},
 		{"still waiting, asked too late", func(b *askBoard) {
-			b.ask(key, 5, 1, 0).start = t0.Add(400 * time.Millisecond)
+			b.ask(key, 5, 1, 0, 0).start = t0 + ms(400)
 		}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -56,7 +52,7 @@ func TestAskBoardLanded(t *testing.T) {
 			b.aim(key, 5, 0, 3)
 			b.forgot(t0)
 			c.run(b)
-			aim, landed := b.landed(t0.Add(500 * time.Millisecond))
+			aim, landed := b.landed(t0 + ms(500))
 			if aim == nil || aim.payment != 5 || aim.instance != 0 || aim.worker != 3 {
 				t.Fatalf("aim %+v; want payment 5 of instance 0's worker 3", aim)
 			}

@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -206,12 +207,16 @@ func (e *FaultEnv) Begin(what string) {
 // on it for AskSpan (askBoard.landed).
 func (e *FaultEnv) End(what string) {
 	e.Event(what)
+	now := time.Now().UnixNano()
 	var aim *strikeAim
 	landed := false
 	if e.asks != nil {
-		aim, landed = e.asks.landed(time.Now())
+		aim, landed = e.asks.landed(now)
 	}
-	e.strikes.end(aim != nil && !landed, aim)
+	if aim != nil && !landed {
+		e.Event(fmt.Sprintf("strike missed: no other delivery asked for %s while it was forgotten (unless its window yet sees an unsafe outcome)", aim.key))
+	}
+	e.strikes.end(now, aim != nil && !landed, aim)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.window != nil {
@@ -246,7 +251,7 @@ func (e *FaultEnv) Aim(r store.EnterReq) {
 // asking from then on would be granted it, or refused by a lock that held.
 func (e *FaultEnv) Forgot(at time.Time) {
 	if e.asks != nil {
-		e.asks.forgot(at)
+		e.asks.forgot(at.UnixNano())
 	}
 }
 

@@ -239,6 +239,7 @@ func (w *historyWriter) strike(n int64, fault, target string, start, end, closed
 	b = appendField(b, "end", end)
 	b = appendField(b, "close", closed)
 	if aim != nil {
+		b = appendStr(b, "k", aim.key)
 		b = appendField(b, "p", aim.payment)
 		b = appendField(b, "i", int64(aim.instance))
 		b = appendField(b, "w", int64(aim.worker))

@@ -64,6 +64,7 @@ type strikeLog struct {
 // caught holder's payment, instance and worker, and when the lock was
 // forgotten (Unix ns).
 type strikeAim struct {
+	key              string
 	payment          int64
 	instance, worker int
 	from             int64
@@ -118,10 +119,10 @@ func (l *strikeLog) begin(what string) {
 	l.cur.missed, l.cur.aim = false, nil
 }
 
-// end starts the current strike's grace; its window closes when the
-// grace is over (or earlier: begin, finish). missed says the strike's aim
-// was judged missed (aim, what it was).
-func (l *strikeLog) end(missed bool, aim *strikeAim) {
+// end starts the current strike's grace at at (Unix ns); its window
+// closes when the grace is over (or earlier: begin, finish). missed says
+// the strike's aim was judged missed (aim, what it was).
+func (l *strikeLog) end(at int64, missed bool, aim *strikeAim) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.open || l.ended || l.closed {
@@ -129,7 +130,7 @@ func (l *strikeLog) end(missed bool, aim *strikeAim) {
 	}
 	l.ended = true
 	l.cur.missed, l.cur.aim = missed, aim
-	l.cur.end = time.Now().UnixNano()
+	l.cur.end = at
 	gen := l.gen
 	l.timer = time.AfterFunc(l.grace, func() {
 		u, ok := l.read()

@@ -31,7 +31,7 @@ func TestStrikeLog(t *testing.T) {
 	// 1: a duplicate inside the strike: unsafe.
 	l.begin("strike")
 	st.dups.Add(1)
-	l.end(false, nil)
+	l.end(time.Now().UnixNano(), false, nil)
 	time.Sleep(100 * time.Millisecond)
 	// A duplicate after the grace belongs to no strike.
 	st.dups.Add(1)
@@ -39,12 +39,12 @@ func TestStrikeLog(t *testing.T) {
 	// 2: nothing happens, and its aim missed: safe, missed, closed by
 	// its grace.
 	l.begin("strike")
-	l.end(true, &strikeAim{payment: 7})
+	l.end(time.Now().UnixNano(), true, &strikeAim{payment: 7})
 	time.Sleep(100 * time.Millisecond)
 
 	// 3: a duplicate within the grace after the end: unsafe.
 	l.begin("strike")
-	l.end(false, nil)
+	l.end(time.Now().UnixNano(), false, nil)
 	st.dups.Add(1)
 	time.Sleep(100 * time.Millisecond)
 
@@ -52,10 +52,10 @@ func TestStrikeLog(t *testing.T) {
 	// 5: a duplicate, then the run ends inside the grace: unsafe, and
 	// so landed though its aim was judged missed.
 	l.begin("strike")
-	l.end(false, nil)
+	l.end(time.Now().UnixNano(), false, nil)
 	l.begin("strike")
 	st.dups.Add(1)
-	l.end(true, &strikeAim{payment: 9})
+	l.end(time.Now().UnixNano(), true, &strikeAim{payment: 9})
 	strikes, unsafe, missed := l.finish(store.Counts{Duplicates: st.dups.Load()})
 	if strikes != 5 || unsafe != 3 || missed != 1 {
 		t.Errorf("strikes %d, unsafe %d, missed %d; want 5 strikes, 3 unsafe, 1 missed", strikes, unsafe, missed)

@@ -249,14 +249,15 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	actx := cx.acquire.begin(&calls[0], t0)
 	var ask *asking
 	if in.asks != nil {
-		ask = in.asks.ask(key, d.Payment, in.cfg.ID, w.id)
+		ask = in.asks.ask(key, d.Payment, in.cfg.ID, w.id, cx.clock.unixNano(t0))
 	}
 	lease, attempts, err := strategies.AcquireRetry(actx, in.strategy, key, sc.Retry.Retry)
-	if ask != nil {
-		in.asks.done(ask, err)
-	}
 	cx.acquire.end(actx)
 	t1 := time.Duration(cx.clock.now() - t0)
+	if ask != nil {
+		// The times of its history line.
+		in.asks.done(ask, err, cx.clock.unixNano(t0)+int64(t1))
+	}
 	if w.hb != nil {
 		ev := clientEvent{Kind: evAcquire, Payment: d.Payment, Account: d.Account, Key: key,
 			Inv: cx.clock.unixNano(t0), Ret: cx.clock.unixNano(t0) + int64(t1), OK: err == nil}
