@@ -29,10 +29,10 @@ type askBoard struct {
 	mu      sync.Mutex
 	active  map[int64][]*asking // payment → its acquires in flight
 	aimed   bool
-	key     string // the aimed lock
-	payment int64  // the caught holder's payment
-	holder  [2]int // instance, worker of the caught holder
-	from    int64  // Unix ns; 0 until forgot
+	key     string   // the aimed lock
+	payment int64    // the caught holder's payment
+	holder  [2]int   // instance, worker of the caught holder
+	from    int64    // Unix ns; 0 until forgot
 	seen    []asking // the aimed lock's acquires, ended since aim
 }
 
