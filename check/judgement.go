@@ -38,6 +38,9 @@ func judge(d *derivation, c *Counts, rows []row) Judgement {
 		Duplicates: c.Duplicates, Lost: c.Lost, Overdrafts: c.Overdrafts, LostUpdates: c.LostUpdates, StaleAccepted: c.StaleAccepted,
 		Strikes: c.Strikes, StrikesMissed: c.StrikesMissed,
 	}
+	if len(rows) > 0 {
+		s.Fault = rows[0].fault
+	}
 	if d.underived["not_acquired"] {
 		for _, rw := range rows {
 			if v, ok := rw.counts["not_acquired"]; ok {

@@ -16,6 +16,7 @@ import (
 // JSON name, those the row has.
 type row struct {
 	file   string // the file's name, results.SummaryJSONFile or results.VerdictsFile
+	fault  string // the run's fault (its identity's)
 	counts map[string]int64
 	// The judgement and what it rests on, where the row has them.
 	judged struct {
@@ -103,7 +104,7 @@ func decodeRow(name string, raw json.RawMessage) (string, row, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return "", row{}, err
 	}
-	r := row{file: name, counts: map[string]int64{}}
+	r := row{file: name, fault: ident.Fault, counts: map[string]int64{}}
 	if err := json.Unmarshal(raw, &r.judged); err != nil {
 		return "", row{}, err
 	}

@@ -64,18 +64,19 @@
 // reset connection, so mode=reset with hold within the TTL costs it
 // availability (calls on the reset connections fail), not safety.
 //
-// A designed strike must land to prove anything. Where the instances run
-// in lockbench's process, such a strike catches only a holder whose
-// payment another delivery is asking for at that moment
-// (loadgen.FaultEnv.OtherAsking), and says when it made the lock forgotten
-// (Forgot: the node back empty, the clock jumped, the connections reset,
-// the lease past its TTL). It missed when, from then until the holder was
-// let go, no other delivery got an answer from that lock (granted, or
-// refused) or waited on it for loadgen.AskSpan, and the window saw no
-// unsafe outcome (Summary.StrikesMissed); it is then struck again while
-// payments are still offered, up to MaxDesignedStrikes. A run whose every
-// strike missed is unknown. Instances in processes or on agents are not
-// judged so: the coordinator does not see their acquires as they happen.
+// A designed strike must land to prove anything. It says when it made the
+// lock forgotten (FaultEnv.Forgot: the node back empty, the clock jumped,
+// the connections reset, the lease past its TTL), and missed when, from
+// then until the holder was let go, no other delivery got an answer from
+// that lock (granted, or refused) or waited on it for loadgen.AskSpan, and
+// the window saw no unsafe outcome (Summary.StrikesMissed). A run whose
+// every strike missed is unknown. Where the instances run in lockbench's
+// process, the strike catches only a holder whose payment another delivery
+// is asking for at that moment (FaultEnv.OtherAsking), is judged as it
+// ends, and one that missed is struck again while payments are still
+// offered, up to MaxDesignedStrikes. With instances in processes or on
+// agents, whose acquires the coordinator learns only after the fact, it is
+// judged at the run's end and not struck again.
 //
 // Redlock needs the failed node in both majorities. With split on (and an
 // odd number of nodes), restart-node and clock-jump route the nodes after the

@@ -111,6 +111,7 @@ func (p *pause) Setup(_ context.Context, env *loadgen.FaultEnv) error {
 	}
 	p.env = env
 	p.catcher = newCatcher(env, p.cfg.wants, p.stop)
+	p.catcher.aim(!p.cfg.sched.random)
 	return nil
 }
 
@@ -149,6 +150,9 @@ func (p *pause) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) err
 		return nil
 	}
 	start := time.Now()
+	// The stopped holder's lease, not kept alive, has expired one lease
+	// later.
+	env.Forgot(start.Add(env.Info.LeaseTTL(env.Scenario.TTL)))
 	strategies.Sleep(ctx, dur)
 	proc, err := p.catcher.resume()
 	if err != nil {

@@ -1,11 +1,8 @@
 package loadgen
 
 import (
-	"errors"
 	"sync"
 	"time"
-
-	"github.com/lockbench/lockbench/strategies"
 )
 
 // AskSpan is how long a delivery must have waited on the lock, while the
@@ -25,7 +22,17 @@ const AskSpan = 250 * time.Millisecond
 // The workers report every acquire they start and end (ask, done); the
 // board keeps those in flight, and from aim on every one of the aimed
 // lock.
+//
+// With the instances in processes or on agents (deferred) the workers'
+// acquires arrive only after the fact, as their history events (record):
+// a strike is then judged at the run's end (judgeDeferred), by the same
+// rule, on every acquire line that reached the coordinator, and is not
+// struck again.
 type askBoard struct {
+	deferred bool
+	firstAim int64    // deferred: when the first strike was aimed (Unix ns)
+	past     []asking // deferred: the acquires that ended since firstAim
+
 	mu      sync.Mutex
 	active  map[int64][]*asking // payment → its acquires in flight
 	aimed   bool
@@ -51,6 +58,40 @@ type asking struct {
 
 func newAskBoard() *askBoard { return &askBoard{active: make(map[int64][]*asking)} }
 
+// newDeferredAskBoard is the board of a run whose instances run in
+// processes or on agents.
+func newDeferredAskBoard() *askBoard { b := newAskBoard(); b.deferred = true; return b }
+
+// record takes the acquire events among evs (drained from the instances,
+// on the coordinator's clock) that ended once a strike was aimed.
+func (b *askBoard) record(evs []clientEvent) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.firstAim == 0 {
+		return
+	}
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Kind == evAcquire && ev.Ret >= b.firstAim {
+			b.past = append(b.past, asking{key: ev.Key, payment: ev.Payment, instance: int(ev.Instance), worker: ev.Worker,
+				start: ev.Inv, end: ev.Ret, answered: ev.OK || ev.Err == "not_acquired"})
+		}
+	}
+}
+
+// judgeDeferred reports whether the deferred strike aim, whose holder was
+// let go at aim.out, landed.
+func (b *askBoard) judgeDeferred(aim *strikeAim) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, a := range b.past {
+		if a.key == aim.key && (a.instance != aim.instance || int(a.worker) != aim.worker) && askLanded(a.start, a.end, a.answered, aim.from, aim.out) {
+			return true
+		}
+	}
+	return false
+}
+
 // ask records that a worker starts acquiring key for payment, at start
 // (Unix ns).
 func (b *askBoard) ask(key string, payment int64, instance int, worker int32, start int64) *asking {
@@ -61,11 +102,12 @@ func (b *askBoard) ask(key string, payment int64, instance int, worker int32, st
 	return a
 }
 
-// done records the end of a at end (Unix ns), with the acquire's error.
-func (b *askBoard) done(a *asking, err error, end int64) {
+// done records the end of a at end (Unix ns), answered by the lock
+// (granted, or refused as its history line's not_acquired) or not.
+func (b *askBoard) done(a *asking, answered bool, end int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	a.end, a.answered = end, err == nil || errors.Is(err, strategies.ErrNotAcquired)
+	a.end, a.answered = end, answered
 	list := b.active[a.payment]
 	for i, x := range list {
 		if x == a {
@@ -103,6 +145,9 @@ func (b *askBoard) aim(key string, payment int64, instance int, worker int32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.aimed, b.key, b.payment, b.holder, b.from, b.seen = true, key, payment, [2]int{instance, int(worker)}, 0, b.seen[:0]
+	if b.firstAim == 0 {
+		b.firstAim = time.Now().UnixNano()
+	}
 }
 
 // forgot marks when the lock was forgotten (at, for a lease that expires
@@ -128,7 +173,10 @@ func (b *askBoard) landed(out int64) (aim *strikeAim, landed bool) {
 		return nil, false
 	}
 	b.aimed = false
-	aim = &strikeAim{key: b.key, payment: b.payment, instance: b.holder[0], worker: b.holder[1], from: b.from}
+	aim = &strikeAim{key: b.key, payment: b.payment, instance: b.holder[0], worker: b.holder[1], from: b.from, out: out, deferred: b.deferred}
+	if b.deferred {
+		return aim, false // judged at the run's end
+	}
 	check := func(a asking) bool {
 		return a.instance != b.holder[0] || int(a.worker) != b.holder[1]
 	}
@@ -164,4 +212,61 @@ func askLanded(start, end int64, answered bool, from, out int64) bool {
 	}
 	start = max(start, from)
 	return end-start >= min(int64(AskSpan), out-from)
+}
+
+// asksDrainer drains the instances' events into a deferred askBoard every
+// historyEvery, for a run that keeps no history file (which does so
+// itself: historyWriter.tap).
+type asksDrainer struct {
+	mu    sync.Mutex
+	insts []historian
+	b     *askBoard
+	evs   []clientEvent
+	quit  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+// drainAsks starts draining insts into b.
+func drainAsks(insts []instance, b *askBoard) *asksDrainer {
+	d := &asksDrainer{b: b, quit: make(chan struct{}), done: make(chan struct{})}
+	for _, in := range insts {
+		if h, ok := in.(historian); ok {
+			d.insts = append(d.insts, h)
+		}
+	}
+	go func() {
+		defer close(d.done)
+		t := time.NewTicker(historyEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-d.quit:
+				return
+			case <-t.C:
+				d.drainNow()
+			}
+		}
+	}()
+	return d
+}
+
+// drainNow drains what the instances reported since the last drain (nil:
+// nothing to drain).
+func (d *asksDrainer) drainNow() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, in := range d.insts {
+		d.evs = in.DrainHistory(d.evs[:0])
+		d.b.record(d.evs)
+	}
+}
+
+// stop ends the drains.
+func (d *asksDrainer) stop() {
+	d.once.Do(func() { close(d.quit) })
+	<-d.done
 }

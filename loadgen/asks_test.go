@@ -17,7 +17,7 @@ func TestAskBoardLanded(t *testing.T) {
 	ms := func(n int) int64 { return int64(n) * int64(time.Millisecond) }
 	ended := func(b *askBoard, a *asking, start, end int64, err error) {
 		a.start = start
-		b.done(a, err, end)
+		b.done(a, err == nil || errors.Is(err, strategies.ErrNotAcquired), end)
 	}
 	t0 := time.Now().UnixNano()
 	for _, c := range []struct {

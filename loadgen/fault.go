@@ -213,10 +213,11 @@ func (e *FaultEnv) End(what string) {
 	if e.asks != nil {
 		aim, landed = e.asks.landed(now)
 	}
-	if aim != nil && !landed {
+	missed := aim != nil && !aim.deferred && !landed
+	if missed {
 		e.Event(fmt.Sprintf("strike missed: no other delivery asked for %s while it was forgotten (unless its window yet sees an unsafe outcome)", aim.key))
 	}
-	e.strikes.end(now, aim != nil && !landed, aim)
+	e.strikes.end(now, missed, aim)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.window != nil {
@@ -231,7 +232,7 @@ func (e *FaultEnv) End(what string) {
 // be seen (instances in processes or on agents) or a payment has one
 // delivery.
 func (e *FaultEnv) OtherAsking(r store.EnterReq) bool {
-	if e.asks == nil || e.Scenario.Deliveries < 2 {
+	if e.asks == nil || e.asks.deferred || e.Scenario.Deliveries < 2 {
 		return true
 	}
 	return e.asks.otherAsking(r.Payment, r.Instance, r.Worker)

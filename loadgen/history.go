@@ -139,6 +139,9 @@ type historyWriter struct {
 	lanes [store.Lanes]histLane
 	// st is the store recording into it, told to stop at the end.
 	st store.Historian
+	// tap, when set before start, also gets the holders' events as they
+	// are drained (a deferred askBoard).
+	tap func([]clientEvent)
 
 	stop chan struct{}
 	done chan struct{}
@@ -207,6 +210,9 @@ func (w *historyWriter) flush() {
 	}
 	for _, in := range w.insts {
 		w.evs = in.DrainHistory(w.evs[:0])
+		if w.tap != nil {
+			w.tap(w.evs)
+		}
 		for i := range w.evs {
 			w.clientLine(&w.evs[i])
 		}

@@ -163,6 +163,7 @@ type runner struct {
 	insts     []instance
 	sq        *seqStore
 	hw        *historyWriter // nil once finished (judge) or with no history
+	asksDrain *asksDrainer   // a deferred askBoard's drains, with no history file
 	fd        *feed
 	runCtx    context.Context
 	cancelRun context.CancelFunc
@@ -224,8 +225,11 @@ func (r *runner) prepare() error {
 	r.st = o.Store
 	if o.Fault != nil {
 		r.st = hookedStore{Store: o.Store, env: r.env}
-		if sc.InstanceMode != InstanceProcess {
+		switch {
+		case sc.InstanceMode != InstanceProcess:
 			r.env.asks = newAskBoard()
+		case !info.Transactional && !info.Redelivers:
+			r.env.asks = newDeferredAskBoard() // judged from their acquire events
 		}
 		r.onClose(func() { o.Fault.Close() })
 		if err := o.Fault.Setup(r.ctx, r.env); err != nil {
@@ -243,19 +247,34 @@ func (r *runner) begin() error {
 		o.Fallback(why)
 	}
 	r.transport, r.seq = transport, transport == TransportSequenced
-	insts, sq, stopAll, err := startInstances(r.ctx, sc, info, r.seq, o.History != "", env.Lock, r.st, o.Spawner, o.Log, env.asks)
+	deferred := env.asks != nil && env.asks.deferred
+	var inProcess *askBoard
+	if !deferred {
+		inProcess = env.asks
+	}
+	// A deferred board learns the acquires from the instances' history
+	// events: they record them with or without a history file.
+	insts, sq, stopAll, err := startInstances(r.ctx, sc, info, r.seq, o.History != "" || deferred, env.Lock, r.st, o.Spawner, o.Log, inProcess)
 	if err != nil {
 		return err
 	}
 	r.insts, r.sq = insts, sq
 	for _, in := range insts {
-		if in, ok := in.(*Instance); !ok || in.asks == nil {
+		if in, ok := in.(*Instance); !deferred && (!ok || in.asks == nil) {
 			env.asks = nil // some acquires would go unseen: strikes are not judged so
 		}
 	}
 	r.onClose(func() { stopAll() })
 	if r.hw, err = startHistory(o, info, r.setup, insts); err != nil {
 		return err
+	}
+	if deferred {
+		if r.hw != nil {
+			r.hw.tap = env.asks.record
+		} else {
+			r.asksDrain = drainAsks(insts, env.asks)
+			r.onClose(r.asksDrain.stop)
+		}
 	}
 	if r.hw != nil {
 		r.onClose(func() {
@@ -378,6 +397,11 @@ func (r *runner) judge() (results.Run, error) {
 		snap.Add(in.Counts())
 		outcomes.Merge(in.Outcomes())
 	}
+	// A deferred board judges the strikes on every acquire reported.
+	if r.hw != nil && r.env.asks != nil {
+		r.hw.flush()
+	}
+	r.asksDrain.drainNow()
 	sum := summarize(o, r.info, r.sc, r.env, counts, snap, r.col.total, r.end.Sub(r.measureStart), r.behind)
 	if h := r.hw; h != nil {
 		r.hw = nil // finished: nothing to abort
@@ -735,7 +759,11 @@ func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c st
 	}
 	s.FaultEvents = env.events
 	env.mu.Unlock()
-	s.Strikes, s.UnsafeStrikes, s.StrikesMissed = env.strikes.finish(c)
+	var landed func(*strikeAim) bool
+	if env.asks != nil {
+		landed = env.asks.judgeDeferred
+	}
+	s.Strikes, s.UnsafeStrikes, s.StrikesMissed = env.strikes.finish(c, landed)
 	s.Finish()
 	return s
 }

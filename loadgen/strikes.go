@@ -38,13 +38,16 @@ type strikeLog struct {
 	grace time.Duration
 
 	strikes, unsafe, missed int64
-	open                    bool  // the last strike's window is still open
-	before                  int64 // the unsafe count at its Begin
-	beforeOK                bool  // that count could be read
-	ended                   bool  // it has ended: its grace timer is running
-	gen                     int   // the strike the grace timer belongs to
-	timer                   *time.Timer
-	closed                  bool // the run is over: the log is final
+	// deferred are the strikes, not unsafe, to judge at the run's end
+	// (finish's landed).
+	deferred []*strikeAim
+	open     bool  // the last strike's window is still open
+	before   int64 // the unsafe count at its Begin
+	beforeOK bool  // that count could be read
+	ended    bool  // it has ended: its grace timer is running
+	gen      int   // the strike the grace timer belongs to
+	timer    *time.Timer
+	closed   bool // the run is over: the log is final
 
 	// hist, when set, gets each strike's line as its window closes;
 	// fault names the fault, cur is the strike whose window is open.
@@ -67,7 +70,9 @@ type strikeAim struct {
 	key              string
 	payment          int64
 	instance, worker int
-	from             int64
+	from, out        int64
+	// deferred: judged at the run's end (askBoard.judgeDeferred).
+	deferred bool
 }
 
 // history makes the log write each strike into the run's history.
@@ -149,6 +154,9 @@ func (l *strikeLog) judge(u int64, ok bool) {
 	unsafe := ok && l.beforeOK && u > l.before
 	// An unsafe outcome in the window shows the strike landed.
 	missed := l.cur.missed && !unsafe
+	if a := l.cur.aim; a != nil && a.deferred && !unsafe {
+		l.deferred = append(l.deferred, a)
+	}
 	if unsafe {
 		l.unsafe++
 	}
@@ -167,8 +175,9 @@ func (l *strikeLog) judge(u int64, ok bool) {
 }
 
 // finish closes the log with the run's final counts and returns the
-// strikes, the unsafe ones and the missed ones.
-func (l *strikeLog) finish(final store.Counts) (strikes, unsafe, missed int64) {
+// strikes, the unsafe ones and the missed ones; landed judges the deferred
+// strikes (nil: none are).
+func (l *strikeLog) finish(final store.Counts, landed func(*strikeAim) bool) (strikes, unsafe, missed int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.closed {
@@ -178,6 +187,11 @@ func (l *strikeLog) finish(final store.Counts) (strikes, unsafe, missed int64) {
 		}
 		if l.open {
 			l.judge(unsafeCount(final), true)
+		}
+		for _, a := range l.deferred {
+			if landed != nil && !landed(a) {
+				l.missed++
+			}
 		}
 	}
 	return l.strikes, l.unsafe, l.missed

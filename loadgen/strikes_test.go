@@ -56,13 +56,13 @@ func TestStrikeLog(t *testing.T) {
 	l.begin("strike")
 	st.dups.Add(1)
 	l.end(time.Now().UnixNano(), true, &strikeAim{payment: 9})
-	strikes, unsafe, missed := l.finish(store.Counts{Duplicates: st.dups.Load()})
+	strikes, unsafe, missed := l.finish(store.Counts{Duplicates: st.dups.Load()}, nil)
 	if strikes != 5 || unsafe != 3 || missed != 1 {
 		t.Errorf("strikes %d, unsafe %d, missed %d; want 5 strikes, 3 unsafe, 1 missed", strikes, unsafe, missed)
 	}
 	// Marks after the run's end change nothing.
 	l.begin("strike")
-	if s, u, m := l.finish(store.Counts{}); s != 5 || u != 3 || m != 1 {
+	if s, u, m := l.finish(store.Counts{}, nil); s != 5 || u != 3 || m != 1 {
 		t.Errorf("after finish: strikes %d, unsafe %d, missed %d; want 5, 3, 1", s, u, m)
 	}
 }

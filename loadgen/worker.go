@@ -255,8 +255,8 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	cx.acquire.end(actx)
 	t1 := time.Duration(cx.clock.now() - t0)
 	if ask != nil {
-		// The times of its history line.
-		in.asks.done(ask, err, cx.clock.unixNano(t0)+int64(t1))
+		// The times and the answer of its history line.
+		in.asks.done(ask, err == nil || acquireErr(cx, actx, err) == "not_acquired", cx.clock.unixNano(t0)+int64(t1))
 	}
 	if w.hb != nil {
 		ev := clientEvent{Kind: evAcquire, Payment: d.Payment, Account: d.Account, Key: key,

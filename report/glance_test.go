@@ -20,6 +20,9 @@ func glanceRun(strategy, fault string, fencing, unsafe bool, trial int, overlapN
 	if unsafe {
 		s.Duplicates, s.Overlaps = 2, 2
 	}
+	if fault != results.FaultNone {
+		s.Strikes = 1
+	}
 	s.Finish()
 	return s
 }

@@ -48,7 +48,9 @@ func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartS
 			"an account was overdrawn, an update was overwritten (lost updates) or a stale fencing token was " +
 			"accepted. Overlaps and rejected stale writes show the lock failing while the store still kept " +
 			"the data safe. A run is *UNKNOWN* when it could not judge the lock: fewer than 10% of its payments " +
-			"got an answer from it (processed, refused or stale-refused; errors such as adapter_lost are no answer).\n\n")
+			"got an answer from it (processed, refused or stale-refused; errors such as adapter_lost are no answer), " +
+			"its fault never struck, or every designed strike missed (no other delivery asked for the lock the fault " +
+			"had made forgotten: strikes_missed).\n\n")
 		if err := VerdictTable(&b, v); err != nil {
 			return err
 		}

@@ -45,7 +45,7 @@ func TestVerdictTable(t *testing.T) {
 	}
 	header := cells(lines[0])
 	wantHeader := []string{"strategy", "fault", "fencing", "verdict", "duplicates", "lost", "overdrafts",
-		"lost updates", "stale accepted", "overlaps", "stale rejected", "availability"}
+		"lost updates", "stale accepted", "overlaps", "stale rejected", "availability", "unsafe strikes"}
 	if strings.Join(header, ",") != strings.Join(wantHeader, ",") {
 		t.Errorf("header = %q; want %q", header, wantHeader)
 	}
@@ -192,16 +192,16 @@ func ExampleTable() {
 
 func ExampleVerdictTable() {
 	ss := []results.Summary{
-		{Strategy: "setnx", Fault: "pause", Payments: 100, Processed: 100, Duplicates: 9, Overlaps: 9},
-		{Strategy: "fencing", Fault: "pause", Fencing: true, Payments: 100, Processed: 100, Overlaps: 8, StaleRejected: 8},
+		{Strategy: "setnx", Fault: "pause", Payments: 100, Processed: 100, Duplicates: 9, Overlaps: 9, Strikes: 1, UnsafeStrikes: 1},
+		{Strategy: "fencing", Fault: "pause", Fencing: true, Payments: 100, Processed: 100, Overlaps: 8, StaleRejected: 8, Strikes: 1},
 	}
 	for i := range ss {
 		ss[i].Finish()
 	}
 	VerdictTable(os.Stdout, ss)
 	// Output:
-	// | strategy | fault | fencing | verdict    | duplicates | lost | overdrafts | lost updates | stale accepted | overlaps | stale rejected | availability |
-	// | -------- | ----- | ------- | ---------- | ---------: | ---: | ---------: | -----------: | -------------: | -------: | -------------: | -----------: |
-	// | setnx    | pause | off     | **UNSAFE** |          9 |    0 |          0 |            0 |              0 |        9 |              0 |         100% |
-	// | fencing  | pause | on      | SAFE       |          0 |    0 |          0 |            0 |              0 |        8 |              8 |         100% |
+	// | strategy | fault | fencing | verdict    | duplicates | lost | overdrafts | lost updates | stale accepted | overlaps | stale rejected | availability | unsafe strikes |
+	// | -------- | ----- | ------- | ---------- | ---------: | ---: | ---------: | -----------: | -------------: | -------: | -------------: | -----------: | -------------: |
+	// | setnx    | pause | off     | **UNSAFE** |          9 |    0 |          0 |            0 |              0 |        9 |              0 |         100% |            1/1 |
+	// | fencing  | pause | on      | SAFE       |          0 |    0 |          0 |            0 |              0 |        8 |              8 |         100% |            0/1 |
 }

@@ -249,6 +249,8 @@ func (s *Summary) Finish() {
 		s.Verdict = VerdictUnknown
 		s.Unjudged = fmt.Sprintf("no answer from the lock: %d answers (processed, not acquired, stale refused) for %d payments, under %.0f%%%s",
 			answered, s.Payments, 100*MinAnswered, errorList(s.Errors))
+	case s.Fault != "" && s.Fault != "none" && s.Strikes == 0:
+		s.Verdict, s.Unjudged = VerdictUnknown, fmt.Sprintf("the fault %s never struck", s.Fault)
 	case s.Strikes > 0 && s.StrikesMissed >= s.Strikes:
 		s.Verdict = VerdictUnknown
 		s.Unjudged = fmt.Sprintf("every designed strike missed (%d of %d): the caught payment's other delivery did not ask for the lock while it was forgotten", s.StrikesMissed, s.Strikes)

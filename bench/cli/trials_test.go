@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -207,14 +208,23 @@ func TestVerdictsTrials(t *testing.T) {
 		t.Fatalf("%d cells; want 1 (setnx × pause)", len(cells))
 	}
 	c := cells[0]
-	if c.Trials != 3 || c.UnsafeTrials != 3 || c.UnsafeRateCI95 != results.Wilson(3, 3) {
-		t.Errorf("cell: trials %d, unsafe %d, ci %v; want 3, 3, %v", c.Trials, c.UnsafeTrials, c.UnsafeRateCI95, results.Wilson(3, 3))
-		for _, s := range readSummaries(t, dir) {
-			t.Logf("trial %d: unsafe %v, duplicates %d, strikes %d (unsafe %d), window %+v, events %+v", s.Trial, s.Unsafe, s.Duplicates, s.Strikes, s.UnsafeStrikes, s.FaultWindow, s.FaultEvents)
+	// Every trial is unsafe, but for one whose every strike missed (the
+	// payment's other delivery never asked for the lock while it had
+	// lapsed): that one is unknown, and no more than one of three.
+	judged := c.Trials - c.UnknownTrials
+	if c.Trials != 3 || c.UnsafeTrials != judged || judged < 2 || c.UnsafeRateCI95 != results.Wilson(judged, judged) {
+		t.Errorf("cell: trials %d, unsafe %d, unknown %d, ci %v; want 3 trials, each judged one unsafe (at most one unknown), %v", c.Trials, c.UnsafeTrials, c.UnknownTrials, c.UnsafeRateCI95, results.Wilson(judged, judged))
+	}
+	for _, s := range readSummaries(t, dir) {
+		if s.Unknown() && (s.Strikes == 0 || s.StrikesMissed != s.Strikes) {
+			t.Errorf("trial %d unknown, strikes %d, missed %d: want unknown only with every strike missed (%s)", s.Trial, s.Strikes, s.StrikesMissed, s.Unjudged)
+		}
+		if t.Failed() {
+			t.Logf("trial %d: verdict %s, duplicates %d, strikes %d (unsafe %d, missed %d), window %+v, events %+v", s.Trial, s.Verdict, s.Duplicates, s.Strikes, s.UnsafeStrikes, s.StrikesMissed, s.FaultWindow, s.FaultEvents)
 		}
 	}
-	if !strings.Contains(out.String(), "3/3 (44–100%)") {
-		t.Errorf("the table lacks the unsafe trials 3/3 (44–100%%):\n%s", out.String())
+	if want := fmt.Sprintf("%d/%d (", judged, judged); !strings.Contains(out.String(), want) {
+		t.Errorf("the table lacks the unsafe trials %s…):\n%s", want, out.String())
 	}
 	runs, _, err := results.LoadDir(dir)
 	if err != nil {

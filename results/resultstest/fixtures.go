@@ -103,6 +103,9 @@ func MakeRun(f Fixture) results.Run {
 		Params:     params,
 		Latency:    run.Total.Latencies(),
 	}
+	if fault != results.FaultNone {
+		s.Strikes = 1 // a fault that never struck judges nothing
+	}
 	if f.Window != nil {
 		s.FaultWindow = &results.Window{StartNs: int64(f.Window[0]) * 1e9, EndNs: int64(f.Window[1]) * 1e9}
 		s.FaultEvents = []results.Event{{AtNs: s.FaultWindow.StartNs, What: f.Fault + " started"}}
