@@ -30,8 +30,9 @@ const AskSpan = 250 * time.Millisecond
 // struck again.
 type askBoard struct {
 	deferred bool
-	firstAim int64    // deferred: when the first strike was aimed (Unix ns)
-	past     []asking // deferred: the acquires that ended since firstAim
+	firstAim int64           // deferred: when the first strike was aimed (Unix ns)
+	keys     map[string]bool // deferred: the keys aimed at
+	past     []asking        // deferred: their acquires that ended since firstAim
 
 	mu      sync.Mutex
 	active  map[int64][]*asking // payment → its acquires in flight
@@ -72,7 +73,7 @@ func (b *askBoard) record(evs []clientEvent) {
 	}
 	for i := range evs {
 		ev := &evs[i]
-		if ev.Kind == evAcquire && ev.Ret >= b.firstAim {
+		if ev.Kind == evAcquire && ev.Ret >= b.firstAim && b.keys[ev.Key] {
 			b.past = append(b.past, asking{key: ev.Key, payment: ev.Payment, instance: int(ev.Instance), worker: ev.Worker,
 				start: ev.Inv, end: ev.Ret, answered: ev.OK || ev.Err == "not_acquired"})
 		}
@@ -147,6 +148,12 @@ func (b *askBoard) aim(key string, payment int64, instance int, worker int32) {
 	b.aimed, b.key, b.payment, b.holder, b.from, b.seen = true, key, payment, [2]int{instance, int(worker)}, 0, b.seen[:0]
 	if b.firstAim == 0 {
 		b.firstAim = time.Now().UnixNano()
+	}
+	if b.deferred {
+		if b.keys == nil {
+			b.keys = map[string]bool{}
+		}
+		b.keys[key] = true
 	}
 }
 

@@ -67,3 +67,32 @@ func TestAskBoardLanded(t *testing.T) {
 		t.Fatalf("a strike whose fault never said the lock was forgotten: aim %+v; want not judged", aim)
 	}
 }
+
+// A deferred board (instances in processes) judges a strike at the run's
+// end from the acquire events reported: of the aimed key, by another
+// holder, by the same rule.
+func TestAskBoardDeferred(t *testing.T) {
+	const key = "lockbench:acct:1"
+	b := newDeferredAskBoard()
+	b.aim(key, 5, 0, 3)
+	from := time.Now().UnixNano()
+	b.forgot(from)
+	ms := func(n int) int64 { return from + int64(n)*int64(time.Millisecond) }
+	aim, landed := b.landed(ms(500))
+	if aim == nil || !aim.deferred || landed {
+		t.Fatalf("landed at the strike's end: aim %+v, landed %v; want a deferred aim, judged later", aim, landed)
+	}
+	b.record([]clientEvent{
+		{Kind: evAcquire, Key: key, Instance: 0, Worker: 3, Inv: ms(10), Ret: ms(20), OK: true},                // the holder's own
+		{Kind: evAcquire, Key: "lockbench:acct:2", Instance: 1, Worker: 0, Inv: ms(10), Ret: ms(20), OK: true}, // another key
+		{Kind: evAcquire, Key: key, Instance: 1, Worker: 0, Inv: ms(10), Ret: ms(20), Err: "unavailable"},      // no answer
+		{Kind: evRelease, Key: key, Instance: 1, Worker: 0, Inv: ms(30), Ret: ms(40), OK: true},                // not an acquire
+	})
+	if b.judgeDeferred(aim) {
+		t.Fatal("landed on the holder's own acquire, another key's, an error or a release; want missed")
+	}
+	b.record([]clientEvent{{Kind: evAcquire, Key: key, Instance: 1, Worker: 0, Inv: ms(100), Ret: ms(200), Err: "not_acquired"}})
+	if !b.judgeDeferred(aim) {
+		t.Fatal("another holder refused in the window: missed; want landed")
+	}
+}
