@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -478,7 +479,7 @@ func TestNoHistory(t *testing.T) {
 // other runs are checked, and Dir says so with ErrUnreadable.
 func TestUnreadable(t *testing.T) {
 	bad := newHist("lock", "mutex", "account", false, false, []int64{1000}, 0)
-	bad.lines[0]["version"] = 2
+	bad.lines[0]["version"] = FormatVersion + 1
 	good := &testRun{strategy: "setnx", hist: superseded(), counts: Counts{
 		Processed: 2, Lost: 1, LostUpdates: 1, StaleAccepted: 1, Overlaps: 1, OverlapNs: 10, OverlapMaxNs: 10,
 	}}
@@ -490,7 +491,7 @@ func TestUnreadable(t *testing.T) {
 	if len(rep.Runs) != 2 || rep.Runs[1].Err != nil {
 		t.Errorf("got %d runs; want both, the second judged", len(rep.Runs))
 	}
-	if !strings.Contains(out.String(), "unreadable mutex.contended.none.unfenced: ") || !strings.Contains(out.String(), "format version 2") {
+	if !strings.Contains(out.String(), "unreadable mutex.contended.none.unfenced: ") || !strings.Contains(out.String(), fmt.Sprintf("format version %d", FormatVersion+1)) {
 		t.Errorf("output lacks the unreadable run:\n%s", out.String())
 	}
 }

@@ -35,7 +35,7 @@ func newHist(kind, strategy, mode string, fencing, strict bool, balances []int64
 	}
 	h := &hist{seq: map[string]int64{}, entries: map[string]int64{}, made: map[int]map[int64][2]int64{}}
 	h.add(map[string]any{
-		"ev": "header", "version": 1, "run": "test", "strategy": strategy, "kind": kind,
+		"ev": "header", "version": FormatVersion, "run": "test", "strategy": strategy, "kind": kind,
 		"store": "memory", "mode": mode, "fencing": fencing, "strict": strict,
 		"deliveries": 2, "balances": balances, "payments": 0, "clock": cl,
 	})

@@ -13,8 +13,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// FormatVersion is the history format this package reads (docs/history.md).
-const FormatVersion = 1
+// FormatVersion is the newest history format this package reads
+// (docs/history.md); it reads every version from 1 by the same rules.
+const FormatVersion = 2
 
 // maxLineBytes bounds one line of a history: 16 MiB. A header lists every
 // account's opening balance, so it is the longest line by far.
@@ -319,8 +320,8 @@ func (h *history) add(l *line, num int) error {
 
 // setHeader takes the header line.
 func (h *history) setHeader(l *line) error {
-	if l.Version != FormatVersion {
-		return fmt.Errorf("%w: format version %d; this checker reads version %d", errFormat, l.Version, FormatVersion)
+	if l.Version < 1 || l.Version > FormatVersion {
+		return fmt.Errorf("%w: format version %d; this checker reads versions 1 to %d", errFormat, l.Version, FormatVersion)
 	}
 	if l.Kind == "" {
 		return fmt.Errorf("%w: the header has no kind", errFormat)

@@ -27,7 +27,7 @@ import (
 // every historyEvery, from instance processes by their stats messages.
 
 // HistoryVersion is the version of the history format the writer writes.
-const HistoryVersion = 1
+const HistoryVersion = 2
 
 // historyEvery is how often the writer drains and writes what was
 // recorded: 250 ms.
@@ -535,6 +535,10 @@ func startHistory(o Options, info strategies.Info, setup store.Setup, insts []in
 	}
 	h := HistoryHeader{Run: strings.TrimSuffix(filepath.Base(o.History), ".jsonl.zst"), Strategy: info.Name,
 		Kind: "lock", Store: string(o.Scenario.Store), Setup: setup}
+	// The header's fencing is the run's, as its file name and summary row
+	// say: the store's check on a strategy that issues tokens (version 2;
+	// version 1 wrote the store's setting, true for tokenless ones too).
+	h.Setup.Fencing = setup.Fencing && info.Fencing
 	switch {
 	case info.Transactional:
 		h.Kind = "transaction"

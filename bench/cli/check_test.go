@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
 )
 
@@ -367,5 +370,48 @@ func TestCheckJSON(t *testing.T) {
 	}
 	if got.Judgement.Verdict != results.VerdictUnsafe || row.Verdict == nil || *row.Verdict != results.VerdictUnsafe {
 		t.Errorf("verdict: derived %q, row %v; want unsafe both", got.Judgement.Verdict, row.Verdict)
+	}
+}
+
+// A history's header says the run's fencing, as its file name and summary
+// row do (format version 2): under --fencing strict, true and strict for
+// the fencing strategy, false for setnx, which issues no token.
+func TestHistoryHeaderFencing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	r := checkCmd(t, "run", "--strategy", "fencing,setnx", "--fencing", "strict", "--payments", "40", "--history", "--out", dir)
+	if r.err != nil {
+		t.Fatalf("run: %v (exit %d)\n%s%s", r.err, r.code, r.out, r.errs)
+	}
+	for _, c := range []struct {
+		file            string
+		fencing, strict bool
+	}{
+		{"fencing.base.none.fencing_strict.fenced", true, true},
+		{"setnx.base.none.unfenced", false, false},
+	} {
+		f, err := os.Open(filepath.Join(dir, results.HistoryDir, c.file+results.HistoryExt))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := zstd.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h struct {
+			Version         int
+			Fencing, Strict bool
+		}
+		err = json.NewDecoder(zr).Decode(&h)
+		zr.Close()
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: header: %v", c.file, err)
+		}
+		if h.Version != loadgen.HistoryVersion || h.Fencing != c.fencing || h.Strict != c.strict {
+			t.Errorf("%s: header version %d, fencing %v, strict %v; want %d, %v, %v", c.file, h.Version, h.Fencing, h.Strict, loadgen.HistoryVersion, c.fencing, c.strict)
+		}
+	}
+	if r := checkCmd(t, "check", dir); r.err != nil || r.code != 0 {
+		t.Errorf("check: %v (exit %d)\n%s%s", r.err, r.code, r.out, r.errs)
 	}
 }
