@@ -611,5 +611,18 @@ func TestStrikesMissed(t *testing.T) {
 	h.acquire(0, 0, acct0, 3*s+s/10, 3*s+s/5, false, 0)
 	h.acquire(1, 1, "lockbench:acct:1", 3*s, 3*s+s/2, false, 0)
 	h.acquire(1, 0, acct0, 3*s+s/2-s/10, 3*s+s, false, 0)
-	checkOne(t, &testRun{strategy: "setnx", hist: h}, Counts{Payments: 1, Strikes: 2, Processed: 1, NotAcquired: 4, StrikesMissed: 1})
+	// Strike 3 missed: its holder's process was stopped, and the only
+	// waiter is another worker of that instance.
+	h.add(map[string]any{"ev": "strike", "n": 3, "fault": "pause", "target": "instance 0", "start": 5 * s, "end": 6 * s, "close": 7 * s,
+		"k": acct0, "p": 1, "i": 0, "w": 0, "caught": 5 * s, "forgot": 5*s + s/10, "stopped": true})
+	h.acquire(0, 2, acct0, 5*s, 6*s+s/10, false, 0)
+	// Strike 4 landed: another holder was granted the lock after the
+	// catch, before the fault said it forgot it.
+	h.add(map[string]any{"ev": "strike", "n": 4, "fault": "restart-node", "target": "redis-0", "start": 8 * s, "end": 8*s + s/2, "close": 9 * s,
+		"k": acct0, "p": 1, "i": 0, "w": 0, "caught": 8 * s, "forgot": 8*s + s/5})
+	h.acquire(1, 3, acct0, 8*s, 8*s+s/10, true, 0)
+	h.release(1, 3, acct0, 8*s+s/10+10, 8*s+s/10+20, true)
+	// Strike 5 caught nobody, and its line says it missed.
+	h.add(map[string]any{"ev": "strike", "n": 5, "fault": "restart-node", "target": "redis-3, redis-4 refused", "start": 10 * s, "end": 11 * s, "close": 12 * s, "missed": true})
+	checkOne(t, &testRun{strategy: "setnx", hist: h}, Counts{Payments: 1, Strikes: 5, Processed: 1, NotAcquired: 5, StrikesMissed: 3})
 }

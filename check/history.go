@@ -83,9 +83,12 @@ type line struct {
 
 	// strike; a designed one judged on whether it landed also has K, P,
 	// I, W (the caught holder) and Forgot
-	Start  int64 `json:"start"`
-	Close  int64 `json:"close"`
-	Forgot int64 `json:"forgot"`
+	Start   int64 `json:"start"`
+	Close   int64 `json:"close"`
+	Forgot  int64 `json:"forgot"`
+	Caught  int64 `json:"caught"`
+	Stopped bool  `json:"stopped"`
+	Missed  bool  `json:"missed"`
 
 	// end
 	Payments *int64 `json:"payments"`
@@ -157,16 +160,21 @@ type txApp struct {
 // worker, and when its lock was forgotten (0: not judged so) until end.
 type strike struct {
 	start, close int64
+	caught       int64
 	forgot, end  int64
 	k            string
 	i, w         int32
+	// stopped: the holder's process was stopped whole (none of its
+	// instance's workers asked); missed: the line says so (for a strike
+	// that caught nobody, the only way to know).
+	stopped, missed bool
 }
 
 // askLine is an acquire line: another holder's ask, for strikes_missed.
 type askLine struct {
-	i, w     int32
-	inv, ret int64
-	answered bool
+	i, w         int32
+	inv, ret     int64
+	answered, ok bool
 }
 
 // history is a decoded history: the lines the rules use, grouped.
@@ -270,7 +278,7 @@ func (h *history) add(l *line, num int) error {
 			if h.asks == nil {
 				h.asks = map[string][]askLine{}
 			}
-			h.asks[l.K] = append(h.asks[l.K], askLine{i: l.I, w: l.W, inv: l.Inv, ret: l.Ret, answered: l.OK || l.Err == "not_acquired"})
+			h.asks[l.K] = append(h.asks[l.K], askLine{i: l.I, w: l.W, inv: l.Inv, ret: l.Ret, answered: l.OK || l.Err == "not_acquired", ok: l.OK})
 		}
 		if l.OK {
 			k := h.key(l.K)
@@ -313,7 +321,8 @@ func (h *history) add(l *line, num int) error {
 			h.maybeTx = append(h.maybeTx, txApp{p: l.P, end: l.End, a: l.A})
 		}
 	case "strike":
-		h.strikes = append(h.strikes, strike{start: l.Start, close: l.Close, forgot: l.Forgot, end: l.End, k: l.K, i: l.I, w: l.W})
+		h.strikes = append(h.strikes, strike{start: l.Start, close: l.Close, caught: l.Caught, forgot: l.Forgot, end: l.End, k: l.K, i: l.I, w: l.W,
+			stopped: l.Stopped, missed: l.Missed})
 	}
 	return nil
 }

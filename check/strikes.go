@@ -39,20 +39,34 @@ func strikeUnsafe(s strike, outcomes []int64) bool {
 const askSpan = int64(250 * time.Millisecond)
 
 // missedStrikes counts the designed strikes that missed
-// (docs/history.md, "strike"): a strike with forgot set, during whose
-// window no unsafe outcome happened, and where no acquire of its key by
-// another holder was answered (ok or not_acquired) from forgot to end, or
-// waited there for askSpan (or all of it, if shorter).
+// (docs/history.md, "strike"), among those during whose window no unsafe
+// outcome happened: a strike with forgot set where no acquire of its key
+// by another holder (by none of its instance's workers, when the holder's
+// process was stopped) was granted from caught to end, answered (ok or
+// not_acquired) from forgot to end, or waited there for askSpan (or all of
+// it, if shorter); and a strike without forgot whose line says missed (it
+// caught nobody).
 func missedStrikes(strikes []strike, outcomes []int64, asks map[string][]askLine) int64 {
 	slices.Sort(outcomes)
 	var n int64
 	for _, s := range strikes {
-		if s.forgot == 0 || strikeUnsafe(s, outcomes) {
+		if strikeUnsafe(s, outcomes) {
 			continue
+		}
+		if s.forgot == 0 {
+			if s.missed {
+				n++
+			}
+			continue
+		}
+		caught := s.caught
+		if caught == 0 {
+			caught = s.forgot // a line written before caught was
 		}
 		landed := false
 		for _, a := range asks[s.k] {
-			if (a.i != s.i || a.w != s.w) && askLanded(a.inv, a.ret, a.answered, s.forgot, s.end) {
+			holder := a.i == s.i && (s.stopped || a.w == s.w)
+			if !holder && askLanded(a.inv, a.ret, a.answered, a.ok, caught, s.forgot, s.end) {
 				landed = true
 				break
 			}
@@ -65,8 +79,12 @@ func missedStrikes(strikes []strike, outcomes []int64, asks map[string][]askLine
 }
 
 // askLanded is loadgen's rule for one acquire from start to end (Unix
-// ns), answered or not, with the lock forgotten from from until out.
-func askLanded(start, end int64, answered bool, from, out int64) bool {
+// ns), granted (ok), refused (answered) or neither, with the holder caught
+// at caught and its lock forgotten from from until out.
+func askLanded(start, end int64, answered, ok bool, caught, from, out int64) bool {
+	if end <= out && ok && end >= caught {
+		return true
+	}
 	if out <= from {
 		return false
 	}

@@ -66,10 +66,12 @@
 //
 // A designed strike must land to prove anything. It says when it made the
 // lock forgotten (FaultEnv.Forgot: the node back empty, the clock jumped,
-// the connections reset, the lease past its TTL), and missed when, from
-// then until the holder was let go, no other delivery got an answer from
-// that lock (granted, or refused) or waited on it for loadgen.AskSpan, and
-// the window saw no unsafe outcome (Summary.StrikesMissed). A run whose
+// the connections reset, the lease past its TTL), and missed when no other
+// holder (none of the holder's instance, if its process was stopped) was
+// granted that lock since the catch, nor, from then until the holder was
+// let go, got an answer from it (granted, or refused) or waited on it for
+// loadgen.AskSpan, and the window saw no unsafe outcome
+// (Summary.StrikesMissed); a designed strike that caught nobody missed. A run whose
 // every strike missed is unknown. Where the instances run in lockbench's
 // process, the strike catches only a holder whose payment another delivery
 // is asking for at that moment (FaultEnv.OtherAsking), is judged as it

@@ -76,6 +76,7 @@ func (c *catcher) stop(r store.EnterReq) (loadgen.Pauser, error) {
 		return proc, err
 	}
 	c.stopped = proc
+	c.env.HolderStopped()
 	return proc, nil
 }
 

@@ -192,7 +192,12 @@ func (s *strike) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws) er
 	}
 	if _, ok := s.catcher.catch(ctx); !ok {
 		err := s.heal()
-		env.End(fmt.Sprintf("%s not injected: no holder of a new payment entered %s", s.name, s.cfg.sched.when()))
+		what := fmt.Sprintf("%s not injected: no holder of a new payment entered %s", s.name, s.cfg.sched.when())
+		if len(s.cut) > 0 && !s.cfg.sched.random {
+			env.EndMissed(what) // begun with the refusal: a designed strike that caught nobody
+		} else {
+			env.End(what)
+		}
 		return err
 	}
 	caught := time.Now()

@@ -40,7 +40,10 @@ type askBoard struct {
 	key     string   // the aimed lock
 	payment int64    // the caught holder's payment
 	holder  [2]int   // instance, worker of the caught holder
+	stopped bool     // the holder's whole process is stopped: none of its workers asks
+	caught  int64    // Unix ns: when the holder was caught (aim)
 	from    int64    // Unix ns; 0 until forgot
+	lastOut int64    // deferred: when the last aimed holder was let go
 	seen    []asking // the aimed lock's acquires, ended since aim
 }
 
@@ -55,6 +58,7 @@ type asking struct {
 	start    int64
 	end      int64
 	answered bool
+	ok       bool // granted
 }
 
 func newAskBoard() *askBoard { return &askBoard{active: make(map[int64][]*asking)} }
@@ -73,10 +77,13 @@ func (b *askBoard) record(evs []clientEvent) {
 	}
 	for i := range evs {
 		ev := &evs[i]
-		if ev.Kind == evAcquire && ev.Ret >= b.firstAim && b.keys[ev.Key] {
-			b.past = append(b.past, asking{key: ev.Key, payment: ev.Payment, instance: int(ev.Instance), worker: ev.Worker,
-				start: ev.Inv, end: ev.Ret, answered: ev.OK || ev.Err == "not_acquired"})
+		// Once the last strike is over, an acquire begun after it
+		// matters to none.
+		if ev.Kind != evAcquire || ev.Ret < b.firstAim || !b.keys[ev.Key] || !b.aimed && ev.Inv > b.lastOut {
+			continue
 		}
+		b.past = append(b.past, asking{key: ev.Key, payment: ev.Payment, instance: int(ev.Instance), worker: ev.Worker,
+			start: ev.Inv, end: ev.Ret, answered: ev.OK || ev.Err == "not_acquired", ok: ev.OK})
 	}
 }
 
@@ -86,7 +93,7 @@ func (b *askBoard) judgeDeferred(aim *strikeAim) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, a := range b.past {
-		if a.key == aim.key && (a.instance != aim.instance || int(a.worker) != aim.worker) && askLanded(a.start, a.end, a.answered, aim.from, aim.out) {
+		if a.key == aim.key && !aim.holds(a.instance, a.worker) && askLanded(a.start, a.end, a.answered, a.ok, aim.caught, aim.from, aim.out) {
 			return true
 		}
 	}
@@ -103,12 +110,12 @@ func (b *askBoard) ask(key string, payment int64, instance int, worker int32, st
 	return a
 }
 
-// done records the end of a at end (Unix ns), answered by the lock
-// (granted, or refused as its history line's not_acquired) or not.
-func (b *askBoard) done(a *asking, answered bool, end int64) {
+// done records the end of a at end (Unix ns): granted (ok), refused as
+// its history line's not_acquired (answered, not ok), or neither.
+func (b *askBoard) done(a *asking, ok, answered bool, end int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	a.end, a.answered = end, answered
+	a.end, a.ok, a.answered = end, ok, answered || ok
 	list := b.active[a.payment]
 	for i, x := range list {
 		if x == a {
@@ -146,6 +153,7 @@ func (b *askBoard) aim(key string, payment int64, instance int, worker int32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.aimed, b.key, b.payment, b.holder, b.from, b.seen = true, key, payment, [2]int{instance, int(worker)}, 0, b.seen[:0]
+	b.stopped, b.caught = false, time.Now().UnixNano()
 	if b.firstAim == 0 {
 		b.firstAim = time.Now().UnixNano()
 	}
@@ -154,6 +162,16 @@ func (b *askBoard) aim(key string, payment int64, instance int, worker int32) {
 			b.keys = map[string]bool{}
 		}
 		b.keys[key] = true
+	}
+}
+
+// holderStopped says the aimed holder's whole process is stopped: its
+// other workers cannot ask either.
+func (b *askBoard) holderStopped() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.aimed {
+		b.stopped = true
 	}
 }
 
@@ -180,21 +198,20 @@ func (b *askBoard) landed(out int64) (aim *strikeAim, landed bool) {
 		return nil, false
 	}
 	b.aimed = false
-	aim = &strikeAim{key: b.key, payment: b.payment, instance: b.holder[0], worker: b.holder[1], from: b.from, out: out, deferred: b.deferred}
+	aim = &strikeAim{key: b.key, payment: b.payment, instance: b.holder[0], worker: b.holder[1], stopped: b.stopped,
+		caught: b.caught, from: b.from, out: out, deferred: b.deferred}
 	if b.deferred {
+		b.lastOut = out
 		return aim, false // judged at the run's end
 	}
-	check := func(a asking) bool {
-		return a.instance != b.holder[0] || int(a.worker) != b.holder[1]
-	}
 	for _, a := range b.seen {
-		if check(a) && askLanded(a.start, a.end, a.answered, b.from, out) {
+		if !aim.holds(a.instance, a.worker) && askLanded(a.start, a.end, a.answered, a.ok, aim.caught, aim.from, out) {
 			return aim, true
 		}
 	}
 	for _, list := range b.active {
 		for _, a := range list {
-			if a.key == b.key && check(*a) && askLanded(a.start, 0, false, b.from, out) {
+			if a.key == b.key && !aim.holds(a.instance, a.worker) && askLanded(a.start, 0, false, false, aim.caught, aim.from, out) {
 				return aim, true
 			}
 		}
@@ -202,12 +219,24 @@ func (b *askBoard) landed(out int64) (aim *strikeAim, landed bool) {
 	return aim, false
 }
 
+// holds reports whether the acquire of (instance, worker) is the aimed
+// holder's, or, with the holder's process stopped, of its instance: those
+// asked nothing while it was stopped.
+func (a *strikeAim) holds(instance int, worker int32) bool {
+	return instance == a.instance && (a.stopped || int(worker) == a.worker)
+}
+
 // askLanded is the rule of a landed strike for one acquire from start to
-// end (Unix ns; 0: still in flight), answered or not, with the lock
-// forgotten from from until out: it was answered in [from, out], or it
-// waited there for AskSpan (or all of it, if shorter). lockbench check
+// end (Unix ns; 0: still in flight), granted (ok), refused (answered) or
+// neither, with the holder caught at caught and its lock forgotten from
+// from until out: it was granted in [caught, out] (the lock changed hands
+// while the holder was inside), answered in [from, out], or it waited in
+// [from, out] for AskSpan (or all of it, if shorter). lockbench check
 // applies the same rule to the history's acquire lines.
-func askLanded(start, end int64, answered bool, from, out int64) bool {
+func askLanded(start, end int64, answered, ok bool, caught, from, out int64) bool {
+	if end != 0 && end <= out && ok && end >= caught {
+		return true
+	}
 	if out <= from {
 		return false
 	}

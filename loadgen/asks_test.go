@@ -17,7 +17,7 @@ func TestAskBoardLanded(t *testing.T) {
 	ms := func(n int) int64 { return int64(n) * int64(time.Millisecond) }
 	ended := func(b *askBoard, a *asking, start, end int64, err error) {
 		a.start = start
-		b.done(a, err == nil || errors.Is(err, strategies.ErrNotAcquired), end)
+		b.done(a, err == nil, errors.Is(err, strategies.ErrNotAcquired), end)
 	}
 	t0 := time.Now().UnixNano()
 	for _, c := range []struct {
@@ -46,10 +46,24 @@ func TestAskBoardLanded(t *testing.T) {
 		{"still waiting, asked too late", func(b *askBoard) {
 			b.ask(key, 5, 1, 0, 0).start = t0 + ms(400)
 		}, false},
+		{"granted after the catch, before forgot", func(b *askBoard) {
+			ended(b, b.ask(key, 5, 1, 0, 0), t0-ms(100), t0-ms(1), nil)
+		}, true},
+		{"refused after the catch, before forgot", func(b *askBoard) {
+			ended(b, b.ask(key, 5, 1, 0, 0), t0-ms(100), t0-ms(1), strategies.ErrNotAcquired)
+		}, false},
+		{"another worker of the holder's instance, not stopped", func(b *askBoard) {
+			ended(b, b.ask(key, 5, 0, 1, 0), t0+ms(50), t0+ms(120), nil)
+		}, true},
+		{"another worker of the holder's stopped instance", func(b *askBoard) {
+			b.holderStopped()
+			b.ask(key, 5, 0, 1, 0).start = t0 - ms(1000)
+		}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := newAskBoard()
 			b.aim(key, 5, 0, 3)
+			b.caught = t0 - ms(50)
 			b.forgot(t0)
 			c.run(b)
 			aim, landed := b.landed(t0 + ms(500))

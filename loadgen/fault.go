@@ -247,6 +247,30 @@ func (e *FaultEnv) Aim(r store.EnterReq) {
 	}
 }
 
+// HolderStopped says the aimed holder's whole process is stopped (SIGSTOP):
+// its instance's other workers cannot ask for the lock while it is.
+func (e *FaultEnv) HolderStopped() {
+	if e.asks != nil {
+		e.asks.holderStopped()
+	}
+}
+
+// EndMissed ends the current strike as End does, counted missed (unless
+// its window sees an unsafe outcome): a designed strike that began (Begin)
+// but caught no holder.
+func (e *FaultEnv) EndMissed(what string) {
+	e.Event(what)
+	if e.asks != nil {
+		e.asks.landed(time.Now().UnixNano()) // drops an aim, if any
+	}
+	e.strikes.end(time.Now().UnixNano(), true, nil)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.window != nil {
+		e.window.EndNs = int64(e.Since())
+	}
+}
+
 // Forgot says the lock of the aimed holder is forgotten from at on (the
 // node restarted empty, its clock jumped, its lease expired): a contender
 // asking from then on would be granted it, or refused by a lock that held.

@@ -249,10 +249,14 @@ func (w *historyWriter) strike(n int64, fault, target string, start, end, closed
 		b = appendField(b, "p", aim.payment)
 		b = appendField(b, "i", int64(aim.instance))
 		b = appendField(b, "w", int64(aim.worker))
+		b = appendField(b, "caught", aim.caught)
 		b = appendField(b, "forgot", aim.from)
-		if missed {
-			b = append(b, `,"missed":true`...)
+		if aim.stopped {
+			b = append(b, `,"stopped":true`...)
 		}
+	}
+	if missed {
+		b = append(b, `,"missed":true`...)
 	}
 	w.write(append(b, "}\n"...))
 }
@@ -529,7 +533,7 @@ func releaseErr(err error) string {
 // startHistory opens the run's history (Options.History) and starts
 // recording: the store's events, the holders' in insts. nil when the run
 // keeps none.
-func startHistory(o Options, info strategies.Info, setup store.Setup, insts []instance) (*historyWriter, error) {
+func startHistory(o Options, info strategies.Info, setup store.Setup, insts []instance, tap func([]clientEvent)) (*historyWriter, error) {
 	if o.History == "" {
 		return nil, nil
 	}
@@ -560,6 +564,7 @@ func startHistory(o Options, info strategies.Info, setup store.Setup, insts []in
 		r.SetRecorder(w)
 		w.st = r
 	}
+	w.tap = tap
 	w.start(hs)
 	return w, nil
 }

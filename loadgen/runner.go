@@ -265,16 +265,16 @@ func (r *runner) begin() error {
 		}
 	}
 	r.onClose(func() { stopAll() })
-	if r.hw, err = startHistory(o, info, r.setup, insts); err != nil {
+	var tap func([]clientEvent)
+	if deferred {
+		tap = env.asks.record
+	}
+	if r.hw, err = startHistory(o, info, r.setup, insts, tap); err != nil {
 		return err
 	}
-	if deferred {
-		if r.hw != nil {
-			r.hw.tap = env.asks.record
-		} else {
-			r.asksDrain = drainAsks(insts, env.asks)
-			r.onClose(r.asksDrain.stop)
-		}
+	if deferred && r.hw == nil {
+		r.asksDrain = drainAsks(insts, env.asks)
+		r.onClose(r.asksDrain.stop)
 	}
 	if r.hw != nil {
 		r.onClose(func() {

@@ -70,6 +70,8 @@ type strikeAim struct {
 	key              string
 	payment          int64
 	instance, worker int
+	stopped          bool // the holder's process was stopped whole
+	caught           int64
 	from, out        int64
 	// deferred: judged at the run's end (askBoard.judgeDeferred).
 	deferred bool

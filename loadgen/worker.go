@@ -254,17 +254,19 @@ func (w *worker) process(cx cycleCtx, d Delivery) {
 	lease, attempts, err := strategies.AcquireRetry(actx, in.strategy, key, sc.Retry.Retry)
 	cx.acquire.end(actx)
 	t1 := time.Duration(cx.clock.now() - t0)
+	var aerr string // the history's class of err, once: it reads contexts that may end meanwhile
+	if err != nil && (ask != nil || w.hb != nil) {
+		aerr = acquireErr(cx, actx, err)
+	}
 	if ask != nil {
 		// The times and the answer of its history line.
-		in.asks.done(ask, err == nil || acquireErr(cx, actx, err) == "not_acquired", cx.clock.unixNano(t0)+int64(t1))
+		in.asks.done(ask, err == nil, aerr == "not_acquired", cx.clock.unixNano(t0)+int64(t1))
 	}
 	if w.hb != nil {
 		ev := clientEvent{Kind: evAcquire, Payment: d.Payment, Account: d.Account, Key: key,
-			Inv: cx.clock.unixNano(t0), Ret: cx.clock.unixNano(t0) + int64(t1), OK: err == nil}
+			Inv: cx.clock.unixNano(t0), Ret: cx.clock.unixNano(t0) + int64(t1), OK: err == nil, Err: aerr}
 		if err == nil {
 			ev.Token = lease.Token()
-		} else {
-			ev.Err = acquireErr(cx, actx, err)
 		}
 		w.note(ev)
 	}
