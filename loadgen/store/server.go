@@ -97,6 +97,42 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 		_ = tc.SetNoDelay(true)
 	}
 	br := bufio.NewReaderSize(conn, connBuffer)
+	if err := readHello(conn, br, o); err != nil {
+		return err
+	}
+	out := &coalescer{w: conn}
+	if sc != nil {
+		req := appendHead(nil, 0, statusMark, 0)
+		o.Seq.setPoke(sc, func() { _ = out.send(req) })
+	}
+	c := &servedConn{s: s, o: o, sc: sc, br: br, out: out}
+	// Inline answers wait in bw until no request is left buffered.
+	bw := bufio.NewWriterSize(conn, connBuffer)
+	c.send = out.send
+	c.run = func(f func()) { go f() }
+	if o.Inline {
+		c.send = func(b []byte) error { _, err := bw.Write(b); return err }
+		c.run = func(f func()) { f() }
+	}
+	c.ctx = context.Background()
+	for {
+		if _, err := io.ReadFull(br, c.head[:]); err != nil {
+			return nil // closed
+		}
+		if err := c.dispatch(); err != nil {
+			return err
+		}
+		if o.Inline && br.Buffered() == 0 {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// readHello reads a connection's hello (the magic, the version and the
+// token) and checks it.
+func readHello(conn net.Conn, br *bufio.Reader, o ServeOptions) error {
 	var hello [4]byte
 	if _, err := io.ReadFull(br, hello[:]); err != nil {
 		return err
@@ -114,83 +150,93 @@ func serveConn(conn net.Conn, s Store, o ServeOptions, sc *seqConn) error {
 	if !handshake.Done(conn) {
 		return errHandshakeLate
 	}
-	out := &coalescer{w: conn}
-	if sc != nil {
-		req := appendHead(nil, 0, statusMark, 0)
-		o.Seq.setPoke(sc, func() { _ = out.send(req) })
+	return nil
+}
+
+// servedConn is the state of one connection serveConn serves: set up
+// before its first request, then read and written only by its reader,
+// except s, o, ctx and send, which the calls run reads.
+type servedConn struct {
+	s   Store
+	o   ServeOptions
+	sc  *seqConn
+	br  *bufio.Reader
+	out *coalescer
+	// send writes an answer; run runs a call (on a goroutine of its own
+	// unless Inline).
+	send func([]byte) error
+	run  func(func())
+	ctx  context.Context
+	// The reader's buffers, reused from one request to the next: the
+	// head (id and op), the key, and the fixed part.
+	head [5]byte
+	key  []byte
+	f    [maxFixed]byte
+	ac   *arriveConn // made on the connection's first arrival op
+}
+
+// dispatch reads the rest of the request whose head c.head holds and
+// runs it by its op.
+func (c *servedConn) dispatch() error {
+	id, op := le.Uint32(c.head[:]), c.head[4]
+	var err error
+	if c.key, err = readKey(c.br, c.key); err != nil {
+		return err
 	}
-	// Inline answers wait in bw until no request is left buffered.
-	bw := bufio.NewWriterSize(conn, connBuffer)
-	send := out.send
-	run := func(f func()) { go f() }
-	if o.Inline {
-		send = func(b []byte) error { _, err := bw.Write(b); return err }
-		run = func(f func()) { f() }
+	switch op {
+	case opEnter:
+		return c.enter(id)
+	case opFinish:
+		return c.finish(id)
+	case opEnterArrive, opFinishArrive:
+		if c.ac == nil {
+			c.ac = &arriveConn{reads: map[uint32]arriveRead{}}
+		}
+		return serveArrive(c.ctx, c.br, op, id, string(c.key), c.f[:], c.ac, c.s, c.o, c.send)
+	case opEnterSeq, opEnterSeqWait, opFinishSeq, opSeqMark:
+		if c.sc == nil {
+			return fmt.Errorf("store: sequenced op %d on a store served without a Sequencer", op)
+		}
+		return readSeq(c.br, op, id, string(c.key), c.f[:], c.sc, c.o.Seq, c.out.send)
+	default:
+		return fmt.Errorf("store: unknown op %d", op)
 	}
-	ctx := context.Background()
-	var head [5]byte
-	var key []byte
-	var f [maxFixed]byte
-	var ac *arriveConn // made on the connection's first arrival op
-	for {
-		if _, err := io.ReadFull(br, head[:]); err != nil {
-			return nil // closed
-		}
-		id, op := le.Uint32(head[:]), head[4]
-		var err error
-		if key, err = readKey(br, key); err != nil {
-			return err
-		}
-		switch op {
-		case opEnter:
-			if _, err := io.ReadFull(br, f[:enterFixed]); err != nil {
-				return err
-			}
-			r := EnterReq{LockKey: string(key),
-				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
-				Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:]))),
-				Worker: int32(le.Uint32(f[24:])), Waiting: true}
-			run(func() {
-				resp, err := s.Enter(ctx, r)
-				_ = send(appendEnterAnswer(id, resp, err))
-			})
-		case opFinish:
-			if _, err := io.ReadFull(br, f[:finishFixed]); err != nil {
-				return err
-			}
-			r := FinishReq{LockKey: string(key),
-				Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
-				Account: int32(le.Uint32(f[16:])), Apply: f[20] != 0,
-				Debit: int64(le.Uint64(f[21:])), BaseVersion: int64(le.Uint64(f[29:])), NewBalance: int64(le.Uint64(f[37:])),
-				Entry: int64(le.Uint64(f[45:]))}
-			run(func() {
-				resp, err := s.Finish(ctx, r)
-				var b [5 + 2 + 1]byte
-				_ = send(appendFinishAnswer(b[:0], id, resp, err, o))
-			})
-		case opEnterArrive, opFinishArrive:
-			if ac == nil {
-				ac = &arriveConn{reads: map[uint32]arriveRead{}}
-			}
-			if err := serveArrive(ctx, br, op, id, string(key), f[:], ac, s, o, send); err != nil {
-				return err
-			}
-		case opEnterSeq, opEnterSeqWait, opFinishSeq, opSeqMark:
-			if sc == nil {
-				return fmt.Errorf("store: sequenced op %d on a store served without a Sequencer", op)
-			}
-			if err := readSeq(br, op, id, string(key), f[:], sc, o.Seq, out.send); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("store: unknown op %d", op)
-		}
-		if o.Inline && br.Buffered() == 0 {
-			if err := bw.Flush(); err != nil {
-				return err
-			}
-		}
+}
+
+// enter reads the fixed part of Enter id and runs it.
+func (c *servedConn) enter(id uint32) error {
+	f := &c.f
+	if _, err := io.ReadFull(c.br, f[:enterFixed]); err != nil {
+		return err
 	}
+	r := EnterReq{LockKey: string(c.key),
+		Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
+		Account: int32(le.Uint32(f[16:])), Instance: int(int32(le.Uint32(f[20:]))),
+		Worker: int32(le.Uint32(f[24:])), Waiting: true}
+	c.run(func() {
+		resp, err := c.s.Enter(c.ctx, r)
+		_ = c.send(appendEnterAnswer(id, resp, err))
+	})
+	return nil
+}
+
+// finish reads the fixed part of Finish id and runs it.
+func (c *servedConn) finish(id uint32) error {
+	f := &c.f
+	if _, err := io.ReadFull(c.br, f[:finishFixed]); err != nil {
+		return err
+	}
+	r := FinishReq{LockKey: string(c.key),
+		Token: int64(le.Uint64(f[0:])), Payment: int64(le.Uint64(f[8:])),
+		Account: int32(le.Uint32(f[16:])), Apply: f[20] != 0,
+		Debit: int64(le.Uint64(f[21:])), BaseVersion: int64(le.Uint64(f[29:])), NewBalance: int64(le.Uint64(f[37:])),
+		Entry: int64(le.Uint64(f[45:]))}
+	c.run(func() {
+		resp, err := c.s.Finish(c.ctx, r)
+		var b [5 + 2 + 1]byte
+		_ = c.send(appendFinishAnswer(b[:0], id, resp, err, c.o))
+	})
+	return nil
 }
 
 // errHandshakeLate ends a connection whose hello came after the listener
