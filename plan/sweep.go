@@ -93,114 +93,152 @@ type SweepResult struct {
 // stops early, with what it has, when ctx is done or a step returns an
 // error.
 func Sweep(ctx context.Context, cfg Config, step StepFunc) (SweepResult, error) {
-	var res SweepResult
-	lo, hi := 0.0, math.Inf(1)
-	hiReason := ""
-	tried := 0
-	trials := max(cfg.Trials, 1)
-	// once runs every trial of a rate; it holds when more than half do,
-	// at the median achieved rate, and fails for its first failing
-	// trial's reason.
-	once := func(rate float64) (Step, error) {
-		var held int
-		var achieved []float64
-		var verdict Step
-		for t := 1; t <= trials; t++ {
-			r, err := step(ctx, rate, t)
-			if err == nil && (r.Summary.Interrupted || ctx.Err() != nil) {
-				err = ctx.Err()
-			}
-			if err != nil {
-				return Step{}, err
-			}
-			res.Runs = append(res.Runs, r)
-			st := judge(&r.Summary, rate, cfg.SLO)
-			if trials > 1 {
-				st.Trial = t
-			}
-			res.Steps = append(res.Steps, st)
-			achieved = append(achieved, st.Achieved)
-			if st.OK {
-				held++
-			} else if verdict.Reason == "" {
-				verdict.Reason = st.Reason
-			}
-		}
-		verdict.OK = 2*held > trials
-		if verdict.OK {
-			verdict.Reason = ""
-		} else if trials > 1 {
-			verdict.Reason = fmt.Sprintf("%d of %d trials failed: %s", trials-held, trials, verdict.Reason)
-		}
-		verdict.Achieved = results.EstimateOf(achieved).Median
-		return verdict, nil
+	s := &sweeper{ctx: ctx, cfg: cfg, step: step, hi: math.Inf(1), trials: max(cfg.Trials, 1)}
+	err := s.ramp()
+	if err == nil {
+		err = s.walkDown()
 	}
-	try := func(rate float64) (bool, error) {
-		tried++
-		st, err := once(rate)
-		if err == nil && !st.OK && cfg.Confirm && trials == 1 {
-			res.Steps[len(res.Steps)-1].Retried = true
-			res.Runs = res.Runs[:len(res.Runs)-1]
-			st, err = once(rate)
-		}
-		if err != nil {
-			return false, err
-		}
-		if st.OK && rate > lo {
-			lo, res.Achieved = rate, st.Achieved
-		} else if !st.OK && rate < hi {
-			hi, hiReason = rate, st.Reason
-		}
-		return st.OK, nil
+	if err == nil {
+		err = s.bisect()
 	}
-	room := func() bool { return tried < MaxSteps }
-	finish := func(err error) (SweepResult, error) {
-		res.Max = lo
-		switch {
-		case !math.IsInf(hi, 1):
-			res.LimitedBy = hiReason
-		case cfg.MaxRate > 0 && lo >= cfg.MaxRate:
-			res.LimitedBy = "--max-rate reached"
-		default:
-			res.LimitedBy = "step limit"
-		}
-		return res, err
-	}
+	return s.finish(err)
+}
 
-	// Ramp up until a step fails.
-	for rate := cfg.Start; room(); rate = roundRate(rate * cfg.Factor) {
-		if cfg.MaxRate > 0 && rate > cfg.MaxRate {
-			rate = cfg.MaxRate
+// sweeper is one Sweep under way: lo is the highest rate that held (0:
+// none yet), hi the lowest that failed (+Inf: none yet) and hiReason why.
+type sweeper struct {
+	ctx      context.Context
+	cfg      Config
+	step     StepFunc
+	res      SweepResult
+	lo, hi   float64
+	hiReason string
+	tried    int
+	trials   int
+}
+
+// ramp raises the rate by cfg.Factor from cfg.Start until a step fails or
+// cfg.MaxRate holds.
+func (s *sweeper) ramp() error {
+	for rate := s.cfg.Start; s.room(); rate = roundRate(rate * s.cfg.Factor) {
+		if s.cfg.MaxRate > 0 && rate > s.cfg.MaxRate {
+			rate = s.cfg.MaxRate
 		}
-		ok, err := try(rate)
+		ok, err := s.try(rate)
 		if err != nil {
-			return finish(err)
+			return err
 		}
-		if !ok || (cfg.MaxRate > 0 && rate >= cfg.MaxRate) {
+		if !ok || (s.cfg.MaxRate > 0 && rate >= s.cfg.MaxRate) {
 			break
 		}
 	}
-	// The first step failed: walk down until one holds.
-	rate := hi
-	for i := 0; i < maxWalkDown && lo == 0 && room(); i++ {
-		if rate = roundRate(rate / cfg.Factor); rate < minRate {
+	return nil
+}
+
+// walkDown lowers the rate from the first, failed, step until one holds.
+func (s *sweeper) walkDown() error {
+	rate := s.hi
+	for i := 0; i < maxWalkDown && s.lo == 0 && s.room(); i++ {
+		if rate = roundRate(rate / s.cfg.Factor); rate < minRate {
 			break
 		}
-		if _, err := try(rate); err != nil {
-			return finish(err)
+		if _, err := s.try(rate); err != nil {
+			return err
 		}
 	}
-	// Bisect between the last rate that held and the first that failed.
-	for i := 0; i < cfg.Refine && lo > 0 && !math.IsInf(hi, 1) && room(); i++ {
-		mid := roundRate(math.Sqrt(lo * hi))
-		if mid <= lo || mid >= hi {
+	return nil
+}
+
+// bisect tries the geometric mean of the last rate that held and the
+// first that failed, cfg.Refine times.
+func (s *sweeper) bisect() error {
+	for i := 0; i < s.cfg.Refine && s.lo > 0 && !math.IsInf(s.hi, 1) && s.room(); i++ {
+		mid := roundRate(math.Sqrt(s.lo * s.hi))
+		if mid <= s.lo || mid >= s.hi {
 			break
 		}
-		if _, err := try(mid); err != nil {
-			return finish(err)
+		if _, err := s.try(mid); err != nil {
+			return err
 		}
 	}
-	return finish(nil)
+	return nil
+}
+
+// room says whether another rate may be tried (MaxSteps).
+func (s *sweeper) room() bool { return s.tried < MaxSteps }
+
+// try runs a rate (once more if it fails and cfg.Confirm, with one trial)
+// and moves lo or hi; it says whether the rate held.
+func (s *sweeper) try(rate float64) (bool, error) {
+	s.tried++
+	st, err := s.once(rate)
+	if err == nil && !st.OK && s.cfg.Confirm && s.trials == 1 {
+		s.res.Steps[len(s.res.Steps)-1].Retried = true
+		s.res.Runs = s.res.Runs[:len(s.res.Runs)-1]
+		st, err = s.once(rate)
+	}
+	if err != nil {
+		return false, err
+	}
+	if st.OK && rate > s.lo {
+		s.lo, s.res.Achieved = rate, st.Achieved
+	} else if !st.OK && rate < s.hi {
+		s.hi, s.hiReason = rate, st.Reason
+	}
+	return st.OK, nil
+}
+
+// once runs every trial of a rate; it holds when more than half do, at
+// the median achieved rate, and fails for its first failing trial's
+// reason.
+func (s *sweeper) once(rate float64) (Step, error) {
+	var held int
+	var achieved []float64
+	var verdict Step
+	for t := 1; t <= s.trials; t++ {
+		r, err := s.step(s.ctx, rate, t)
+		if err == nil && (r.Summary.Interrupted || s.ctx.Err() != nil) {
+			err = s.ctx.Err()
+		}
+		if err != nil {
+			return Step{}, err
+		}
+		s.res.Runs = append(s.res.Runs, r)
+		st := judge(&r.Summary, rate, s.cfg.SLO)
+		if s.trials > 1 {
+			st.Trial = t
+		}
+		s.res.Steps = append(s.res.Steps, st)
+		achieved = append(achieved, st.Achieved)
+		if st.OK {
+			held++
+		} else if verdict.Reason == "" {
+			verdict.Reason = st.Reason
+		}
+	}
+	verdict.OK = 2*held > s.trials
+	if verdict.OK {
+		verdict.Reason = ""
+	} else if s.trials > 1 {
+		verdict.Reason = fmt.Sprintf("%d of %d trials failed: %s", s.trials-held, s.trials, verdict.Reason)
+	}
+	verdict.Achieved = results.EstimateOf(achieved).Median
+	return verdict, nil
+}
+
+// finish is the result so far, with err: the highest rate that held and
+// what stopped the sweep going higher.
+func (s *sweeper) finish(err error) (SweepResult, error) {
+	s.res.Max = s.lo
+	switch {
+	case !math.IsInf(s.hi, 1):
+		s.res.LimitedBy = s.hiReason
+	case s.cfg.MaxRate > 0 && s.lo >= s.cfg.MaxRate:
+		s.res.LimitedBy = "--max-rate reached"
+	default:
+		s.res.LimitedBy = "step limit"
+	}
+	return s.res, err
 }
 
 // roundRate rounds a rate to a whole number of payments/s (to 0.1 under

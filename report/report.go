@@ -34,45 +34,67 @@ func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartS
 		return err
 	}
 
-	if err := glanceMarkdown(&b, results.VerdictRuns(ss)); err != nil {
+	v := results.VerdictRuns(ss)
+	if err := glanceMarkdown(&b, v); err != nil {
 		return err
 	}
 	b.WriteString("## Scenarios\n\n")
 	if err := scenarioTable(&b, ss); err != nil {
 		return err
 	}
-
-	if v := results.VerdictRuns(ss); len(v) > 0 {
-		b.WriteString("\n## Verdicts\n\n")
-		b.WriteString("A run is **UNSAFE** when a payment was processed twice (duplicates), acknowledged but lost, " +
-			"an account was overdrawn, an update was overwritten (lost updates) or a stale fencing token was " +
-			"accepted. Overlaps and rejected stale writes show the lock failing while the store still kept " +
-			"the data safe. A run is *UNKNOWN* when it could not judge the lock: fewer than 10% of its payments " +
-			"got an answer from it (processed, refused or stale-refused; errors such as adapter_lost are no answer), " +
-			"its fault never struck, or every designed strike missed (no other delivery asked for the lock the fault " +
-			"had made forgotten: strikes_missed).\n\n")
-		if err := VerdictTable(&b, v); err != nil {
+	if len(v) > 0 {
+		if err := verdictsSection(&b, v); err != nil {
 			return err
 		}
 	}
+	if err := resultsSection(&b, ss); err != nil {
+		return err
+	}
+	b.WriteString("\n## How to read the figures\n\n")
+	b.WriteString(statisticsNote(ss))
+	chartsSection(&b, cs, meta, l)
+	filesSection(&b, ss, len(v) > 0, meta, cs, l)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("results: writing report: %w", err)
+	}
+	return nil
+}
 
+// verdictsSection writes the verdict table of the fault runs v, after
+// what UNSAFE and UNKNOWN mean.
+func verdictsSection(b *strings.Builder, v []results.Summary) error {
+	b.WriteString("\n## Verdicts\n\n")
+	b.WriteString("A run is **UNSAFE** when a payment was processed twice (duplicates), acknowledged but lost, " +
+		"an account was overdrawn, an update was overwritten (lost updates) or a stale fencing token was " +
+		"accepted. Overlaps and rejected stale writes show the lock failing while the store still kept " +
+		"the data safe. A run is *UNKNOWN* when it could not judge the lock: fewer than 10% of its payments " +
+		"got an answer from it (processed, refused or stale-refused; errors such as adapter_lost are no answer), " +
+		"its fault never struck, or every designed strike missed (no other delivery asked for the lock the fault " +
+		"had made forgotten: strikes_missed).\n\n")
+	return VerdictTable(b, v)
+}
+
+// resultsSection writes the results table of the fault-free runs (one
+// row per cell across its trials when there were several) and their
+// outcomes.
+func resultsSection(b *strings.Builder, ss []results.Summary) error {
 	rows := resultRows(ss)
 	b.WriteString("\n## Results\n\n")
 	b.WriteString("Throughput achieved, and the time each delivery spent taking the lock (from its first attempt, " +
 		"retries and backoff included). Total latency, in the charts, runs from each payment's intended start, " +
 		"so stalls of the load generator are not hidden.\n\n")
 	if results.MaxTrials(rows) > 1 {
-		if err := trialsMarkdown(&b, rows); err != nil {
+		if err := trialsMarkdown(b, rows); err != nil {
 			return err
 		}
-	} else if err := resultsMarkdown(&b, rows); err != nil {
+	} else if err := resultsMarkdown(b, rows); err != nil {
 		return err
 	}
-	if err := outcomeMarkdown(&b, rows); err != nil {
+	if err := outcomeMarkdown(b, rows); err != nil {
 		return err
 	}
 	if len(rows) < len(ss) {
-		fmt.Fprintf(&b, "\nThe other %d runs (sweep points, fault runs) are in `summary.csv` and the charts below.\n", len(ss)-len(rows))
+		fmt.Fprintf(b, "\nThe other %d runs (sweep points, fault runs) are in `summary.csv` and the charts below.\n", len(ss)-len(rows))
 	}
 	for _, s := range ss {
 		if s.Interrupted {
@@ -80,10 +102,12 @@ func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartS
 			break
 		}
 	}
+	return nil
+}
 
-	b.WriteString("\n## How to read the figures\n\n")
-	b.WriteString(statisticsNote(ss))
-
+// chartsSection writes the charts of cs, each a PNG with its caption,
+// then the charts that were not drawn.
+func chartsSection(b *strings.Builder, cs ChartSet, meta results.Meta, l results.Layout) {
 	b.WriteString("\n## Charts\n")
 	for _, ch := range cs.Charts {
 		file := path.Join(l.Charts, ch.Name)
@@ -91,28 +115,32 @@ func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartS
 		if meta.Archive != nil {
 			svg = "" // in the archive
 		}
-		fmt.Fprintf(&b, "\n### %s\n\n![%s](%s.png)\n\n%s%s\n", ch.Title, ch.Title, file, ch.Caption, svg)
+		fmt.Fprintf(b, "\n### %s\n\n![%s](%s.png)\n\n%s%s\n", ch.Title, ch.Title, file, ch.Caption, svg)
 	}
 	if len(cs.Missing) > 0 {
 		b.WriteString("\nNot drawn:\n\n")
 		for _, m := range cs.Missing {
-			fmt.Fprintf(&b, "- %s\n", m)
+			fmt.Fprintf(b, "- %s\n", m)
 		}
 	}
+}
 
+// filesSection lists the directory's files; verdicts says whether faults
+// ran (verdicts.json).
+func filesSection(b *strings.Builder, ss []results.Summary, verdicts bool, meta results.Meta, cs ChartSet, l results.Layout) {
 	b.WriteString("\n## Files\n\n")
 	if a := meta.Archive; a != nil {
-		fmt.Fprintf(&b, "- `%s`: the packed data, every file below but meta.json and the PNG charts (%d files, sha256 `%s`); `tar --zstd -xf %s` unpacks it, and lockbench reads it as it is.\n", a.File, a.Files, a.SHA256, a.File)
+		fmt.Fprintf(b, "- `%s`: the packed data, every file below but meta.json and the PNG charts (%d files, sha256 `%s`); `tar --zstd -xf %s` unpacks it, and lockbench reads it as it is.\n", a.File, a.Files, a.SHA256, a.File)
 	}
 	b.WriteString("- `summary.json`, `summary.csv`: every run's counters and latencies (times in ns).\n")
-	if len(results.VerdictRuns(ss)) > 0 {
+	if verdicts {
 		b.WriteString("- `verdicts.json`: the runs behind the verdict table.\n")
 	}
 	if results.MaxTrials(ss) > 1 {
 		b.WriteString("- `aggregate.json`: one object per cell across its trials: unsafe trials with the Wilson interval, medians with their intervals.\n")
 	}
 	if l.Hlog != "" {
-		fmt.Fprintf(&b, "- `%s/`: HdrHistogram interval logs per run and phase, for HistogramLogAnalyzer.\n", l.Hlog)
+		fmt.Fprintf(b, "- `%s/`: HdrHistogram interval logs per run and phase, for HistogramLogAnalyzer.\n", l.Hlog)
 	} else {
 		b.WriteString("- `*.hlog`: HdrHistogram interval logs per run and phase, for HistogramLogAnalyzer.\n")
 	}
@@ -121,14 +149,10 @@ func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartS
 		if meta.Archive != nil {
 			what = "PNG (the SVGs are in the archive)"
 		}
-		fmt.Fprintf(&b, "- `%s/`: the charts above, %s.\n", l.Charts, what)
+		fmt.Fprintf(b, "- `%s/`: the charts above, %s.\n", l.Charts, what)
 	}
 	b.WriteString("- `bench.txt`: Go benchmark format; compare two directories with `benchstat old/bench.txt new/bench.txt`.\n")
 	b.WriteString("- `meta.json`: how and where this was run. `lockbench report DIR` redraws the charts and this file.\n")
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return fmt.Errorf("results: writing report: %w", err)
-	}
-	return nil
 }
 
 func writeHeader(b *strings.Builder, meta results.Meta) {

@@ -110,15 +110,49 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "round\t%s\t%s\t%s\tlockbench/%s\tlockbench/%s\t%s/%s\tcpu µs %s\tcpu µs %s\tcpu µs lockbench\tcpu µs harness\tsteal %%\t\n",
 		c.native, c.bare, c.ours, c.nativeShort, c.bareShort, c.bareShort, c.nativeShort, c.nativeShort, c.bareShort)
-	var ms [][3]cycleRate
-	var steals []float64
+	ms, steals, err := c.runRounds(ctx, tw, stderr, rp)
+	if err != nil {
+		return err
+	}
+	if len(ms) == 0 {
+		tw.Flush()
+		fmt.Fprintln(stderr, "interrupted before a counted round finished: no ratio")
+		return nil
+	}
+	var med [10]float64
+	for i := range med {
+		med[i] = median(column(ms, i))
+	}
+	fmt.Fprintf(tw, "median\t%s\n", formatRow(med, medianSteal(steals)))
+	tw.Flush()
+	fmt.Fprintln(stdout)
+
+	c.printRatios(stdout, ms, med)
+	vsBare := column(ms, 4)
+	if err := c.printNotes(stdout, rp, med, steals, vsBare); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "interrupted: %d of %d rounds done\n", len(ms), c.rounds)
+		return nil
+	}
+	if got := median(vsBare); c.failBelow > 0 && got < c.failBelow {
+		return fmt.Errorf("%w: lockbench / %s %.2f < %.2f", ErrBelowTarget, c.bare, got, c.failBelow)
+	}
+	return nil
+}
+
+// runRounds runs the warm-up round and the counted rounds, a table row
+// each, and returns the counted rounds' measurements and steal. When ctx
+// is done it returns the rounds done.
+func (c comparison) runRounds(ctx context.Context, tw, stderr io.Writer, rp *roundsProfile) (ms [][3]cycleRate, steals []float64, err error) {
 	// Round 0 warms up all three (connections, the Go heap, the server's
 	// tables) and is shown but not counted.
 	for r := range c.rounds + 1 {
 		if r == 1 {
 			// The profile covers the counted rounds.
 			if err := rp.start(); err != nil {
-				return err
+				return nil, nil, err
 			}
 		}
 		m, steal, err := c.round(r)
@@ -126,7 +160,7 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 			break // interrupted: report the rounds done
 		}
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		name := strconv.Itoa(r)
 		if r == 0 {
@@ -138,32 +172,13 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\n", name, formatRow(row, steal))
 		fmt.Fprintf(stderr, "%s: round %d of %d done (lockbench/%s %.2f)\n", c.name, r, c.rounds, c.bareShort, row[4])
 	}
-	if len(ms) == 0 {
-		tw.Flush()
-		fmt.Fprintln(stderr, "interrupted before a counted round finished: no ratio")
-		return nil
-	}
-	// col is column i of every counted round.
-	col := func(i int) []float64 {
-		var xs []float64
-		for _, m := range ms {
-			xs = append(xs, roundFigures(m)[i])
-		}
-		return xs
-	}
-	var med [10]float64
-	for i := range med {
-		med[i] = median(col(i))
-	}
-	steal, medSteal := knownSteal(steals), math.NaN()
-	if len(steal) > 0 {
-		medSteal = median(steal)
-	}
-	fmt.Fprintf(tw, "median\t%s\n", formatRow(med, medSteal))
-	tw.Flush()
-	fmt.Fprintln(stdout)
+	return ms, steals, nil
+}
 
-	ours, vsBare, bareVsNative := col(3), col(4), col(5)
+// printRatios prints the closing ratio lines, each the median of the
+// rounds' own ratios, and the medians of the CPU per cycle (med).
+func (c comparison) printRatios(stdout io.Writer, ms [][3]cycleRate, med [10]float64) {
+	ours, vsBare, bareVsNative := column(ms, 3), column(ms, 4), column(ms, 5)
 	labels := []string{"ratio lockbench / " + c.native + ":", "ratio lockbench / " + c.bare + ":", "ratio " + c.bareShort + " / " + c.native + ":"}
 	width := 0
 	for _, l := range labels {
@@ -182,6 +197,11 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "cpu per cycle (medians): %s %.1f µs, %s %.1f µs, lockbench %.1f µs; the harness %+.1f µs, lockbench / %s %.2f (target ≤ %.2f)\n",
 		c.nativeShort, med[6], c.bare, med[7], med[8], med[9], c.bare, median(cpuRatio), 1/harnessTarget)
+}
+
+// printNotes stops the profile and prints its split, then the rounds'
+// steal and the ratio of lockbench to bare (vsBare) over the quiet rounds.
+func (c comparison) printNotes(stdout io.Writer, rp *roundsProfile, med [10]float64, steals, vsBare []float64) error {
 	p, err := rp.stop()
 	if err != nil {
 		return err
@@ -190,22 +210,32 @@ func (c comparison) run(ctx context.Context, stdout, stderr io.Writer) error {
 		bare, ours := splitProfile(p, c.library)
 		c.printProfileSplit(stdout, bare, ours, med[7])
 	}
-	if len(steal) > 0 {
+	if steal := knownSteal(steals); len(steal) > 0 {
 		fmt.Fprintf(stdout, "steal (the hypervisor's share of this machine's CPU time, /proc/stat): median %.1f%% a round, %.1f%%–%.1f%%; a round with much of it measured the neighbours as well\n",
-			medSteal, slices.Min(steal), slices.Max(steal))
+			median(steal), slices.Min(steal), slices.Max(steal))
 	}
 	if quiet := quietRatios(vsBare, steals); len(quiet) > 0 && len(quiet) < len(vsBare) {
 		fmt.Fprintf(stdout, "quiet rounds (steal under %.0f%%): %d of %d, lockbench / %s %.2f by median (range %.2f–%.2f)\n",
 			quietSteal, len(quiet), len(vsBare), c.bare, median(quiet), slices.Min(quiet), slices.Max(quiet))
 	}
-	if ctx.Err() != nil {
-		fmt.Fprintf(stderr, "interrupted: %d of %d rounds done\n", len(ms), c.rounds)
-		return nil
-	}
-	if got := median(vsBare); c.failBelow > 0 && got < c.failBelow {
-		return fmt.Errorf("%w: lockbench / %s %.2f < %.2f", ErrBelowTarget, c.bare, got, c.failBelow)
-	}
 	return nil
+}
+
+// column is figure i (roundFigures) of every round of ms.
+func column(ms [][3]cycleRate, i int) []float64 {
+	var xs []float64
+	for _, m := range ms {
+		xs = append(xs, roundFigures(m)[i])
+	}
+	return xs
+}
+
+// medianSteal is the median of the steal that could be read (NaN: none).
+func medianSteal(steals []float64) float64 {
+	if steal := knownSteal(steals); len(steal) > 0 {
+		return median(steal)
+	}
+	return math.NaN()
 }
 
 // formatRow is the table cells of a round's figures (roundFigures) and

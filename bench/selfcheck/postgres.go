@@ -72,22 +72,11 @@ func runPostgres(ctx context.Context, cfg Config, open OpenHarness, stdout, stde
 	}
 	_ = s.Close()
 
-	// Before each measurement the lock table is vacuumed: every cycle
-	// leaves two dead row versions, and a measurement that ran on the
-	// ones the last left (until autovacuum came by) would pay for them.
-	// pgbench vacuums its own tables before a run for the same reason.
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return fmt.Errorf("compare-postgres: %s", servers.Redact(err.Error()))
 	}
 	defer admin.Close(context.WithoutCancel(ctx))
-	vacuum := func() error {
-		if _, err := admin.Exec(ctx, "VACUUM lockbench_locks"); err != nil {
-			return fmt.Errorf("compare-postgres: vacuuming the lock table between measurements: %s", servers.Redact(err.Error()))
-		}
-		return nil
-	}
-
 	script, err := writePgbenchScript(cfg.Clients)
 	if err != nil {
 		return err
@@ -97,27 +86,30 @@ func runPostgres(ctx context.Context, cfg Config, open OpenHarness, stdout, stde
 	if err != nil {
 		return err
 	}
-	ttl := sc.TTL.Truncate(time.Microsecond)
-	pgbench := func() (cycleRate, error) {
-		c := exec.CommandContext(ctx, bin, "-n", "-M", "prepared", "-c", strconv.Itoa(cfg.Clients), "-t", strconv.Itoa(perClient),
-			"-f", script, "-D", "n=0", "-D", "nclients="+strconv.Itoa(cfg.Clients), "-D", "owner="+owner,
-			"-D", fmt.Sprintf("ttl=%d microseconds", ttl.Microseconds()), dsn)
-		var errb strings.Builder
-		c.Stderr = &errb
-		out, err := c.Output()
-		if err != nil {
-			if ctx.Err() != nil {
-				return cycleRate{}, ctx.Err()
-			}
-			return cycleRate{}, fmt.Errorf("pgbench: %w: %s", err, servers.Redact(strings.Join(strings.Fields(errb.String()), " ")))
-		}
-		tps, err := parsePgbenchTPS(out)
-		return cycleRate{perSec: tps, cpu: childCPU(c.ProcessState) / time.Duration(n)}, err
-	}
+	pg := pgbenchRun{bin: bin, script: script, dsn: dsn, owner: owner,
+		clients: cfg.Clients, perClient: perClient, ttl: sc.TTL.Truncate(time.Microsecond)}
 
 	fmt.Fprintf(stdout, "lock cycles/s: pg-onconflict's claim then release, %d clients, %d cycles a measurement (one key each), local Postgres\n", cfg.Clients, n)
 	fmt.Fprintf(stdout, "pgbench is `pgbench -M prepared -c %d` on the same two statements; lockbench is `run --strategy pg-onconflict --instances 1 --workers %d --deliveries 1 --hold 0 --lock-key payment`\n", cfg.Clients, cfg.Clients)
-	cmp := comparison{
+	return postgresComparison(ctx, cfg, pg, admin, h, sc).run(ctx, stdout, stderr)
+}
+
+// postgresComparison is compare-postgres's comparison: pg's pgbench, pgx
+// alone and lockbench's pg-onconflict through h, the lock table vacuumed
+// through admin between measurements.
+func postgresComparison(ctx context.Context, cfg Config, pg pgbenchRun, admin *pgx.Conn, h Harness, sc loadgen.Scenario) comparison {
+	// Before each measurement the lock table is vacuumed: every cycle
+	// leaves two dead row versions, and a measurement that ran on the
+	// ones the last left (until autovacuum came by) would pay for them.
+	// pgbench vacuums its own tables before a run for the same reason.
+	vacuum := func() error {
+		if _, err := admin.Exec(ctx, "VACUUM lockbench_locks"); err != nil {
+			return fmt.Errorf("compare-postgres: vacuuming the lock table between measurements: %s", servers.Redact(err.Error()))
+		}
+		return nil
+	}
+	n := pg.perClient * pg.clients
+	return comparison{
 		name:   "compare-postgres",
 		native: "pgbench", bare: "pgx alone", ours: "lockbench pg-onconflict",
 		nativeShort: "pgbench", bareShort: "pgx",
@@ -128,16 +120,42 @@ func runPostgres(ctx context.Context, cfg Config, open OpenHarness, stdout, stde
 		library:   []string{"github.com/jackc/"}, // pgx and its pool's puddle
 		settle:    vacuum,
 		measure: [3]func() (cycleRate, error){
-			pgbench,
+			func() (cycleRate, error) { return pg.cycles(ctx) },
 			func() (cycleRate, error) {
-				return measured(ctx, "bare", func() (cycleRate, error) { return pgxCycles(ctx, dsn, cfg.Clients, n, ttl) })
+				return measured(ctx, "bare", func() (cycleRate, error) { return pgxCycles(ctx, pg.dsn, pg.clients, n, pg.ttl) })
 			},
 			func() (cycleRate, error) {
 				return measured(ctx, "lockbench", func() (cycleRate, error) { return lockbenchCycles(ctx, h, "pg-onconflict", sc) })
 			},
 		},
 	}
-	return cmp.run(ctx, stdout, stderr)
+}
+
+// pgbenchRun is compare-postgres's pgbench command: clients clients of
+// perClient cycles each, running script against dsn as owner.
+type pgbenchRun struct {
+	bin, script, dsn, owner string
+	clients, perClient      int
+	ttl                     time.Duration
+}
+
+// cycles runs pgbench once: its rate, and its CPU per cycle.
+func (p pgbenchRun) cycles(ctx context.Context) (cycleRate, error) {
+	n := p.perClient * p.clients
+	c := exec.CommandContext(ctx, p.bin, "-n", "-M", "prepared", "-c", strconv.Itoa(p.clients), "-t", strconv.Itoa(p.perClient),
+		"-f", p.script, "-D", "n=0", "-D", "nclients="+strconv.Itoa(p.clients), "-D", "owner="+p.owner,
+		"-D", fmt.Sprintf("ttl=%d microseconds", p.ttl.Microseconds()), p.dsn)
+	var errb strings.Builder
+	c.Stderr = &errb
+	out, err := c.Output()
+	if err != nil {
+		if ctx.Err() != nil {
+			return cycleRate{}, ctx.Err()
+		}
+		return cycleRate{}, fmt.Errorf("pgbench: %w: %s", err, servers.Redact(strings.Join(strings.Fields(errb.String()), " ")))
+	}
+	tps, err := parsePgbenchTPS(out)
+	return cycleRate{perSec: tps, cpu: childCPU(c.ProcessState) / time.Duration(n)}, err
 }
 
 // findPgbench returns the newest Debian PostgreSQL's pgbench

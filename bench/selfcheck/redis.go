@@ -51,28 +51,7 @@ func runRedis(ctx context.Context, cfg Config, open OpenHarness, stdout, stderr 
 		return fmt.Errorf("loading the release script: %w", err)
 	}
 	sha := redisutil.ReleaseScript.Hash()
-	// Before each measurement the keys the last one left are dropped:
-	// redis-benchmark's SETs leave a key each, which Redis would expire
-	// two seconds later while the next measurement runs. The loaded
-	// script stays (FLUSHDB keeps the script cache).
-	flush := func() error {
-		if err := rc.FlushDB(ctx).Err(); err != nil {
-			return fmt.Errorf("compare-redis: emptying the database between measurements: %w", err)
-		}
-		return nil
-	}
-	// bench runs one redis-benchmark test: its rate, and its CPU per
-	// request.
-	bench := func(cmd ...string) (cycleRate, error) {
-		a := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(cfg.Clients), "-n", strconv.Itoa(cfg.Requests), "-r", "1000000", "--csv"}, cmd...)
-		c := exec.CommandContext(ctx, bin, a...)
-		out, err := c.Output()
-		if err != nil {
-			return cycleRate{}, fmt.Errorf("redis-benchmark: %w", err)
-		}
-		rate, err := parseBenchCSV(out)
-		return cycleRate{perSec: rate, cpu: childCPU(c.ProcessState) / time.Duration(cfg.Requests)}, err
-	}
+	rb := redisBench{bin: bin, host: host, port: port, clients: cfg.Clients, requests: cfg.Requests}
 
 	sc := lockbenchScenario("compare-redis", cfg.Clients, cfg.Requests)
 	h, err := open(cluster.Endpoints())
@@ -92,19 +71,9 @@ func runRedis(ctx context.Context, cfg Config, open OpenHarness, stdout, stderr 
 		failBelow: cfg.FailBelow,
 		profile:   cfg.CPUProfile,
 		library:   []string{"github.com/redis/go-redis/"},
-		settle:    flush,
+		settle:    func() error { return flushBetween(ctx, rc) },
 		measure: [3]func() (cycleRate, error){
-			func() (cycleRate, error) {
-				set, err := bench("SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
-				if err != nil {
-					return cycleRate{}, err
-				}
-				rel, err := bench("EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
-				if err != nil {
-					return cycleRate{}, err
-				}
-				return cycleRate{perSec: 1 / (1/set.perSec + 1/rel.perSec), cpu: set.cpu + rel.cpu}, nil
-			},
+			func() (cycleRate, error) { return rb.cycles(ctx, sha) },
 			func() (cycleRate, error) {
 				return measured(ctx, "bare", func() (cycleRate, error) { return goRedisCycles(ctx, addr, cfg.Clients, cfg.Requests) })
 			},
@@ -114,6 +83,51 @@ func runRedis(ctx context.Context, cfg Config, open OpenHarness, stdout, stderr 
 		},
 	}
 	return cmp.run(ctx, stdout, stderr)
+}
+
+// flushBetween drops the keys the last measurement left: redis-benchmark's
+// SETs leave a key each, which Redis would expire two seconds later while
+// the next measurement runs. The loaded script stays (FLUSHDB keeps the
+// script cache).
+func flushBetween(ctx context.Context, rc *redis.Client) error {
+	if err := rc.FlushDB(ctx).Err(); err != nil {
+		return fmt.Errorf("compare-redis: emptying the database between measurements: %w", err)
+	}
+	return nil
+}
+
+// redisBench is compare-redis's redis-benchmark command: clients clients,
+// requests requests a test, against host:port.
+type redisBench struct {
+	bin, host, port   string
+	clients, requests int
+}
+
+// cycles is redis-benchmark's lock cycle: a SET NX PX test, then an
+// EVALSHA test of the release script (sha); the cycle's rate is
+// 1 / (1/SET rate + 1/EVALSHA rate), its CPU the two tests'.
+func (b redisBench) cycles(ctx context.Context, sha string) (cycleRate, error) {
+	set, err := b.test(ctx, "SET", "lockbench:acct:__rand_int__", "owner", "NX", "PX", "2000")
+	if err != nil {
+		return cycleRate{}, err
+	}
+	rel, err := b.test(ctx, "EVALSHA", sha, "1", "lockbench:acct:__rand_int__", "owner")
+	if err != nil {
+		return cycleRate{}, err
+	}
+	return cycleRate{perSec: 1 / (1/set.perSec + 1/rel.perSec), cpu: set.cpu + rel.cpu}, nil
+}
+
+// test runs one redis-benchmark test: its rate, and its CPU per request.
+func (b redisBench) test(ctx context.Context, cmd ...string) (cycleRate, error) {
+	a := append([]string{"-h", b.host, "-p", b.port, "-c", strconv.Itoa(b.clients), "-n", strconv.Itoa(b.requests), "-r", "1000000", "--csv"}, cmd...)
+	c := exec.CommandContext(ctx, b.bin, a...)
+	out, err := c.Output()
+	if err != nil {
+		return cycleRate{}, fmt.Errorf("redis-benchmark: %w", err)
+	}
+	rate, err := parseBenchCSV(out)
+	return cycleRate{perSec: rate, cpu: childCPU(c.ProcessState) / time.Duration(b.requests)}, err
 }
 
 // parseBenchCSV reads the rps column of redis-benchmark --csv output.
