@@ -224,7 +224,7 @@ func BenchmarkHarnessCeiling(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	var cpu time.Duration
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategies.MustLookup("nolock"), Scenario: sc, Store: st, LoadSpan: loadSpan(b, cpuTime, &cpu)})
+	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategies.MustLookup("nolock"), Scenario: sc, Store: st, Reporter: loadgen.LoadSpan(loadSpan(b, cpuTime, &cpu))})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func (s *remoteStore) Close() error {
 	return errors.Join(s.client.Close(), s.ln.Close(), s.Memory.Close())
 }
 
-// loadSpan is a run's LoadSpan for benchmark b: the timer runs over the
+// loadSpan is a run's load span (loadgen.LoadSpan) for benchmark b: the timer runs over the
 // load alone, and *cpu is what clock (cpuTime or cpuTimeAll) counted over
 // it. The set-up's garbage (and the last -count run's) is collected first,
 // so that the timed part pays only for what its own cycles make.
@@ -360,7 +360,8 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 	var cpu, cpu0 time.Duration
 	var sw, sw0 int64
 	span := loadSpan(b, cpuTimeAll, &cpu)
-	o := loadgen.Options{Strategy: strategies.MustLookup(name), Scenario: sc, Lock: lock, Store: st, Spawner: sp, LoadSpan: func() func() {
+	o := loadgen.Options{Strategy: strategies.MustLookup(name), Scenario: sc, Lock: lock, Store: st, Spawner: sp}
+	timer := loadgen.LoadSpan(func() func() {
 		end := span()
 		cpu0, sw0 = usageAll()
 		return func() {
@@ -368,10 +369,16 @@ func runTransport(b *testing.B, name, mode, transport string, lock strategies.Co
 			_, n := usageAll()
 			sw = n - sw0
 		}
-	}}
+	})
+	o.Reporter = timer
 	if mode == "process" {
 		o.StoreTransport = transport
-		o.Fallback = func(why string) { b.Fatalf("store transport %s refused: %s", transport, why) }
+		o.Reporter = loadgen.Events(func(e loadgen.Event) {
+			if e.Kind == loadgen.EventFallback {
+				b.Fatalf("store transport %s refused: %s", transport, e.Why)
+			}
+			timer(e)
+		})
 	}
 	r, err := loadgen.Run(ctx, o)
 	if err != nil {

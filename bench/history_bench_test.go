@@ -46,7 +46,7 @@ func runHistory(b *testing.B, lock strategies.Config, history bool) {
 	defer cancel()
 	var cpu time.Duration
 	o := loadgen.Options{Strategy: strategies.MustLookup("setnx"), Scenario: sc, Lock: lock, Store: st,
-		LoadSpan: loadSpan(b, cpuTimeAll, &cpu)}
+		Reporter: loadgen.LoadSpan(loadSpan(b, cpuTimeAll, &cpu))}
 	if history {
 		o.History = filepath.Join(b.TempDir(), "history.jsonl.zst")
 	}

@@ -128,7 +128,7 @@ func run(t *testing.T, strategy, fault string, sc loadgen.Scenario) results.Run 
 		Fault:    f,
 		// Set by the sequenced store's tests (seqstore_test.go).
 		StoreTransport: seqTransport,
-		Sequenced:      seqObserver,
+		Reporter:       seqObserver,
 		History:        history,
 	})
 	if err != nil {

@@ -7,10 +7,10 @@ import (
 )
 
 // seqTransport and seqObserver, when set, are handed to every run of
-// run() as its Options.StoreTransport and Options.Sequenced.
+// run() as its Options.StoreTransport and Options.Reporter.
 var (
 	seqTransport string
-	seqObserver  func(loadgen.SeqStats)
+	seqObserver  loadgen.Reporter
 )
 
 // runsSequenced puts the test's runs on the sequenced store and returns
@@ -19,7 +19,11 @@ var (
 func runsSequenced(t *testing.T, trapped bool) func() {
 	var got []loadgen.SeqStats
 	seqTransport = loadgen.TransportSequenced
-	seqObserver = func(s loadgen.SeqStats) { got = append(got, s) }
+	seqObserver = loadgen.Events(func(e loadgen.Event) {
+		if e.Kind == loadgen.EventSequenced {
+			got = append(got, e.Seq)
+		}
+	})
 	// Even if the test stops before done: the next tests run sync.
 	t.Cleanup(func() { seqTransport, seqObserver = "", nil })
 	return func() {

@@ -18,17 +18,17 @@ const drainEvery = 20 * time.Millisecond
 // of being allocated afresh: 40 bytes a cycle, most of the harness's
 // garbage), and closes an interval every latency interval.
 //
-// A closed interval goes to Options.Interval, then to Options.IntervalLog
-// or, without one, into the run's Intervals. Intervals that end in the
-// warmup are dropped.
+// A closed interval goes to the run's Reporter and, unless the run
+// streams its intervals, into the run's Intervals. Intervals that end in
+// the warmup are dropped.
 type collector struct {
 	insts        []instance
 	measureStart time.Time
-	onInterval   func(results.Interval)
-	log          func(results.Interval) error
+	rep          Reporter
+	stream       bool // Options.StreamIntervals
 
-	// cur is the interval under way; reuse, when the intervals stream to
-	// a log, the histograms the log has written, which serve the next.
+	// cur is the interval under way; reuse, when the intervals stream,
+	// the histograms the Reporter has had, which serve the next.
 	// The collector's goroutine's, and stop's once it has ended.
 	cur, reuse results.PhaseSet
 
@@ -36,15 +36,15 @@ type collector struct {
 	total     results.PhaseSet
 	intervals []results.Interval
 	lastEndNs int64 // where the next interval starts
-	logErr    error // log's first
+	logErr    error // the Reporter's first
 
 	done chan struct{}
 	wg   sync.WaitGroup
 }
 
-func newCollector(o Options, insts []instance, measureStart time.Time) *collector {
+func newCollector(rep Reporter, stream bool, insts []instance, measureStart time.Time) *collector {
 	return &collector{
-		insts: insts, measureStart: measureStart, onInterval: o.Interval, log: o.IntervalLog,
+		insts: insts, measureStart: measureStart, rep: rep, stream: stream,
 		cur: results.NewPhaseSet(), total: results.NewPhaseSet(), done: make(chan struct{}),
 	}
 }
@@ -113,15 +113,12 @@ func (c *collector) collect(now time.Time) {
 	c.total.Merge(iv)
 	closed := results.Interval{StartNs: c.lastEndNs, EndNs: endNs, Hists: iv}
 	c.lastEndNs = endNs
-	if c.onInterval != nil {
-		c.onInterval(closed)
+	if err := c.rep.Interval(closed); err != nil && c.logErr == nil {
+		c.logErr = err
 	}
-	if c.log == nil {
+	if !c.stream {
 		c.intervals = append(c.intervals, closed)
 		return
-	}
-	if err := c.log(closed); err != nil && c.logErr == nil {
-		c.logErr = err
 	}
 	c.reuse = iv
 }

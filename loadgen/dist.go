@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // Hold is the distribution of the work done inside the critical section
@@ -147,4 +149,50 @@ func (d AccountDist) picker(r *rand.Rand, n int) func() int {
 		}
 	}
 	return func() int { return r.IntN(n) }
+}
+
+// RetrySpec is the --retry policy: "none", "backoff" (the defaults of
+// strategies.Retry) or "backoff:BASE-CAP" (e.g. backoff:1ms-50ms).
+type RetrySpec struct {
+	strategies.Retry
+	text string
+}
+
+// ParseRetry parses a --retry value; BASE and CAP are within
+// MinBackoff..MaxBackoff.
+func ParseRetry(s string) (RetrySpec, error) {
+	bad := fmt.Errorf("want none, backoff or backoff:BASE-CAP with %s ≤ BASE ≤ CAP ≤ %s (e.g. backoff:1ms-50ms), got %q", MinBackoff, MaxBackoff, s)
+	if s == "none" {
+		return RetrySpec{Retry: strategies.Retry{None: true}, text: s}, nil
+	}
+	kind, rest, has := strings.Cut(s, ":")
+	if kind != "backoff" {
+		return RetrySpec{}, bad
+	}
+	if !has {
+		return RetrySpec{text: s}, nil
+	}
+	lo, hi, ok := strings.Cut(rest, "-")
+	base, err1 := time.ParseDuration(lo)
+	maxB, err2 := time.ParseDuration(hi)
+	if !ok || err1 != nil || err2 != nil || base < MinBackoff || maxB < base || maxB > MaxBackoff {
+		return RetrySpec{}, bad
+	}
+	return RetrySpec{Retry: strategies.Retry{Base: base, Cap: maxB}, text: s}, nil
+}
+
+// String returns the text the policy was parsed from.
+func (r RetrySpec) String() string { return r.text }
+
+// MarshalText and UnmarshalText let a RetrySpec sit in a YAML file.
+func (r RetrySpec) MarshalText() ([]byte, error) { return []byte(r.text), nil }
+
+// UnmarshalText parses a RetrySpec.
+func (r *RetrySpec) UnmarshalText(b []byte) error {
+	v, err := ParseRetry(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
 }

@@ -44,6 +44,6 @@
 // grows with the accounts and the payments in flight, not with the
 // payments offered: the stream is generated as it is dispatched, the store
 // releases a payment once its deliveries are judged (loadgen/store), and
-// with Options.IntervalLog a long run's intervals go to disk as they close;
+// with Options.StreamIntervals a long run's intervals go to disk as they close;
 // a --duration run lasts its duration at any rate.
 package loadgen

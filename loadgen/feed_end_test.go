@@ -172,10 +172,10 @@ func runToBound(mut func(*Scenario)) (time.Duration, int64, error) {
 		mut(s)
 	})
 	var bound time.Time
-	o.LoadSpan = func() func() {
+	o.Reporter = LoadSpan(func() func() {
 		bound = time.Now().Add(sc.Duration)
 		return func() {}
-	}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), hang)
 	defer cancel()
 	r, err := Run(ctx, o)

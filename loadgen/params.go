@@ -1,56 +1,84 @@
 package loadgen
 
 import (
+	"encoding"
 	"fmt"
-	"time"
+	"reflect"
+	"strings"
+	"sync"
 
 	"github.com/lockbench/lockbench/results"
 )
 
 // Params is the whole scenario as summary.json records it (results.Params),
-// without the run's fault and store transport, which the run sets.
+// without the run's fault and store transport, which the run sets: each
+// field tagged scenario:"KEY" takes the Scenario field of YAML key KEY, a
+// duration in nanoseconds and a Hold, AccountDist or RetrySpec as its text.
 // ScenarioOf is its inverse.
 func (s *Scenario) Params() results.Params {
-	return results.Params{
-		Instances: s.Instances, Workers: s.Workers, DeliveriesEach: s.Deliveries,
-		Accounts: s.Accounts, AccountDist: s.AccountDist.String(), LockKey: s.LockKey,
-		Rate: s.Rate, Hold: s.Hold.String(), TTLNs: int64(s.TTL), Store: string(s.Store),
-		InstanceMode: string(s.InstanceMode), Seed: s.Seed,
-		Payments: s.Payments, DurationNs: int64(s.Duration), WarmupNs: int64(s.Warmup),
-		Funding: s.Funding, AcquireTimeoutNs: int64(s.AcquireTimeout), Retry: s.Retry.String(),
-		Fencing: s.Fencing, FencingStrict: s.Fencing && s.FencingStrict, IntervalNs: int64(s.LatencyInterval()),
+	sc := *s
+	sc.FencingStrict = s.Fencing && s.FencingStrict
+	sc.Interval = s.LatencyInterval()
+	var p results.Params
+	from, to := reflect.ValueOf(sc), reflect.ValueOf(&p).Elem()
+	for _, f := range paramFields() {
+		v := from.Field(f.scenario)
+		if m, ok := v.Interface().(encoding.TextMarshaler); ok {
+			b, _ := m.MarshalText()
+			to.Field(f.param).SetString(string(b))
+			continue
+		}
+		to.Field(f.param).Set(v.Convert(f.paramType))
 	}
+	return p
 }
 
 // ScenarioOf rebuilds the scenario named name (and variant) from p, the
-// inverse of Scenario.Params: what p leaves out (funding, acquire timeout
-// and retry, in files that did not record them) keeps its default. It
-// fails when p's hold, account distribution or retry do not parse.
+// inverse of Scenario.Params: what p leaves out (a field it records with
+// omitempty, zero in files that did not record it: funding, acquire timeout
+// and retry) keeps its default. It fails when a field's text (hold, account
+// distribution, retry) does not parse.
 func ScenarioOf(p results.Params, name, variant string) (Scenario, error) {
 	sc := DefaultScenario()
 	sc.Name, sc.Variant = name, variant
-	sc.Instances, sc.Workers, sc.Deliveries = p.Instances, p.Workers, p.DeliveriesEach
-	sc.Accounts, sc.LockKey, sc.Rate = p.Accounts, p.LockKey, p.Rate
-	sc.TTL, sc.Store, sc.InstanceMode, sc.Seed = time.Duration(p.TTLNs), StoreKind(p.Store), InstanceMode(p.InstanceMode), p.Seed
-	sc.Payments, sc.Duration, sc.Warmup = p.Payments, time.Duration(p.DurationNs), time.Duration(p.WarmupNs)
-	sc.Fencing, sc.FencingStrict, sc.Interval = p.Fencing, p.FencingStrict, time.Duration(p.IntervalNs)
-	if p.Funding > 0 {
-		sc.Funding = p.Funding
-	}
-	if p.AcquireTimeoutNs > 0 {
-		sc.AcquireTimeout = time.Duration(p.AcquireTimeoutNs)
-	}
-	var err error
-	if sc.Hold, err = ParseHold(p.Hold); err != nil {
-		return sc, fmt.Errorf("hold: %w", err)
-	}
-	if sc.AccountDist, err = ParseAccountDist(p.AccountDist); err != nil {
-		return sc, fmt.Errorf("account dist: %w", err)
-	}
-	if p.Retry != "" {
-		if sc.Retry, err = ParseRetry(p.Retry); err != nil {
-			return sc, fmt.Errorf("retry: %w", err)
+	from, to := reflect.ValueOf(p), reflect.ValueOf(&sc).Elem()
+	for _, f := range paramFields() {
+		v := from.Field(f.param)
+		if f.omitempty && v.IsZero() {
+			continue
 		}
+		dst := to.Field(f.scenario)
+		if u, ok := dst.Addr().Interface().(encoding.TextUnmarshaler); ok {
+			if err := u.UnmarshalText([]byte(v.String())); err != nil {
+				return sc, fmt.Errorf("%s: %w", f.key, err)
+			}
+			continue
+		}
+		dst.Set(v.Convert(dst.Type()))
 	}
 	return sc, nil
 }
+
+// paramField is a results.Params field and the Scenario field it records.
+type paramField struct {
+	key             string // the Scenario field's YAML key
+	param, scenario int
+	paramType       reflect.Type
+	omitempty       bool
+}
+
+// paramFields pairs results.Params' fields with Scenario's by their tags,
+// once.
+var paramFields = sync.OnceValue(func() []paramField {
+	pt := reflect.TypeFor[results.Params]()
+	var fs []paramField
+	for i := range pt.NumField() {
+		key := pt.Field(i).Tag.Get("scenario")
+		if key == "" {
+			continue // set by the run: its fault, its store transport
+		}
+		fs = append(fs, paramField{key: key, param: i, scenario: scenarioField(key), paramType: pt.Field(i).Type,
+			omitempty: strings.HasSuffix(pt.Field(i).Tag.Get("json"), ",omitempty")})
+	}
+	return fs
+})

@@ -28,49 +28,27 @@ type Options struct {
 	Store store.Store
 	// Fault is injected during the run; nil for none.
 	Fault Fault
-	// Progress, if set, is called about once a second (once per latency
-	// interval), and once more when the run has drained.
-	Progress func(Progress)
-	// Interval, if set, is called by the collector with each measured
-	// interval as it closes it (warmup intervals are dropped), from one
-	// goroutine, off the workers' path: live metrics feed on it. It must
-	// not keep or change the histograms, and should return quickly.
-	Interval func(results.Interval)
-	// IntervalLog, if set, takes each measured interval as it closes,
-	// after Interval and with the same rules, and the run keeps none of
-	// them: results.Run.Intervals stays empty, so memory stays flat
-	// however long the run (each interval is a histogram per phase, about
-	// 180 KB each). results.HlogStream.Write writes them to interval logs
-	// as they come. Its first error is Run's (after the run, which goes
-	// on).
-	IntervalLog func(results.Interval) error
+	// Reporter, if set, hears the run as it goes: its intervals and
+	// events (Reporter).
+	Reporter Reporter
+	// StreamIntervals: the run keeps none of its intervals, which go to
+	// the Reporter alone (results.HlogStream.Write writes them to interval
+	// logs as they come), so memory stays flat however long the run
+	// (each interval is a histogram per phase, about 180 KB each):
+	// results.Run.Intervals stays empty.
+	StreamIntervals bool
 	// Log receives instance processes' stderr; nil discards it.
 	Log io.Writer
 	// StoreTransport is how instance processes reach the store:
 	// TransportSync, TransportSequenced (docs/seq-store.md: process mode
 	// only), or "" for sequenced where it can serve the run and sync
 	// elsewhere; a run that asked for sequenced and cannot have it runs
-	// sync and says why through Fallback (storeTransport).
+	// sync and says why (EventFallback).
 	StoreTransport string
-	// Fallback, if set, is called once, before the load, when the run
-	// asked for the sequenced store and runs sync; why says what stands
-	// in the way ("the store is postgres, not memory").
-	Fallback func(why string)
-	// Sequenced, if set, is told what the sequenced store did once a run
-	// that used it has applied everything; a run that did not use it
-	// never calls it.
-	Sequenced func(SeqStats)
 	// Spawner, if set, places the instance processes (--instance-mode
 	// process) on agents (package loadgen/agent) instead of starting them
 	// as children of this process; goroutine instances stay here.
 	Spawner Spawner
-	// LoadSpan, if set, is called just before the first payment is
-	// dispatched, and the function it returns once the instances have
-	// drained and the last interval is collected: the span of the load
-	// itself, without the set-up before it or the teardown (closing the
-	// strategies) and judging after (BenchmarkHarnessCeiling measures its
-	// CPU).
-	LoadSpan func() (end func())
 	// History, if set, is the path of the run's history file
 	// (docs/history.md): every delivery's events, as zstd-compressed JSON
 	// lines. Its run name is the file's name without .jsonl.zst.
@@ -126,7 +104,10 @@ func (in *Instance) Pid() int { return 0 }
 // judged and what the workers measured. Cancelling ctx ends the run early
 // with the partial figures (Summary.Interrupted) and a nil error.
 func Run(ctx context.Context, o Options) (results.Run, error) {
-	r := &runner{ctx: ctx, o: o, sc: o.Scenario, info: o.Strategy}
+	r := &runner{ctx: ctx, o: o, sc: o.Scenario, info: o.Strategy, rep: o.Reporter}
+	if r.rep == nil {
+		r.rep = noReporter{}
+	}
 	defer r.close()
 	if err := r.prepare(); err != nil {
 		return results.Run{}, err
@@ -150,6 +131,7 @@ type runner struct {
 	o        Options
 	sc       Scenario
 	info     strategies.Info
+	rep      Reporter // o.Reporter, or noReporter
 	wl       *Workload
 	setup    store.Setup
 	env      *FaultEnv
@@ -170,7 +152,7 @@ type runner struct {
 	col                      *collector
 	behind                   time.Duration
 	faultDone                chan error
-	cancelFault, endSpan     func()
+	cancelFault              func()
 	dispatchErr, faultErr    error
 	stopErrs                 []error
 }
@@ -241,8 +223,8 @@ func (r *runner) prepare() error {
 func (r *runner) begin() error {
 	o, sc, info, env := r.o, r.sc, r.info, r.env
 	transport, why := storeTransport(sc, info, o.StoreTransport, o.Spawner == nil, env.holdsEnters)
-	if why != "" && o.Fallback != nil {
-		o.Fallback(why)
+	if why != "" {
+		r.rep.Event(Event{Kind: EventFallback, Why: why})
 	}
 	r.transport, r.seq = transport, transport == TransportSequenced
 	deferred := env.asks != nil && env.asks.deferred
@@ -263,24 +245,8 @@ func (r *runner) begin() error {
 		}
 	}
 	r.onClose(func() { stopAll() })
-	var tap func([]clientEvent)
-	if deferred {
-		tap = env.asks.record
-	}
-	if r.hw, err = startHistory(o, info, r.setup, insts, tap); err != nil {
+	if err := r.startHistory(deferred); err != nil {
 		return err
-	}
-	if deferred && r.hw == nil {
-		r.asksDrain = drainAsks(insts, env.asks)
-		r.onClose(r.asksDrain.stop)
-	}
-	if r.hw != nil {
-		r.onClose(func() {
-			if r.hw != nil {
-				r.hw.abort() // a run that fails leaves it unfinished
-			}
-		})
-		env.strikes.history(r.hw, faultName(o.Fault))
 	}
 	r.onClose(sq.close)
 	if sq != nil {
@@ -306,6 +272,34 @@ func (r *runner) begin() error {
 	return nil
 }
 
+// startHistory starts the run's history file, if it has one, and a
+// deferred board's drains of the instances' acquire events, which go
+// through the history when there is one.
+func (r *runner) startHistory(deferred bool) error {
+	o, env := r.o, r.env
+	var tap func([]clientEvent)
+	if deferred {
+		tap = env.asks.record
+	}
+	var err error
+	if r.hw, err = startHistory(o, r.info, r.setup, r.insts, tap); err != nil {
+		return err
+	}
+	if deferred && r.hw == nil {
+		r.asksDrain = drainAsks(r.insts, env.asks)
+		r.onClose(r.asksDrain.stop)
+	}
+	if r.hw != nil {
+		r.onClose(func() {
+			if r.hw != nil {
+				r.hw.abort() // a run that fails leaves it unfinished
+			}
+		})
+		env.strikes.history(r.hw, faultName(o.Fault))
+	}
+	return nil
+}
+
 // load offers the payments, with the fault striking and the collector
 // gathering latency intervals alongside.
 func (r *runner) load() {
@@ -323,12 +317,9 @@ func (r *runner) load() {
 		r.faultDone <- nil
 	}
 	// Collect latency intervals once a second, off the workers' hot path.
-	r.col = newCollector(o, r.insts, r.measureStart)
+	r.col = newCollector(r.rep, o.StreamIntervals, r.insts, r.measureStart)
 	r.col.start(sc.LatencyInterval(), r.progress)
-	r.endSpan = func() {}
-	if o.LoadSpan != nil {
-		r.endSpan = o.LoadSpan()
-	}
+	r.rep.Event(Event{Kind: EventLoadStart})
 	offerer, _ := o.Store.(store.Offerer)
 	if r.hw != nil && offerer != nil {
 		offerer = historyOfferer{Offerer: offerer, w: r.hw}
@@ -358,7 +349,7 @@ func (r *runner) drain() {
 	r.cancelFault()
 	r.faultErr = <-r.faultDone
 	r.col.stop(r.end)
-	r.endSpan()
+	r.rep.Event(Event{Kind: EventLoadEnd})
 	for i, in := range r.insts {
 		if _, ok := in.(loadDrainer); ok {
 			r.stopErrs[i] = in.Stop()
@@ -367,11 +358,10 @@ func (r *runner) drain() {
 	r.progress()
 }
 
-// progress reports the run so far (Options.Progress).
+// progress reports the run so far (EventProgress).
 func (r *runner) progress() {
-	if r.o.Progress != nil {
-		r.o.Progress(progress(r.o, r.env, r.insts, r.col, r.start))
-	}
+	f := func() Progress { return progress(r.o, r.env, r.insts, r.col, r.start) }
+	r.rep.Event(Event{Kind: EventProgress, progress: &lazyProgress{f: f}})
 }
 
 // judge reads what the store judged and the workers measured into the
@@ -382,8 +372,8 @@ func (r *runner) judge() (results.Run, error) {
 	if err := sq.settle(ctx); err != nil {
 		return results.Run{}, err
 	}
-	if sq != nil && o.Sequenced != nil {
-		o.Sequenced(sq.stats())
+	if sq != nil {
+		r.rep.Event(Event{Kind: EventSequenced, Seq: sq.stats()})
 	}
 	counts, err := o.Store.Counts(ctx)
 	if err != nil {

@@ -162,7 +162,7 @@ func TestRunReleasesPayments(t *testing.T) {
 	}
 }
 
-// With IntervalLog set the run hands over each interval as it closes and
+// With StreamIntervals set the run hands over each interval as it closes and
 // keeps none; the intervals tile the measured run and hold every cycle.
 func TestRunStreamsIntervals(t *testing.T) {
 	o, _ := quick("nolock", func(s *Scenario) {
@@ -171,23 +171,24 @@ func TestRunStreamsIntervals(t *testing.T) {
 	})
 	var got []int64 // interval ends
 	var cycles int64
-	o.IntervalLog = func(iv results.Interval) error {
+	o.StreamIntervals = true
+	o.Reporter = Intervals(func(iv results.Interval) error {
 		if n := len(got); n > 0 && iv.StartNs != got[n-1] || n == 0 && iv.StartNs != 0 {
 			t.Errorf("interval %d starts at %d; want where the one before ended", n, iv.StartNs)
 		}
 		got = append(got, iv.EndNs)
 		cycles += iv.Hists[results.Total].TotalCount()
 		return nil
-	}
+	})
 	r, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Intervals) != 0 {
-		t.Errorf("the run kept %d intervals; want none (they went to IntervalLog)", len(r.Intervals))
+		t.Errorf("the run kept %d intervals; want none (they went to the Reporter)", len(r.Intervals))
 	}
 	if len(got) < 5 {
-		t.Errorf("IntervalLog got %d intervals of a 600ms run at 100ms; want at least 5", len(got))
+		t.Errorf("the Reporter got %d intervals of a 600ms run at 100ms; want at least 5", len(got))
 	}
 	if want := r.Total[results.Total].TotalCount(); cycles != want || want == 0 {
 		t.Errorf("the intervals hold %d cycles; want the run's %d (> 0)", cycles, want)
@@ -220,7 +221,7 @@ func init() {
 func TestRunSpanLeavesOutClose(t *testing.T) {
 	o, _ := quick("test-slowclose", func(s *Scenario) { s.Hold, _ = ParseHold("0s"); s.Deliveries, s.Instances = 1, 1 })
 	var spanEnd time.Time
-	o.LoadSpan = func() func() { return func() { spanEnd = time.Now() } }
+	o.Reporter = LoadSpan(func() func() { return func() { spanEnd = time.Now() } })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -315,10 +316,10 @@ func TestRunFeed(t *testing.T) {
 	o, _ = quick("mutex", func(s *Scenario) { s.Instances, s.Deliveries, s.Payments = 1, 1, 10_000_000 })
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	o.LoadSpan = func() func() {
+	o.Reporter = LoadSpan(func() func() {
 		time.AfterFunc(300*time.Millisecond, cancel) // 300 ms into the load
 		return func() {}
-	}
+	})
 	start := time.Now()
 	r, err = Run(cctx, o)
 	if err != nil {

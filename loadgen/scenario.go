@@ -1,17 +1,19 @@
 package loadgen
 
 import (
+	"encoding"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/lockbench/lockbench/internal/usage"
-	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/strategies"
 )
 
 // Scenario defaults, stated once (the README's flag table repeats them).
@@ -266,99 +268,6 @@ func printable(s string) bool {
 	return true
 }
 
-// Memory estimate of a run: what the arrays sized by the scenario take.
-// Per account: the opening balance and its running total while the bank is
-// funded (16 B), the memory store's account (64 B) and, in account mode,
-// its overlap start (8 B). Per payment in flight (one in hand per worker,
-// and as many as its instance's queue holds, QueueDepth) the memory store
-// tracks a
-// paymentState (64 B, twice over in its table's free slots) and per
-// application in flight one recordVersion (24 B, twice over as its log
-// grows); a payment's state is released once every delivery of it is
-// judged, so nothing grows with the payments offered. Each latency
-// interval the run keeps holds one histogram per phase (about 180 KB each).
-const (
-	bytesPerPayment         = 2 * 64
-	bytesPerDelivery        = 2 * 24
-	bytesPerAccount         = 16 + 64
-	bytesPerAccountLockKey  = 8
-	garbageCollectorOverrun = 2
-)
-
-// intervalBytes is what one latency interval keeps: a histogram per phase.
-var intervalBytes = sync.OnceValue(func() int64 {
-	return int64(results.NumPhases) * int64(results.NewHistogram().ByteSize())
-})
-
-// Memory is CheckMemory's estimate of what a run of the scenario holds, by
-// what sizes it.
-type Memory struct {
-	Accounts, Payments, Intervals int64 // bytes
-}
-
-// Total is the estimate in bytes, twice the arrays: the garbage collector
-// lets the heap grow to twice what is live before it collects.
-func (m Memory) Total() int64 {
-	return garbageCollectorOverrun * (m.Accounts + m.Payments + m.Intervals)
-}
-
-// MemoryEstimate estimates the memory a run of s holds (see Memory). It
-// assumes s is within the ranges Validate checks.
-func (s *Scenario) MemoryEstimate() Memory {
-	perAccount, perPayment := int64(bytesPerAccount), int64(bytesPerPayment+s.Deliveries*bytesPerDelivery)
-	if s.LockKey != "payment" {
-		perAccount += bytesPerAccountLockKey
-	}
-	inFlight := int64(s.Instances * (s.Workers + QueueDepth(s.Workers)))
-	if n, ok := s.PaymentBound(); ok {
-		inFlight = min(inFlight, int64(n))
-	}
-	m := Memory{Accounts: int64(s.Accounts) * perAccount, Payments: inFlight * perPayment}
-	// The run's length, when the scenario says it: intervals are kept for
-	// the whole run unless they stream to a log (Options.IntervalLog).
-	length := s.Duration + s.Warmup
-	if s.Duration == 0 && s.Rate > 0 {
-		length = time.Duration(float64(s.Payments)/s.Rate*float64(time.Second)) + s.Warmup
-	}
-	if length > 0 {
-		m.Intervals = (int64(length/s.LatencyInterval()) + 1) * intervalBytes()
-	}
-	return m
-}
-
-// CheckMemory refuses a scenario whose estimated memory (MemoryEstimate)
-// is more than the machine has available now (usage.MemAvailable), with a
-// usage error naming the flag that sizes most of it: a clear refusal
-// instead of an out-of-memory crash once the run has started. Where the
-// available memory is unknown it checks nothing.
-func (s *Scenario) CheckMemory() error {
-	avail, ok := usage.MemAvailable()
-	if !ok {
-		return nil
-	}
-	m := s.MemoryEstimate()
-	if m.Total() <= avail {
-		return nil
-	}
-	flag, what := "accounts", "fewer accounts"
-	switch {
-	case m.Payments >= m.Accounts && m.Payments >= m.Intervals:
-		flag, what = "payments", "fewer payments (--payments, or --rate × --duration)"
-		if s.Payments == 0 && s.Rate > 0 {
-			flag = "rate"
-		}
-	case m.Intervals >= m.Accounts:
-		flag, what = "duration", "a shorter run or a longer --interval"
-	}
-	intervals := ""
-	if m.Intervals > 0 {
-		intervals = ", latency intervals: " + usage.FormatBytes(m.Intervals)
-	}
-	return usageErr(flag, "the scenario needs about %s of memory (%d accounts: %s, payments in flight: %s%s, twice over for the garbage collector); %s is available (MemAvailable); want %s",
-		usage.FormatBytes(m.Total()), s.Accounts, usage.FormatBytes(m.Accounts), usage.FormatBytes(m.Payments),
-		intervals, usage.FormatBytes(avail), what)
-}
-
 // PaymentBound is how many payments the run offers at most, and whether it
 // has a bound: --payments N, or --rate × (--duration + --warmup) (plus one).
 // A closed-loop --duration run has none: it offers payments until its
@@ -373,48 +282,161 @@ func (s *Scenario) PaymentBound() (int, bool) {
 	return 0, false
 }
 
-// RetrySpec is the --retry policy: "none", "backoff" (the defaults of
-// strategies.Retry) or "backoff:BASE-CAP" (e.g. backoff:1ms-50ms).
-type RetrySpec struct {
-	strategies.Retry
-	text string
+// FaultInterval is the latency interval of a run with a fault, unless
+// --interval says otherwise: 250ms. Fault runs last a few seconds, and at
+// one interval a second the timeline would show a fault's shape in three
+// points.
+const FaultInterval = 250 * time.Millisecond
+
+// ScenarioFlag is a row of the scenario table: a field of Scenario as a
+// flag, named by the field's YAML key with - for _.
+type ScenarioFlag struct {
+	Name, Usage string
+	// Parse reads a flag's value into a setter of the field, refusing what
+	// the field's type cannot hold; Validate checks the ranges Usage
+	// states, for flags and scenario files alike.
+	Parse func(v string) (set func(*Scenario), err error)
 }
 
-// ParseRetry parses a --retry value; BASE and CAP are within
-// MinBackoff..MaxBackoff.
-func ParseRetry(s string) (RetrySpec, error) {
-	bad := fmt.Errorf("want none, backoff or backoff:BASE-CAP with %s ≤ BASE ≤ CAP ≤ %s (e.g. backoff:1ms-50ms), got %q", MinBackoff, MaxBackoff, s)
-	if s == "none" {
-		return RetrySpec{Retry: strategies.Retry{None: true}, text: s}, nil
+// ScenarioFlags is the scenario table: every field of Scenario but Variant
+// (a run's label, set by the commands) and FencingStrict (--fencing
+// strict). Adding a field to Scenario adds its row here, and its
+// results.Params field; TestScenarioTable holds the three together.
+func ScenarioFlags() []ScenarioFlag {
+	d := DefaultScenario()
+	return []ScenarioFlag{
+		field("name", fmt.Sprintf("scenario name recorded in the results, at most %d printable characters (default base)", MaxNameLen)),
+		field("instances", fmt.Sprintf("app instances, each with its own strategy object, 1..%d (default %d)", MaxInstances, d.Instances)),
+		field("workers", fmt.Sprintf("concurrent workers per instance, 1..%d (and instances × workers ≤ %d) (default %d)", MaxWorkers, MaxTotalWorkers, d.Workers)),
+		field("payments", fmt.Sprintf("payments to offer, 0..%d (0 with --duration: until the duration ends, at any rate) (default %d)", PaymentLimit, d.Payments)),
+		{Name: "duration", Usage: fmt.Sprintf("run for this long instead of a payment count, 0s..%s (default 0s)", MaxDuration),
+			Parse: func(v string) (func(*Scenario), error) {
+				x, err := time.ParseDuration(v)
+				if err != nil {
+					return nil, errors.New(wantDuration)
+				}
+				return func(s *Scenario) { s.Duration, s.Payments = x, 0 }, nil
+			}},
+		field("warmup", fmt.Sprintf("unrecorded warmup before measuring, 0s..%s (default 0s)", MaxWarmup)),
+		field("rate", fmt.Sprintf("open-loop payments per second, 0..%d; 0 = closed loop (default 0)", MaxRate)).wanting("payments per second (0 = closed loop)"),
+		field("deliveries", fmt.Sprintf("deliveries of each payment: to distinct instances, then to distinct workers of one, 1..instances × workers (default %d)", d.Deliveries)),
+		field("seed", "seed of the payment stream, any 64-bit integer (default 1)"),
+		choice("lock-key", "what the lock guards: account or payment (default account)", "account", "payment"),
+		field("accounts", fmt.Sprintf("number of accounts, 1..%d, as memory allows (default %d)", MaxAccounts, d.Accounts)),
+		field("account-dist", fmt.Sprintf("account choice: uniform, zipf:S (1 < S ≤ %d) or hot:F (0 < F ≤ 1) (default uniform)", MaxZipfS)),
+		field("funding", fmt.Sprintf("share of its payments' total each account starts with, in (0, %d] (default %g)", MaxFunding, d.Funding)),
+		field("hold", fmt.Sprintf("work inside the lock: a duration, uniform:MIN-MAX or exp:MEAN, at most %s (default 1ms)", MaxHold)),
+		field("ttl", fmt.Sprintf("lock TTL, %s..%s (default %s)", MinTTL, MaxTTL, d.TTL)),
+		field("acquire-timeout", fmt.Sprintf("give up on the lock after this long, %s..%s (default %s)", MinAcquireTimeout, MaxAcquireTimeout, d.AcquireTimeout)),
+		field("retry", fmt.Sprintf("retry policy: none, backoff or backoff:BASE-CAP with %s ≤ BASE ≤ CAP ≤ %s (default backoff = 1ms..50ms, jittered)", MinBackoff, MaxBackoff)),
+		choice("store", "the protected store: memory or postgres (default memory)", string(StoreMemory), string(StorePostgres)),
+		{Name: "fencing", Usage: "store checks fencing tokens: on (refuse a token older than the newest seen), strict (also one no newer than the last applied write's: a token handed out twice) or off (default on)",
+			Parse: func(v string) (func(*Scenario), error) {
+				if v != "on" && v != "off" && v != "strict" {
+					return nil, errors.New("want on, off or strict")
+				}
+				return func(s *Scenario) { s.Fencing, s.FencingStrict = v != "off", v == "strict" }, nil
+			}},
+		{Name: "interval", Usage: fmt.Sprintf("length of the latency intervals, %s..%s (default %s; %s for a run with a fault)", MinInterval, MaxInterval, IntervalLength, FaultInterval),
+			Parse: func(v string) (func(*Scenario), error) {
+				x, err := time.ParseDuration(v)
+				if err != nil || x < MinInterval || x > MaxInterval {
+					return nil, fmt.Errorf("want a duration in %s..%s such as 250ms", MinInterval, MaxInterval)
+				}
+				return func(s *Scenario) { s.Interval = x }, nil
+			}},
+		choice("instance-mode", "instances as goroutine or process (default goroutine; with --agents, process)", string(InstanceGoroutine), string(InstanceProcess)),
 	}
-	kind, rest, has := strings.Cut(s, ":")
-	if kind != "backoff" {
-		return RetrySpec{}, bad
-	}
-	if !has {
-		return RetrySpec{text: s}, nil
-	}
-	lo, hi, ok := strings.Cut(rest, "-")
-	base, err1 := time.ParseDuration(lo)
-	maxB, err2 := time.ParseDuration(hi)
-	if !ok || err1 != nil || err2 != nil || base < MinBackoff || maxB < base || maxB > MaxBackoff {
-		return RetrySpec{}, bad
-	}
-	return RetrySpec{Retry: strategies.Retry{Base: base, Cap: maxB}, text: s}, nil
 }
 
-// String returns the text the policy was parsed from.
-func (r RetrySpec) String() string { return r.text }
+const wantDuration = "want a duration such as 500ms or 2s"
 
-// MarshalText and UnmarshalText let a RetrySpec sit in a YAML file.
-func (r RetrySpec) MarshalText() ([]byte, error) { return []byte(r.text), nil }
+// field is the row of the Scenario field whose YAML key is name with _
+// for -: its value parses as the field's type says.
+func field(name, usage string) ScenarioFlag {
+	i := scenarioField(strings.ReplaceAll(name, "-", "_"))
+	t := reflect.TypeFor[Scenario]().Field(i).Type
+	return ScenarioFlag{Name: name, Usage: usage, Parse: func(v string) (func(*Scenario), error) {
+		x, err := parseAs(t, v)
+		if err != nil {
+			return nil, err
+		}
+		return func(s *Scenario) { reflect.ValueOf(s).Elem().Field(i).Set(x) }, nil
+	}}
+}
 
-// UnmarshalText parses a RetrySpec.
-func (r *RetrySpec) UnmarshalText(b []byte) error {
-	v, err := ParseRetry(string(b))
-	if err != nil {
-		return err
+// wanting is f with its refusal saying "want" what.
+func (f ScenarioFlag) wanting(what string) ScenarioFlag {
+	parse := f.Parse
+	f.Parse = func(v string) (func(*Scenario), error) {
+		set, err := parse(v)
+		if err != nil {
+			return nil, errors.New("want " + what)
+		}
+		return set, nil
 	}
-	*r = v
-	return nil
+	return f
+}
+
+// choice is the row of a string field that takes one of values.
+func choice(name, usage string, values ...string) ScenarioFlag {
+	f := field(name, usage)
+	parse := f.Parse
+	f.Parse = func(v string) (func(*Scenario), error) {
+		if !slices.Contains(values, v) {
+			return nil, fmt.Errorf("want %s or %s", strings.Join(values[:len(values)-1], ", "), values[len(values)-1])
+		}
+		return parse(v)
+	}
+	return f
+}
+
+// scenarioField is the index of the Scenario field whose YAML key is key;
+// a key no field has is a mistake in the table, found by any test.
+func scenarioField(key string) int {
+	t := reflect.TypeFor[Scenario]()
+	for i := range t.NumField() {
+		if t.Field(i).Tag.Get("yaml") == key {
+			return i
+		}
+	}
+	panic("loadgen: no Scenario field has the YAML key " + key)
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// parseAs parses v as a value of type t: a duration, a number, a string,
+// or a type that parses itself (encoding.TextUnmarshaler: Hold,
+// AccountDist, RetrySpec).
+func parseAs(t reflect.Type, v string) (reflect.Value, error) {
+	x := reflect.New(t)
+	if u, ok := x.Interface().(encoding.TextUnmarshaler); ok {
+		return x.Elem(), u.UnmarshalText([]byte(v))
+	}
+	var err error
+	switch {
+	case t == durationType:
+		var d time.Duration
+		if d, err = time.ParseDuration(v); err != nil {
+			return x, errors.New(wantDuration)
+		}
+		x.Elem().SetInt(int64(d))
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		var n int64
+		if n, err = strconv.ParseInt(v, 10, t.Bits()); err != nil {
+			return x, errors.New("want an integer")
+		}
+		x.Elem().SetInt(n)
+	case t.Kind() == reflect.Float64:
+		var f float64
+		if f, err = strconv.ParseFloat(v, 64); err != nil {
+			return x, errors.New("want a number")
+		}
+		x.Elem().SetFloat(f)
+	case t.Kind() == reflect.String:
+		x.Elem().SetString(v)
+	default:
+		panic("loadgen: a scenario field of type " + t.String() + " needs its own Parse")
+	}
+	return x.Elem(), nil
 }

@@ -183,7 +183,7 @@ func (s *seqStore) settle(ctx context.Context) error {
 	return nil
 }
 
-// SeqStats is what a run's sequenced store did (Options.Sequenced).
+// SeqStats is what a run's sequenced store did (EventSequenced).
 type SeqStats struct {
 	// Applied is the events applied; Waited those of them that were
 	// waiting Enters (while a trap was armed).

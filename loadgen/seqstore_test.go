@@ -22,7 +22,7 @@ func seqRun(t *testing.T, o Options) seqFigures {
 	t.Helper()
 	o.StoreTransport = TransportSequenced
 	var q *SeqStats
-	o.Sequenced = func(s SeqStats) { q = &s }
+	o.Reporter = seqStatsTo(&q)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r, err := Run(ctx, o)
@@ -162,10 +162,10 @@ func TestSeqStoreBoundFailsTheRun(t *testing.T) {
 		// The load's span: from the first payment to the instances
 		// drained (their start and stop are not the load's).
 		var took time.Duration
-		o.LoadSpan = func() func() {
+		o.Reporter = LoadSpan(func() func() {
 			began := time.Now()
 			return func() { took = time.Since(began) }
-		}
+		})
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		r, err := Run(ctx, o)
 		late := ctx.Err() != nil
@@ -219,7 +219,7 @@ func TestSeqStoreSurvivesAKill(t *testing.T) {
 	o.Fault = killOne{}
 	o.StoreTransport = TransportSequenced
 	var got *SeqStats
-	o.Sequenced = func(s SeqStats) { got = &s }
+	o.Reporter = seqStatsTo(&got)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r, _ := Run(ctx, o) // the dead instance's deliveries end the run early
@@ -334,7 +334,11 @@ func TestTransportRecorded(t *testing.T) {
 				o.Fault = holdsEnters{}
 			}
 			var why []string
-			o.Fallback = func(w string) { why = append(why, w) }
+			o.Reporter = Events(func(e Event) {
+				if e.Kind == EventFallback {
+					why = append(why, e.Why)
+				}
+			})
 			r, err := Run(ctx, o)
 			if err != nil {
 				t.Fatal(err)
@@ -362,3 +366,14 @@ func (holdsEnters) Close() error                            { return nil }
 type noSpawner struct{}
 
 func (noSpawner) Place(store.Store, store.ServeOptions) (Placement, error) { return nil, nil }
+
+// seqStatsTo is a Reporter that points *to at the sequenced store's
+// stats, when the run reports them.
+func seqStatsTo(to **SeqStats) Reporter {
+	return Events(func(e Event) {
+		if e.Kind == EventSequenced {
+			s := e.Seq
+			*to = &s
+		}
+	})
+}

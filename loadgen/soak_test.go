@@ -19,7 +19,7 @@ import (
 const EnvSoak = "LOCKBENCH_SOAK"
 
 // TestSoak is a closed-loop nolock run at full rate for $LOCKBENCH_SOAK,
-// its intervals streamed to interval logs (Options.IntervalLog), with the
+// its intervals streamed to interval logs (Options.StreamIntervals), with the
 // process's resident memory sampled every second. The figure at one third
 // of the run and the one just before its end are each the highest sample
 // of the soakWindow before it (a single sample lands anywhere on the
@@ -44,7 +44,7 @@ func TestSoak(t *testing.T) {
 	}
 	defer stream.Close()
 	mem := store.NewMemory()
-	o := Options{Strategy: strategies.MustLookup("nolock"), Scenario: sc, Store: mem, IntervalLog: stream.Write}
+	o := Options{Strategy: strategies.MustLookup("nolock"), Scenario: sc, Store: mem, Reporter: Intervals(stream.Write), StreamIntervals: true}
 	marks := [2]time.Duration{d / 3, d - 3*time.Second}
 	var highest [2]int64
 	done := make(chan struct{})

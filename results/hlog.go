@@ -219,7 +219,7 @@ func eachHlogInterval(r io.Reader, p Phase, fn func(Interval)) error {
 }
 
 // HlogStream keeps a run's intervals on disk as the run goes, one file per
-// phase, each interval encoded as it closes (loadgen.Options.IntervalLog
+// phase, each interval encoded as it closes (loadgen.Options.StreamIntervals
 // is its Write), so that a long run's intervals do not stay in memory:
 // each is a histogram per phase of about 180 KB, where its encoded line
 // is a few hundred bytes. Once the run is over, WriteHlog writes the run's

@@ -30,7 +30,7 @@ type Run struct {
 	SparseTotal SparseSet
 	Intervals   []Interval
 	// Log, when set, holds the run's intervals on disk instead of
-	// Intervals (a long run's: loadgen.Options.IntervalLog); WriteData
+	// Intervals (a long run's: loadgen.Options.StreamIntervals); WriteData
 	// writes the interval logs from it. Its owner closes it once the data
 	// files are written.
 	Log *HlogStream

@@ -121,40 +121,42 @@ type Summary struct {
 }
 
 // Params are the whole scenario of a run (loadgen.Scenario) and its fault,
-// in file units: enough to run it again. The fields after Seed were added
-// with trials; a file written before them reads them as zero.
+// in file units: enough to run it again. A field's scenario tag names the
+// Scenario field it records, by its YAML key (loadgen.Scenario.Params
+// copies them over by it). The fields after Seed were added with trials;
+// a file written before them reads them as zero.
 type Params struct {
-	Instances      int     `json:"instances"`
-	Workers        int     `json:"workers"`
-	DeliveriesEach int     `json:"deliveries_each"`
-	Accounts       int     `json:"accounts"`
-	AccountDist    string  `json:"account_dist"`
-	LockKey        string  `json:"lock_key"`
-	Rate           float64 `json:"rate"`
-	Hold           string  `json:"hold"`
-	TTLNs          int64   `json:"ttl_ns"`
-	Store          string  `json:"store"`
-	InstanceMode   string  `json:"instance_mode"`
+	Instances      int     `json:"instances" scenario:"instances"`
+	Workers        int     `json:"workers" scenario:"workers"`
+	DeliveriesEach int     `json:"deliveries_each" scenario:"deliveries"`
+	Accounts       int     `json:"accounts" scenario:"accounts"`
+	AccountDist    string  `json:"account_dist" scenario:"account_dist"`
+	LockKey        string  `json:"lock_key" scenario:"lock_key"`
+	Rate           float64 `json:"rate" scenario:"rate"`
+	Hold           string  `json:"hold" scenario:"hold"`
+	TTLNs          int64   `json:"ttl_ns" scenario:"ttl"`
+	Store          string  `json:"store" scenario:"store"`
+	InstanceMode   string  `json:"instance_mode" scenario:"instance_mode"`
 	// Seed is this trial's seed: the command's --seed plus Trial − 1.
-	Seed int64 `json:"seed"`
+	Seed int64 `json:"seed" scenario:"seed"`
 
-	Payments         int     `json:"payments"`
-	DurationNs       int64   `json:"duration_ns"`
-	WarmupNs         int64   `json:"warmup_ns"`
-	Funding          float64 `json:"funding,omitempty"`
-	AcquireTimeoutNs int64   `json:"acquire_timeout_ns,omitempty"`
-	Retry            string  `json:"retry,omitempty"`
+	Payments         int     `json:"payments" scenario:"payments"`
+	DurationNs       int64   `json:"duration_ns" scenario:"duration"`
+	WarmupNs         int64   `json:"warmup_ns" scenario:"warmup"`
+	Funding          float64 `json:"funding,omitempty" scenario:"funding"`
+	AcquireTimeoutNs int64   `json:"acquire_timeout_ns,omitempty" scenario:"acquire_timeout"`
+	Retry            string  `json:"retry,omitempty" scenario:"retry"`
 	// Fencing is what the scenario asked of the store (--fencing); the
 	// summary's own Fencing is whether the store checked this strategy's
 	// tokens, false for a strategy without any.
-	Fencing bool `json:"fencing"`
+	Fencing bool `json:"fencing" scenario:"fencing"`
 	// FencingStrict is --fencing strict: the store also refused a write
 	// whose token was not newer than the last one it accepted.
-	FencingStrict bool `json:"fencing_strict,omitempty"`
+	FencingStrict bool `json:"fencing_strict,omitempty" scenario:"fencing_strict"`
 	// IntervalNs is the length of the run's latency intervals (its
 	// interval logs' resolution); 0 in files written before it was
 	// recorded, which used 1 s.
-	IntervalNs int64 `json:"interval_ns,omitempty"`
+	IntervalNs int64 `json:"interval_ns,omitempty" scenario:"interval"`
 	// Fault is the whole --fault value the run had ("kill-node:down=1500ms").
 	Fault string `json:"fault,omitempty"`
 	// StoreTransport is how the instance processes reached the store:

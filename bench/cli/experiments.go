@@ -67,7 +67,7 @@ func verdictScenario(fault string, fencing bool) loadgen.Scenario {
 	}
 	sc.Fencing = fencing
 	if fault != "none" {
-		sc.Interval = faultInterval
+		sc.Interval = loadgen.FaultInterval
 	}
 	return sc
 }

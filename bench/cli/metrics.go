@@ -58,9 +58,9 @@ func (s *session) closeMetrics() {
 }
 
 // observe feeds the session's live metrics, if any, from the run o is
-// about to make (its Progress, kept, and its Interval), labelled with what
-// the run is; the function it returns marks the run over, with its
-// verdict ("" when it failed).
+// about to make (its intervals and progress, beside its other Reporters),
+// labelled with what the run is; the function it returns marks the run
+// over, with its verdict ("" when it failed).
 func (s *session) observe(o *loadgen.Options, fault string, trial int) (end func(verdict string)) {
 	if s.live == nil {
 		return func(string) {}
@@ -69,13 +69,6 @@ func (s *session) observe(o *loadgen.Options, fault string, trial int) (end func
 		Strategy: o.Strategy.Name, Scenario: o.Scenario.Name, Fault: fault,
 		Variant: o.Scenario.Variant, Trial: metrics.TrialLabel(trial),
 	})
-	show := o.Progress
-	o.Progress = func(p loadgen.Progress) {
-		run.Progress(p)
-		if show != nil {
-			show(p)
-		}
-	}
-	o.Interval = run.Interval
+	o.Reporter = loadgen.Tee(run.Reporter(), o.Reporter)
 	return run.End
 }

@@ -143,7 +143,7 @@ func faultCells(specs []string, infos []strategies.Info, sc loadgen.Scenario, in
 			return nil, err
 		}
 		if fspec.Name != results.FaultNone && !intervalSet {
-			sc.Interval = faultInterval
+			sc.Interval = loadgen.FaultInterval
 		}
 		if _, params, ok := strings.Cut(specString(fspec), ":"); ok && len(specs) > 1 && sc.Variant == "" {
 			sc.Variant = params // told apart from the other --fault specs

@@ -208,7 +208,11 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 	}
 	if o.Scenario.InstanceMode == loadgen.InstanceProcess {
 		o.StoreTransport = s.transport
-		o.Fallback = func(why string) { s.fellBack(name, faultName, why) }
+		o.Reporter = loadgen.Events(func(e loadgen.Event) {
+			if e.Kind == loadgen.EventFallback {
+				s.fellBack(name, faultName, e.Why)
+			}
+		})
 	}
 	bar := s.progressBar(&o, name, fault, trial)
 	var stream *results.HlogStream
@@ -216,7 +220,7 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 		if stream, err = results.NewHlogStream(s.streamDir); err != nil {
 			return results.Run{}, err
 		}
-		o.IntervalLog = stream.Write
+		o.Reporter, o.StreamIntervals = loadgen.Tee(o.Reporter, loadgen.Intervals(stream.Write)), true
 	}
 	if s.historyDir != "" {
 		id := (&results.Summary{Strategy: name, Scenario: o.Scenario.Name, Fault: faultName, Variant: o.Scenario.Variant,
@@ -255,7 +259,8 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 }
 
 // progressBar, when the session shows progress, is the run's bar on
-// stderr, fed by o.Progress; nil otherwise.
+// stderr, fed by the run's progress (one more of o's Reporters); nil
+// otherwise.
 func (s *session) progressBar(o *loadgen.Options, name string, fault loadgen.Fault, trial int) *progressbar.ProgressBar {
 	if !s.progress {
 		return nil
@@ -281,10 +286,14 @@ func (s *session) progressBar(o *loadgen.Options, name string, fault loadgen.Fau
 		progressbar.OptionSetWidth(20),
 		progressbar.OptionClearOnFinish(),
 	)
-	o.Progress = func(p loadgen.Progress) {
+	o.Reporter = loadgen.Tee(o.Reporter, loadgen.Events(func(e loadgen.Event) {
+		if e.Kind != loadgen.EventProgress {
+			return
+		}
+		p := e.Progress()
 		bar.Describe(fmt.Sprintf("%-14s %7.0f pay/s  p99 %-8s unsafe %d", label, p.RatePerS, p.P99.Round(time.Microsecond), p.UnsafeNow))
 		_ = bar.Set64(p.Offered)
-	}
+	}))
 	return bar
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/report"
 	"github.com/lockbench/lockbench/results"
 )
@@ -234,8 +235,8 @@ func TestVerdictsTrials(t *testing.T) {
 		t.Fatalf("%d runs; want 3", len(runs))
 	}
 	for _, r := range runs {
-		if got := time.Duration(r.Summary.Params.IntervalNs); got != faultInterval {
-			t.Errorf("trial %d: params.interval_ns %s; want %s", r.Summary.Trial, got, faultInterval)
+		if got := time.Duration(r.Summary.Params.IntervalNs); got != loadgen.FaultInterval {
+			t.Errorf("trial %d: params.interval_ns %s; want %s", r.Summary.Trial, got, loadgen.FaultInterval)
 		}
 		if len(r.Intervals) < 10 {
 			t.Errorf("trial %d: %d intervals in its log; want ≥ 10 over a 3.5 s run", r.Summary.Trial, len(r.Intervals))
@@ -248,8 +249,8 @@ func TestVerdictsTrials(t *testing.T) {
 			lengths = append(lengths, time.Duration(iv.EndNs-iv.StartNs))
 		}
 		slices.Sort(lengths)
-		if d := lengths[len(lengths)/2]; d < faultInterval/2 || d > 2*faultInterval {
-			t.Errorf("trial %d: median interval %s; want about %s", r.Summary.Trial, d, faultInterval)
+		if d := lengths[len(lengths)/2]; d < loadgen.FaultInterval/2 || d > 2*loadgen.FaultInterval {
+			t.Errorf("trial %d: median interval %s; want about %s", r.Summary.Trial, d, loadgen.FaultInterval)
 		}
 	}
 }

@@ -6,8 +6,8 @@
 // lockbench_ and times are in seconds, as Prometheus expects.
 //
 // It is fed without touching the workers' path: loadgen.Run hands each
-// measured latency interval (loadgen.Options.Interval) and, once per
-// interval, the counts so far (Options.Progress) to a Run, which turns
+// measured latency interval and, once per interval, the counts so far
+// (its loadgen.Reporter: Run.Reporter) to a Run, which turns
 // them into increments. A histogram is filled from the interval's
 // HdrHistogram, one observation per recorded value at the lowest value of
 // its HdrHistogram bucket (3 significant figures, far finer than any

@@ -180,8 +180,24 @@ func (r *Run) with(extra ...string) []string {
 	return append(r.labels[:len(r.labels):len(r.labels)], extra...)
 }
 
+// Reporter is the run as a loadgen.Reporter: its intervals and progress.
+func (r *Run) Reporter() loadgen.Reporter { return runReporter{r} }
+
+type runReporter struct{ r *Run }
+
+func (rr runReporter) Interval(iv results.Interval) error {
+	rr.r.Interval(iv)
+	return nil
+}
+
+func (rr runReporter) Event(e loadgen.Event) {
+	if e.Kind == loadgen.EventProgress {
+		rr.r.Progress(e.Progress())
+	}
+}
+
 // Progress adds what the counts in p have grown by since the last call
-// (loadgen.Options.Progress).
+// (loadgen.EventProgress).
 func (r *Run) Progress(p loadgen.Progress) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -223,7 +239,7 @@ func unsafeKinds(c store.Counts) []kindCount {
 }
 
 // Interval observes the latencies of one measured interval
-// (loadgen.Options.Interval): every value its acquire and total
+// (loadgen.Reporter): every value its acquire and total
 // histograms recorded, at the lowest value of its HdrHistogram bucket
 // (within 0.1% of it), so that a latency of exactly 1ms counts under a
 // bucket bound of 1ms as it would observed directly.

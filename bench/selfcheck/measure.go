@@ -33,7 +33,7 @@ func lockbenchScenario(name string, clients, payments int) loadgen.Scenario {
 
 // lockbenchCycles runs strategy name through sc on lockbench's side of
 // the check (h) and returns its lock-cycle rate, and the process's CPU per
-// cycle while the load ran (loadgen.Options.LoadSpan: without the run's
+// cycle while the load ran (loadgen.LoadSpan: without the run's
 // set-up, as the rate is).
 func lockbenchCycles(ctx context.Context, h Harness, name string, sc loadgen.Scenario) (cycleRate, error) {
 	info, ok := strategies.Lookup(name)
@@ -42,10 +42,10 @@ func lockbenchCycles(ctx context.Context, h Harness, name string, sc loadgen.Sce
 	}
 	var cpu time.Duration
 	o := loadgen.Options{Strategy: info, Scenario: sc,
-		LoadSpan: func() func() {
+		Reporter: loadgen.LoadSpan(func() func() {
 			cpu0 := processCPU()
 			return func() { cpu = processCPU() - cpu0 }
-		}}
+		})}
 	run, err := h.Run(ctx, o)
 	if err != nil {
 		return cycleRate{}, err
