@@ -22,20 +22,11 @@ var ErrUnreadable = errors.New("check: unreadable history")
 
 // Dir checks every run of the run directory dir (each row of its
 // summary.json and verdicts.json, each run once) that has a history
-// (HistoryPath), and writes one line per run to out:
-//
-//	agree  ID
-//	DISAGREE ID: FIELD history N, summary.json M
-//	no history ID
-//	unreadable ID: ERROR
-//
-// a DISAGREE line for each disagreement, followed by the run's notes,
-// indented by two spaces. The visualisations of violated keys go to the
-// run directory's history/ (VisualPath); their paths are in the notes.
-//
-// It returns ErrNoHistory when dir holds no history, and an error that
-// wraps ErrUnreadable, with the report, when some history could not be
-// judged. Disagreements are no error: see Report.Disagreements.
+// (HistoryPath), and writes one line per run to out, as "Output" in the
+// package doc shows. It returns ErrNoHistory when dir holds no history,
+// and an error that wraps ErrUnreadable, with the report, when some
+// history could not be judged. Disagreements are no error: see
+// Report.Disagreements.
 func Dir(ctx context.Context, dir string, opt Options, out io.Writer) (Report, error) {
 	opt = opt.withDefaults()
 	runs, err := readRows(dir)

@@ -11,7 +11,20 @@
 // history files. A disagreement is a bug in one of the two judges or in
 // the recording; it is never settled here.
 //
-// Caveats:
+// # Output
+//
+// Dir writes one line per run:
+//
+//	agree  ID
+//	DISAGREE ID: FIELD history N, summary.json M
+//	no history ID
+//	unreadable ID: ERROR
+//
+// a DISAGREE line for each disagreement, followed by the run's notes,
+// indented by two spaces. The visualisations of violated keys go to the
+// run directory's history/ (VisualPath); their paths are in the notes.
+//
+// # Caveats
 //
 //   - Mutual exclusion is checked on the holders' view (acquire and
 //     release), widened by each process's clock uncertainty; the store's

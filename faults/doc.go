@@ -88,6 +88,66 @@
 // majority is {2, 3, 4} — Kleppmann's scenario ("How to do distributed
 // locking"), with the holder still inside its lock's validity.
 //
+// # Catching a holder
+//
+// Every fault that acts while a holder is certainly inside (failover,
+// restart-node and clock-jump, partition's mode=reset, pause, slow) catches
+// it with a catcher: a trap, a way to keep the holder inside, and a way to
+// let it go. A holder is kept inside in one of two ways. An instance
+// process is stopped whole (SIGSTOP through its Pauser) and continued by
+// resume: nothing of it runs, its lock's keepalive included, until the
+// fault says so. An in-process instance shares this process and cannot be
+// stopped alone, so its section is ordered to last longer instead
+// (FaultEnv.SlowNext), and ends by itself.
+//
+// The act given to newCatcher, and with it stop or keep, runs in the hook,
+// on the goroutine of the holder's Enter, while catch, resume and Close run
+// on the fault's. The handles are copied by see before catch arms the trap,
+// and the trap's armed state orders that copy before the hook reads it. The
+// process stopped is kept under the catcher's mutex: the trap hands the
+// caught holder to catch only once its act has run, so a resume after catch
+// returned finds it, and resume called again (by Close, after a strike that
+// already let the holder go) finds none and does nothing, so a process is
+// continued at most once per stop. Every wait is catch's, which ends with
+// its ctx.
+//
+// # The failover fault
+//
+// Replication from the primary is held back before the lock is taken, not
+// after: a primary sends a write to its replicas microseconds after it
+// executes it, before the client has even read its reply, so a fault that
+// waited for a holder and then cut the links would always be too late. The
+// replicas' links are therefore routed through proxies at the strike
+// (REPLICAOF the proxy: a partial resync, milliseconds), and the proxies
+// then drop every byte both ways. The Sentinels re-point a replica that
+// replicates from an address other than the primary's only a failover
+// timeout (servers.SentinelFailoverTimeout) after they notice, long after
+// the fault is over. Every lock taken from then on exists on the primary
+// alone; the trap catches the first holder of a new payment whose lock key
+// no replica has (one taken before the cut would be on them), keeps it
+// inside its critical section, and the primary is killed. The Sentinels
+// promote a replica, which never had that lock; clients find the new
+// primary through the Sentinels, and the next holder of the lock key gets
+// it there while the caught holder is still inside (watchContender then
+// fixes the order of their writes). The old primary is started again and
+// rejoins as a replica of the new one.
+//
+// With WAIT nobody acquires while replication is held back: every WAIT
+// times out, the lock is released and counts as not acquired. The fault
+// waits catch=D for a holder, then kills the primary anyway, so that the
+// failover's cost is measured too. With acked=N the first N replicas keep
+// replicating, acknowledge WAIT N, and are killed with the primary: the
+// replica promoted never had the lock, WAIT or not.
+//
+// The kill leaves, on the new primary, the locks that were released on the
+// old one after the cut, and those whose release failed while there was no
+// primary: they block their keys until their TTL (the availability a
+// failover costs besides its outage). A contender that was already waiting
+// for the caught holder's lock gives up when the primary dies (the load
+// generator does not retry an unavailable server), so the lock is granted
+// twice to a later delivery of the same key: with --lock-key payment there
+// is none, and the run shows only the outage.
+//
 // # Caveats
 //
 //   - Faults that kill, restart or move the clock of a server need servers

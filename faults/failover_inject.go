@@ -17,40 +17,9 @@ import (
 	"github.com/lockbench/lockbench/strategies/redisutil"
 )
 
-// failover is the failover fault. Replication from the primary is held
-// back before the lock is taken, not after: a primary sends a write to its
-// replicas microseconds after it executes it, before the client has even
-// read its reply, so a fault that waited for a holder and then cut the
-// links would always be too late. The replicas' links are therefore routed
-// through proxies at the strike (REPLICAOF the proxy: a partial resync,
-// milliseconds), and the proxies then drop every byte both ways. The
-// Sentinels re-point a replica that replicates from an address other than
-// the primary's only a failover timeout (servers.SentinelFailoverTimeout)
-// after they notice, long after this fault is over. Every lock taken from
-// then on exists on the primary alone; the trap catches the first holder
-// of a new payment whose lock key no replica has (one taken before the cut
-// would be on them), keeps it inside its critical section, and the primary
-// is killed. The Sentinels promote a replica, which never had that lock;
-// clients find the new primary through the Sentinels, and the next holder
-// of the lock key gets it there while the caught holder is still inside
-// (watchContender then fixes the order of their writes). The old primary
-// is started again and rejoins as a replica of the new one.
-//
-// With WAIT nobody acquires while replication is held back: every WAIT
-// times out, the lock is released and counts as not acquired. The fault
-// waits cfg.catch for a holder, then kills the primary anyway, so that
-// the failover's cost is measured too. With acked=N the first N replicas
-// keep replicating, acknowledge WAIT N, and are killed with the primary:
-// the replica promoted never had the lock, WAIT or not.
-//
-// Caveats: the kill leaves, on the new primary, the locks that were
-// released on the old one after the cut, and those whose release failed
-// while there was no primary: they block their keys until their TTL (the
-// availability a failover costs besides its outage). A contender that was
-// already waiting for the caught holder's lock gives up when the primary
-// dies (the load generator does not retry an unavailable server), so the
-// lock is granted twice to a later delivery of the same key: with
-// --lock-key payment there is none, and the run shows only the outage.
+// failover is the failover fault: it holds replication back before the
+// lock is taken, catches a holder whose lock only the primary has, and
+// kills the primary ("The failover fault" in the package doc).
 type failover struct {
 	cfg    failoverConfig
 	target servers.Target

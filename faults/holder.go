@@ -10,27 +10,10 @@ import (
 )
 
 // catcher catches a lock holder inside its critical section with a trap,
-// keeps it there, and lets it go: what every fault that acts while a holder
-// is certainly inside (failover, restart-node and clock-jump, partition's
-// mode=reset, pause, slow) does around its own act.
-//
-// A holder is kept inside in one of two ways. An instance process is stopped
-// whole (SIGSTOP through its Pauser) and continued by resume: nothing of it
-// runs, its lock's keepalive included, until the fault says so. An
-// in-process instance shares this process and cannot be stopped alone, so
-// its section is ordered to last longer instead (FaultEnv.SlowNext), and
-// ends by itself.
-//
-// Concurrency: the act given to newCatcher, and with it stop or keep, runs
-// in the hook, on the goroutine of the holder's Enter, while catch, resume
-// and Close run on the fault's. The handles are copied by see before catch
-// arms the trap, and the trap's armed state orders that copy before the
-// hook reads it. The process stopped is kept under mu: the trap hands the
-// caught holder to catch only once its act has run, so a resume after
-// catch returned finds it, and resume called again (by Close, after a
-// strike that already let the holder go) finds none and does nothing, so a
-// process is continued at most once per stop. Every wait is catch's, which
-// ends with its ctx.
+// keeps it there (an instance process stopped, an in-process section made
+// longer), and lets it go: every fault that acts while a holder is inside
+// uses one. mu keeps the stopped process, so it is continued at most once
+// per stop ("Catching a holder" in the package doc).
 type catcher struct {
 	env     *loadgen.FaultEnv
 	trap    *trap

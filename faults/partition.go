@@ -175,16 +175,11 @@ func (f *partition) strike(ctx context.Context, env *loadgen.FaultEnv, d *draws)
 	return nil
 }
 
-// strikeReset catches a holder inside its critical section (see trap) and
-// keeps it there for a drawn hold= (default TTL/2 + refuse), and meanwhile
-// resets
-// every connection through the proxy, the holder's own lock connection
-// among them, as a load balancer, a proxy or a failover does. A lock that
-// lives as long as its session (pg-advisory) dies with it on the server,
-// and the payment's other delivery, retrying, takes it while the caught
-// holder is still inside; the holder then writes too. A lock with a lease
-// on the server (setnx, pg-onconflict) outlives the connection: the
-// contender still finds it held, as long as the hold is within the TTL.
+// strikeReset catches a holder (see trap), keeps it inside for a drawn
+// hold= (default TTL/2 + for), and meanwhile resets every connection
+// through the proxy, the holder's own among them. A session lock
+// (pg-advisory) dies with its connection; a lease (setnx, pg-onconflict)
+// outlives it while the hold is within the TTL.
 func (f *partition) strikeReset(ctx context.Context, env *loadgen.FaultEnv, dur time.Duration, d *draws) error {
 	f.hold = env.Scenario.TTL/2 + dur
 	if !f.cfg.hold.isZero() {

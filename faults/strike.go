@@ -65,13 +65,7 @@ func clocked(info strategies.Info) bool { return servers.MovableClock(info.Need.
 // there for cfg.hold, well within its lock's validity, and meanwhile makes
 // one Redis node forget the lock (act): restarted empty, or its clock moved
 // past the key's expiry. A contender that retries then gets the lock too.
-//
-// For a multi-node lock (Redlock) that needs the failed node in both
-// majorities. With split on, the nodes after the first quorum (3 and 4 of
-// 5) are refused to every instance when the fault begins, so the caught
-// holder's majority is the first quorum (0, 1, 2); the failed node is the
-// last of those (2); once it has failed the other nodes are reachable again
-// and a contender's majority is {2, 3, 4}: Kleppmann's scenario, every time.
+// With split on, Redlock's majorities are arranged as the package doc says.
 type strike struct {
 	name string
 	cfg  strikeConfig

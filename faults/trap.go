@@ -18,22 +18,14 @@ const (
 
 // trap catches one holder entering its critical section, synchronously
 // inside the store's Enter (FaultEnv.OnEnter), so that the fault acts while
-// that holder is certainly inside.
-//
-// It only catches the first holder of a payment: the first Enter of a
-// payment is made before any other delivery of it was processed, so the
-// holder read "not processed" and will write. A fault that keeps that holder
-// inside past its lock lets the payment's other delivery take the lock and
-// process it too: the double-processing of a paused holder (Kleppmann's timeline), every time
-// rather than when the timing happens to suit.
+// that holder is certainly inside. It catches only a payment's first
+// holder, which will write it (package doc: "How the faults hit every
+// time").
 type trap struct {
-	// entered remembers which payments have been entered: slot p mod its
-	// length holds p+1 once payment p's first Enter was seen (0: none
-	// yet), set with compare-and-swap, so the hook takes no lock on the
-	// hot path. A run of at most enteredSlots payments is remembered
-	// whole; a longer one (a closed-loop --duration run has no bound)
-	// keeps the last enteredSlots or so, far more than are ever in flight
-	// at once, in bounded memory.
+	// entered remembers entered payments without a lock on the hot path:
+	// slot p mod its length holds p+1 once payment p's first Enter was seen
+	// (0: none yet), set by compare-and-swap. A run longer than enteredSlots
+	// payments keeps about the last enteredSlots, far more than in flight.
 	entered []atomic.Int64
 	state   atomic.Int32
 	// want filters the holders the trap may catch (nil: any).

@@ -12,22 +12,11 @@ import (
 // and than node-redlock's own retry delay (200ms).
 const AskSpan = 250 * time.Millisecond
 
-// askBoard follows, for the designed strikes of a run whose instances run
-// in this process, whether another delivery asked for the caught holder's
-// lock while it was forgotten (FaultEnv.Forgot) and the holder was inside:
-// a strike that every contender slept through, queued behind other
-// payments or gave up on with an error proves nothing, and counts as
-// missed (Summary.StrikesMissed).
-//
-// The workers report every acquire they start and end (ask, done); the
-// board keeps those in flight, and from aim on every one of the aimed
-// lock.
-//
-// With the instances in processes or on agents (deferred) the workers'
-// acquires arrive only after the fact, as their history events (record):
-// a strike is then judged at the run's end (judgeDeferred), by the same
-// rule, on every acquire line that reached the coordinator, and is not
-// struck again.
+// askBoard follows, for a run's designed strikes, whether another delivery
+// asked for the caught holder's lock while it was forgotten and the holder
+// was inside; a strike no contender asked in counts as missed. The workers
+// report their acquires live (ask, done), or as history events judged at
+// the run's end (deferred). See "Designed strikes" in the package doc.
 type askBoard struct {
 	deferred bool
 	firstAim int64           // deferred: when the first strike was aimed (Unix ns)

@@ -11,16 +11,12 @@ import (
 // records into the interval under way: 20 ms.
 const drainEvery = 20 * time.Millisecond
 
-// collector gathers the workers' latency records into intervals, off the
-// workers' hot path: it drains every instance every drainEvery into the
-// interval under way, so that a recorder's buffer holds a few milliseconds
-// of values, not an interval's (its chunks then go round the pool instead
-// of being allocated afresh: 40 bytes a cycle, most of the harness's
-// garbage), and closes an interval every latency interval.
-//
-// A closed interval goes to the run's Reporter and, unless the run
-// streams its intervals, into the run's Intervals. Intervals that end in
-// the warmup are dropped.
+// collector gathers the workers' latency records into intervals, off their
+// hot path: it drains every instance every drainEvery into the interval
+// under way, so that a recorder's buffer holds milliseconds of values, and
+// closes an interval every latency interval. A closed interval goes to the
+// Reporter and, unless the run streams its intervals, into Intervals;
+// intervals that end in the warmup are dropped.
 type collector struct {
 	insts        []instance
 	measureStart time.Time

@@ -11,42 +11,10 @@ import (
 
 // deadlines gives one worker's calls of one kind (acquire, or release) the
 // context context.WithTimeout(parent, timeout) would give them, for a
-// fraction of its cost.
-//
-// Why not WithTimeout: each call starts and stops a runtime timer and
-// registers and unregisters its context with the parent's, about 1 µs of
-// CPU on the 2-core development VM, and a lock cycle makes two, which was a
-// third of the harness's CPU per cycle. Here the calls of one deadlines
-// come one at a time, each starting later than the one before, so their
-// deadlines only grow and one timer serves them all: armed for the first
-// call, it is left running when a call ends; when it fires it cancels the
-// call under way if that call's deadline has passed, re-arms for the call's
-// deadline if not, and stays stopped between calls. It fires about once
-// per timeout (5 s by default), not once per call; a call in the common
-// case costs a small allocation and three atomic operations.
-//
-// A call's context is done at its deadline (context.DeadlineExceeded), when
-// the parent is done (the parent's error), or when the call ends
-// (context.Canceled, as WithTimeout's cancel does, for anything the call
-// left running). Contexts derived from it register with it through its
-// AfterFunc method, as they would with one of the context package's,
-// without a goroutine each.
-//
-// With keepDone (a strategy whose client uses a call's context only while
-// the call runs: strategies.Info.KeepsNoContext), a call's end does not
-// close Done's channel: a worker's call context, channel and all, serves
-// its next call, and the channel is closed only when a call is cancelled
-// (its deadline, the parent's end) or ends with a function still
-// registered with it (a derived context not cancelled by then).
-// go-redis asks every command's Done (a look before it takes a
-// connection), so without this each call made a channel and a context on
-// fresh memory: 0.2 µs a cycle in BenchmarkCallContext, more under a real
-// client's cache pressure.
-//
-// A call's begin and end, and the lock client's look at its deadline, read
-// and write only the first cache line of its deadlines (TestDeadlinesHotLine):
-// between two calls of a worker the other workers and the lock client
-// evict it, and each line a call touches is a cache miss.
+// fraction of its cost: the calls come one at a time with growing
+// deadlines, so one timer serves them all. A call's begin and end touch
+// only the first cache line of its deadlines (TestDeadlinesHotLine). See
+// "Call deadlines" in the package doc.
 type deadlines struct {
 	deadlinesState
 	// Up to a whole number of cache lines: the allocator then starts a
@@ -66,17 +34,16 @@ type deadlinesState struct {
 	// cur is the call under way, nil between calls.
 	cur atomic.Pointer[callCtx]
 	// keepDone: a call's end leaves Done's channel open for the next call
-	// (see above).
+	// (see "Call deadlines" in the package doc).
 	keepDone bool
-	// flags holds three flags (one word, so that the line above keeps
-	// room for epoch). flagArmed is set while the timer will fire (or
-	// its function is about to run): at a time no later than cur's
-	// deadline, since deadlines grow. flagCancelled is set once the
-	// parent is done, parentErr then its error. flagAsksDone is set once
-	// a call's Done was asked for: the caller asks every call (go-redis
-	// does, per command, and the context package when it derives a
-	// context), so from then on begin makes the channel up front, where
-	// Done reads it without synchronising.
+	// flags holds three flags in one word, leaving the line room for
+	// epoch. flagArmed: the timer will fire (or its function is about to
+	// run) no later than cur's deadline, since deadlines grow.
+	// flagCancelled: the parent is done, parentErr its error.
+	// flagAsksDone: a call's Done was asked for; as the caller then asks
+	// every call's (go-redis per command, the context package when it
+	// derives one), begin makes the channel up front, where Done reads it
+	// without synchronising.
 	flags atomic.Uint32
 	// epoch is the origin of the calls' deadlines, kept as nanoseconds
 	// since it: an int64 is cheaper to compute and compare than a

@@ -61,16 +61,10 @@ func (b *batch) fill(ctx context.Context, wl *Workload, k, n int, st store.Offer
 }
 
 // dispatch offers every payment to its target instances at its intended
-// time, until the run's payments or its duration are over, and returns
-// how far it fell behind schedule at worst, and an error when the store
-// could not take a batch of payments.
-//
-// In a closed loop a payment has no intended time: it starts when a worker
-// takes it (Delivery.IntendedNs 0), so the time a delivery waits in the
-// harness's queues is in no latency, and the dispatcher reads no clock per
-// payment (the warmup and the duration end by timers). A closed loop on a
-// single in-process instance with the memory store has no dispatcher: its
-// workers take the payments themselves (feed).
+// time (in a closed loop, none: Delivery.IntendedNs 0), until the run's
+// payments or its duration are over, and returns how far it fell behind
+// schedule at worst, and an error when the store could not take a batch of
+// payments. See "Dispatch and feed" in the package doc.
 func dispatch(ctx context.Context, sc Scenario, wl *Workload, st store.Offerer, insts []instance, env *FaultEnv, start time.Time) (time.Duration, error) {
 	pacer := NewPacer(sc.Rate)
 	var behind time.Duration

@@ -13,24 +13,9 @@ import (
 
 // feed hands a closed loop's payments to the workers of a run's only
 // instance, which take them themselves, a few at a time, instead of from a
-// dispatcher through the instance's queue (dispatch).
-//
-// Why: in a closed loop a payment has no intended time, and with one
-// instance and one delivery per payment every worker may take any payment,
-// so the dispatcher adds nothing but its cost: a channel send and receive
-// a payment, and a goroutine parked and woken as the queue fills and
-// drains, on a 2-core machine the cores the lock server needs. A worker's
-// take here is a mutex held for a few field updates; the payments are made
-// and offered to the store a batch at a time (OfferBatch) by the worker
-// that finds the batch used up, as the dispatcher does. Only with the
-// memory store, whose Offer is an atomic add: the Postgres store's is a
-// COPY, which the dispatcher makes while the workers work through the
-// queue, and a worker making it would hold up every other.
-//
-// What the workers record is what they record behind a dispatcher:
-// latency from when a worker takes a payment, the warmup's payments not
-// recorded, the payments offered and measured counted as they are taken
-// (and what a worker holds when the load ends given back).
+// dispatcher through the instance's queue (dispatch). The workers record
+// what they would behind a dispatcher. See "Dispatch and feed" in the
+// package doc.
 type feed struct {
 	feedState
 	// Up to a whole number of cache lines: a feed's size class is then a
@@ -42,10 +27,7 @@ type feed struct {
 type feedState struct {
 	// What every refill writes, on the feed's first cache line
 	// (TestFeedHotLine): the lock, the cursor, the counts of the
-	// payments offered (taken) and measured (FaultEnv.offerCounts). On a
-	// 2-core machine the workers on the two cores take turns, and the
-	// line a take writes moves between the cores each time: three of
-	// them, and FaultEnv's, before.
+	// payments offered (taken) and measured (FaultEnv.offerCounts).
 	mu     sync.Mutex
 	next   int       // the next payment of cur
 	cur    []Payment // the batch's payments (b.payments)

@@ -99,12 +99,10 @@ const maxAccountKeys = 1 << 16
 const minQueue = 16
 
 // QueueDepth is the room of the delivery queue an instance's workers
-// share: one delivery per worker, and at least minQueue. With fewer, the
-// workers of a small instance found it empty and parked between
-// deliveries, and were woken on another core, a tenth of the harness's
-// CPU per cycle at full rate. The depth is in no latency: an open loop's
-// counts from the intended start, a closed loop's from when a worker
-// takes the payment.
+// share: one delivery per worker, and at least minQueue, so that a small
+// instance's workers do not find it empty and park. The depth is in no
+// latency: an open loop's counts from the intended start, a closed loop's
+// from when a worker takes the payment.
 func QueueDepth(workers int) int { return max(workers, minQueue) }
 
 // InstanceOwner is the owner an instance's strategy is given
@@ -346,23 +344,9 @@ func (in *Instance) Swap(into results.PhaseSet) {
 
 // Gather moves what the workers recorded since the last Gather or Swap
 // into the instance's batch, which it records into into only once it
-// holds maxBatch values; Swap records the rest. The collector gathers
-// every drainEvery, so that a recorder's buffer stays a few milliseconds
-// long, and swaps once an interval, into the interval's set: everything
-// gathered in between is that interval's.
-//
-// Why not record at every drain: a histogram's counts are spread over
-// kilobytes (at 3 significant figures, 1,024 counts of 8 bytes an octave),
-// and between two drains the lock client and the kernel evict them, so
-// that each value recorded was a cache miss on its count. A few
-// milliseconds of a Redis lock cycle's values (some 2,500 at 25,000 cycles
-// a second) land about once in each count's line, and in CPU profiles of
-// compare-redis on the development VM that increment was 0.4% to 1% of
-// the process's CPU (0.15 to 0.4 µs a cycle), the largest single item of
-// the harness. A batch of maxBatch values (some 1,600 cycles) lands
-// several times in each line: 0.12% in the same run as 0.4% recorded at
-// every drain. (Sorting each octave's values as well, so that the counts
-// are walked in order, took more than it saved.)
+// holds maxBatch values, so that each value is not a cache miss on its
+// count ("Recording latency" in the package doc); Swap records the rest.
+// Everything gathered between two Swaps is that interval's.
 func (in *Instance) Gather(into results.PhaseSet) {
 	for _, w := range in.workers {
 		in.batch.Take(&w.rec)

@@ -99,23 +99,11 @@ func SignalGroup(pid int, sig syscall.Signal) error {
 }
 
 // childSchedTrace is the schedtrace GODEBUG setting of instance
-// processes: the longest period it takes (2³¹−1 ms, 24.8 days).
-//
-// Why: the Go runtime's monitor thread (sysmon) goes into a deep sleep
-// whenever it finds every P idle, and the next system call wakes it
-// (a futex wake-up of another thread), after which it polls every 20 µs
-// again until it finds them idle once more. An instance process has one P
-// and a few workers that all wait on the lock server most of the time, so
-// it goes idle between almost every two replies, and each time it woke
-// its monitor too: on a 2-vCPU VM, process-mode setnx made 0.9–1.4
-// context switches a payment with the deep sleep and 0.4–0.6 without
-// (goroutine mode: 0.3–0.5), and took 15–20% more CPU a payment
-// (BenchmarkAgentTransport). With schedtrace set the monitor never takes
-// the deep sleep (runtime/proc.go, sysmon: it would miss its next trace)
-// and backs off to a 10 ms poll while idle.
-// Its one side effect is a "SCHED …" line on standard error each period,
-// the first once the host's monotonic clock (its uptime) passes the
-// period: schedTraceFilter drops them.
+// processes: the longest period it takes (2³¹−1 ms, 24.8 days). With it the
+// runtime's monitor (sysmon) never takes the deep sleep whose wake-ups cost
+// an often-idle instance process context switches and CPU ("Instance
+// processes and schedtrace" in the package doc). schedTraceFilter drops
+// the "SCHED …" lines the runtime then writes to standard error.
 const childSchedTrace = "schedtrace=2147483647"
 
 // childGODEBUG is the GODEBUG of an instance process whose parent has

@@ -8,17 +8,10 @@ import (
 	"github.com/lockbench/lockbench/results"
 )
 
-// Memory estimate of a run: what the arrays sized by the scenario take.
-// Per account: the opening balance and its running total while the bank is
-// funded (16 B), the memory store's account (64 B) and, in account mode,
-// its overlap start (8 B). Per payment in flight (one in hand per worker,
-// and as many as its instance's queue holds, QueueDepth) the memory store
-// tracks a
-// paymentState (64 B, twice over in its table's free slots) and per
-// application in flight one recordVersion (24 B, twice over as its log
-// grows); a payment's state is released once every delivery of it is
-// judged, so nothing grows with the payments offered. Each latency
-// interval the run keeps holds one histogram per phase (about 180 KB each).
+// Memory estimate of a run: what the arrays sized by the scenario take, in
+// bytes per payment in flight (a paymentState, twice over), per delivery
+// (a recordVersion, twice over), per account, and per account in account
+// mode (its overlap start). See "Memory estimate" in the package doc.
 const (
 	bytesPerPayment         = 2 * 64
 	bytesPerDelivery        = 2 * 24

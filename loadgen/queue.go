@@ -45,19 +45,11 @@ type resetter interface {
 
 // consume handles one delivery of a broker strategy: publish the payment;
 // when the broker kept it, take the next message of the key's shard,
-// process the payment it carries as a lock's critical section is (read,
-// work, write, with the message's delivery sequence as the fencing
-// token), then acknowledge it. Its phases: acquire is the publish and the
-// wait for the message, critical the processing, release the ack; total is
-// from the delivery's intended start to the ack (publish to processed). A
-// delivery whose publish was dropped as a duplicate has nothing to
-// process: its cycle is the publish alone (an acquire and a total, no
-// critical or release phase), so that every delivery is one cycle, as
-// with a lock.
-//
-// A redelivered message took the place of the one this delivery
-// published, which is still in the shard: the worker takes one more
-// message for it, and so on while the messages it takes are redeliveries.
+// process the payment it carries as a critical section (the message's
+// delivery sequence is the fencing token), then acknowledge it. A publish
+// dropped as a duplicate is a cycle of its own; each redelivery taken owes
+// one more message. Phases: acquire is the publish and the wait, critical
+// the processing, release the ack ("Broker deliveries" in the package doc).
 func (w *worker) consume(cx cycleCtx, d Delivery, key string) {
 	in := w.inst
 	calls := w.cycleCalls()

@@ -12,16 +12,9 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// The sequenced store (docs/seq-store.md), Options.StoreTransport
-// TransportSequenced: a process-mode run of local instances on the memory
-// store shares a sequence page (store.SeqPage) with its instance
-// processes, whose store clients send their Enters and Finishes one-way
-// (store.Client.Sequence); the coordinator applies them in sequence order
-// (store.Sequencer). The page reaches a child as its fd 3, which
-// envSeqFD names. Instances on agents share no memory with the
-// coordinator: theirs send their Enters one-way and wait for their
-// Finishes' answers, and the coordinator applies both as they arrive
-// (store.Client.Arrive): one round trip a critical section, not two.
+// The sequenced store's sequence page (store.SeqPage, docs/seq-store.md)
+// reaches a local instance process as its fd 3, which envSeqFD names. See
+// "Store transports" in the package doc.
 const (
 	envSeqFD = "LOCKBENCH_SEQ_FD"
 	// seqFD is the page's descriptor in a child: its first ExtraFiles.
@@ -64,11 +57,6 @@ func checkTransport(o Options) error {
 // for local instance processes, by default: asked "", local) and nothing
 // keeps the run off it; else TransportSync, with why (not "") when the
 // run asked for the sequenced store and sequencedBar keeps it sync.
-//
-// Sequenced is the default for local instance processes: run over every
-// verdict cell in process mode under --history, the second judge agreed
-// with the store on every cell it served, and every verdict equalled the
-// sync transport's (docs/seq-store.md, "The default").
 func storeTransport(sc Scenario, info strategies.Info, asked string, local, holdsEnters bool) (used, why string) {
 	if sc.InstanceMode != InstanceProcess {
 		return "", ""

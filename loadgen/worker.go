@@ -15,15 +15,9 @@ import (
 )
 
 // worker processes deliveries one at a time: acquire the lock, read,
-// work, write, release.
-//
-// What a lock cycle touches of its worker is two cache lines
-// (TestWorkerHotLines): the first holds the instance, the call contexts,
-// the random source and the head of the recorder (its mutex and chunk),
-// the second the three counters a cycle adds to. Between two cycles of a
-// worker the other workers' cycles and the lock client's evict them, so
-// that each line a cycle touches is a cache miss; the recorder was a
-// third, in an allocation of its own.
+// work, write, release. A lock cycle touches two cache lines of it
+// (TestWorkerHotLines): the instance, the call contexts, the random source
+// and the recorder's head on the first, the three counters on the second.
 type worker struct {
 	workerState
 	// Up to a whole number of cache lines: the workers of an instance are
@@ -105,13 +99,12 @@ func newCycleCtx(run context.Context, timeout time.Duration, keepDone bool) cycl
 }
 
 // clock reads the time as nanoseconds since its anchor (an earlier
-// time.Now): one clock read where time.Now makes two (wall and monotonic,
-// each a vDSO call, 40 ns here; seven a cycle were once the largest item of
-// the harness's CPU), and integer arithmetic where time.Time's Add and Sub
-// branch on their encodings. Its wall time is anchor's plus the monotonic
-// time since: Linux slews CLOCK_MONOTONIC with CLOCK_REALTIME, so the two
-// only part when the wall clock is stepped, and a step between a payment's
-// intended start and its end would be in its latency either way.
+// time.Now): one clock read where time.Now makes two, and integer
+// arithmetic where time.Time's Add and Sub branch on their encodings. Its
+// wall time is anchor's plus the monotonic time since: Linux slews
+// CLOCK_MONOTONIC with CLOCK_REALTIME, so the two part only when the wall
+// clock is stepped, and a step within a payment would be in its latency
+// either way.
 type clock struct {
 	anchor time.Time
 	wall   int64 // anchor in Unix nanoseconds
@@ -132,8 +125,7 @@ func (c clock) unixNano(now int64) int64 { return c.wall + now }
 // the last cycle's when both are reusable (nothing outside that cycle can
 // still be waiting on them: the common case for a strategy that asks
 // neither Done nor AfterFunc of them), else new ones, in one allocation.
-// Reuse keeps them in the worker's cache; an allocation a cycle was a
-// tenth of the harness's CPU, most of it cache misses on the new memory.
+// Reuse keeps them in the worker's cache and saves an allocation a cycle.
 func (w *worker) cycleCalls() *[2]callCtx {
 	if c := w.calls; c != nil && c[0].reusable() && c[1].reusable() {
 		return c

@@ -36,20 +36,10 @@ type Target struct {
 // Workload is the reproducible payment stream of a scenario and the bank it
 // runs against: the same Seed gives the same payments, targets and
 // balances. Payments are generated as they are taken (Next), so a run holds
-// one payment at a time however long it is.
-//
-// Opening balances are Funding times the total of each account's payments
-// over the funding horizon: the whole run when its length in payments is
-// known (--payments N, or --rate × (--duration + --warmup)), else the first
-// FundingHorizon payments. NewWorkload generates that prefix of the stream
-// once to sum it (time linear in the horizon, memory in the accounts) and
-// then starts the stream again from the seed. A bounded run's accounts
-// thus start with half of what they will be asked for (at the default
-// 0.5) and run dry as they always did, so a broken balance check shows as
-// an overdraft; a closed-loop --duration run that outlasts the horizon
-// declines more and more of its payments once its accounts are dry (an
-// overdraft then needs an account with money left, so give --funding
-// above 1 to keep a long soak's overdraft check busy).
+// one payment at a time however long it is. Opening balances are Funding
+// (0.5 by default) times each account's payments over the funding horizon:
+// the whole run when its length is known, else the first FundingHorizon
+// payments. See "Funding" in the package doc.
 type Workload struct {
 	// Balances are the opening balances, per account.
 	Balances []int64

@@ -16,16 +16,11 @@ import (
 var faultBandColor = color.NRGBA{0x80, 0x80, 0x80, 0x40}
 
 // LatencyTimeline charts, for runs under one fault, the total latency of
-// every interval (the run's Params.IntervalNs, 1 s by default; fault runs
-// use finer ones so the fault's shape shows) against seconds since the
-// start of the run, one line per strategy, and one per trial when a cell
-// ran several (drawn alike, one legend entry), with the fault window
-// (Summary.FaultWindow) shaded. The line is the p99 of each interval when
-// every interval drawn has the samples for it (Latency.Has: 1,000), else
-// the interval's maximum, which needs none: a short interval at a
-// verdict run's rate holds a few dozen deliveries, whose p99 would be a
-// guess. Intervals without a completed payment leave a gap in their line.
-// It returns nil when no run has a recorded interval.
+// every interval (Params.IntervalNs, 1 s by default) against seconds since
+// the start of the run, one line per strategy and trial, with the fault
+// window (Summary.FaultWindow) shaded. Each point is the interval's p99 or
+// its maximum (see "Charts" in the package doc); an interval without a
+// completed payment is a gap. It returns nil when no run has an interval.
 func LatencyTimeline(runs []results.Run, fault string) (*Chart, error) {
 	runs = append([]results.Run(nil), runs...)
 	sort.SliceStable(runs, func(i, j int) bool { return keyOf(&runs[i].Summary).less(keyOf(&runs[j].Summary)) })

@@ -15,19 +15,9 @@ type ChartSet struct {
 }
 
 // BuildCharts draws every chart lockbench knows from runs, choosing each
-// one's input by scenario and fault:
-//
-//   - latency-spectrum-acquire and -total: the whole-run histograms of the
-//     fault-free "base" runs (or, without those, of the first fault-free
-//     scenario that is not a sweep);
-//   - throughput-contention: the fault-free runs of scenarios named
-//     "contention…";
-//   - latency-throughput: the fault-free runs of scenarios named "sweep…";
-//   - safety-grid: the verdict runs (VerdictRuns);
-//   - latency-timeline-<fault>: per fault, the faulted runs with intervals.
-//
-// A chart without input is left out and noted in Missing. Errors drawing
-// one chart do not stop the others; they are joined in the error.
+// one's input by scenario and fault (the package doc lists them). A chart
+// without input is left out and noted in Missing. Errors drawing one chart
+// do not stop the others; they are joined in the error.
 func BuildCharts(runs []results.Run) (ChartSet, error) {
 	var cs ChartSet
 	var errs []error

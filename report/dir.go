@@ -23,13 +23,10 @@ func WriteDir(dir string, runs []results.Run, meta results.Meta) error {
 }
 
 // RenderRuns draws the charts of runs into dir's charts/ (PNG and SVG; PNG
-// alone in a packed directory, whose archive holds the SVGs) and
-// writes report.md and report.html, from the runs in memory: those
-// WriteData wrote.
-// Drawing is the costly part of a run directory and only the whole set of
-// runs is worth drawing, so a command calls it once, when it ends,
-// interrupted or not. A chart that fails to draw is left out (and named in
-// report.md) and its error returned after everything else was written.
+// alone in a packed directory, whose archive holds the SVGs) and writes
+// report.md and report.html, from the runs in memory: those WriteData
+// wrote. Drawing is costly and only the whole set is worth it, so a command
+// calls it once, when it ends, interrupted or not.
 func RenderRuns(dir string, runs []results.Run, meta results.Meta) error {
 	return renderFiles(context.Background(), dir, results.NormalizedRuns(runs), meta, results.StandardLayout)
 }
@@ -76,24 +73,15 @@ func renderFiles(ctx context.Context, dir string, runs []results.Run, meta resul
 	return errors.Join(append(errs, err, htmlErr)...)
 }
 
-// Render re-draws the charts, report.md and report.html of a run directory from its data
-// files alone (summary.json, meta.json, the interval logs): `lockbench
-// report DIR`. It reads only the histograms the charts need, and keeps the
-// directory's layout (LayoutOf): an old flat directory gets its charts
-// redrawn at its top. A packed directory (results.Pack) is read through
-// its archive (results.OpenDir); what Render draws is written beside it,
-// into the directory itself.
-//
-// Once ctx is done it stops (between two files, every file it wrote
-// whole) and returns ctx's error.
+// Render re-draws the charts, report.md and report.html of a run directory
+// from its data files alone (summary.json, meta.json, the interval logs):
+// `lockbench report DIR`. It reads only the histograms the charts need and
+// keeps the directory's layout (LayoutOf); a packed directory (results.Pack)
+// is read through its archive and drawn into the directory itself. Once ctx
+// is done it stops between two files and returns ctx's error.
 func Render(ctx context.Context, dir string) error {
-	// Reading back decodes every interval into a histogram of about
-	// 180 KB that is garbage as soon as it is made sparse: collect more
-	// eagerly while it does (a drawing is not timed, a run is). At 50 the
-	// committed reference (1,359 runs) draws in 178 MB and 7 s; at 100,
-	// 229 MB and 6 s; at 25, 160 MB and 9 s, and a 161-run directory
-	// takes 5.5 s where it takes 3 s at 50 (the heap is so small that the
-	// collector hardly stops).
+	// Decoded intervals are garbage at once: collect more eagerly while
+	// reading (see "Redrawing a directory" in the package doc).
 	defer debug.SetGCPercent(debug.SetGCPercent(50))
 	fsys, err := results.OpenDir(dir)
 	if err != nil {

@@ -10,16 +10,10 @@ import (
 	"github.com/lockbench/lockbench/results"
 )
 
-// WriteReport writes report.md, what a person reads first: a header with
-// the date, command and host; when faults ran, the verdicts at a glance
-// (strategies × faults, each cell the verdict, its unsafe trials as k of
-// N and its exposure, then a reading per strategy); the scenario
-// parameters, the verdict table when faults ran, a short results table of
-// the fault-free runs, then the charts of cs (PNG links, each with a
-// one-line caption) and the charts that were not produced, then the
-// directory's files. Links and file names follow the layout l of the
-// directory report.md is in. Everything in it comes from ss, meta, cs and
-// l, so the same input gives the same bytes.
+// WriteReport writes report.md, what a person reads first, in the order
+// the package doc gives ("report.md"). Links and file names follow the
+// layout l of the directory report.md is in. Everything in it comes from
+// ss, meta, cs and l, so the same input gives the same bytes.
 func WriteReport(w io.Writer, ss []results.Summary, meta results.Meta, cs ChartSet, l results.Layout) error {
 	var b strings.Builder
 	title := meta.Title

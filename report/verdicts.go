@@ -31,15 +31,10 @@ func sortVerdicts(ss []results.Summary) []results.Summary {
 }
 
 // VerdictTable writes the verdict table of ss in Markdown (padded, so it
-// reads in a terminal too): one row per strategy × fault × fencing, sorted
-// by fault then strategy, with the verdict, the counts that decide it
-// (duplicates, lost, overdrafts, lost updates, stale accepted), and for
-// context overlaps, stale writes rejected and availability; the writes
-// whose token regressed, the longest overlap (exposure) and the strikes
-// when any run has them. It is
-// what `lockbench verdicts` prints and what report.md shows. When a cell
-// ran more than one trial, the table has one row per cell instead
-// (verdictTrialsTable).
+// reads in a terminal too), as `lockbench verdicts` prints it and report.md
+// shows it: one row per strategy × fault × fencing, sorted by fault then
+// strategy (its columns are in the package doc). When a cell ran more than
+// one trial it has one row per cell instead (verdictTrialsTable).
 func VerdictTable(w io.Writer, ss []results.Summary) error {
 	if results.MaxTrials(ss) > 1 {
 		return verdictTrialsTable(w, ss)

@@ -60,17 +60,10 @@ func staysVisible(name string, l Layout) bool {
 
 // Pack packs the finished run directory dir for publishing: every regular
 // file but meta.json, report.md, report.html and the PNG charts goes into
-// one archive, dir/ArchiveFile, whose name, size and SHA-256 meta.json
-// then records; the packed files, and the folders they leave empty (hlog/),
-// are removed once the archive has been read back whole. Files are packed
-// in path order with fixed times (the run's start), so packing the same
-// directory twice gives the same bytes; a directory packed already is
-// packed again with its archive's files and any new ones.
-//
-// It refuses (ErrDirtyBuild) a directory whose meta.json says its build
-// had uncommitted changes; a build without version control information is
-// not refused. OpenDir, and so every reader of a run directory, reads the
-// packed directory as it read the unpacked one.
+// one archive, dir/ArchiveFile, and is removed once the archive has been
+// read back whole ("Packing" in the package doc). It refuses
+// (ErrDirtyBuild) a directory whose meta.json says its build had
+// uncommitted changes.
 func Pack(dir string) error {
 	fsys, err := OpenDir(dir)
 	if err != nil {

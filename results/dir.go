@@ -103,16 +103,11 @@ func (l Layout) ChartPath(dir, file string) string {
 }
 
 // WriteData writes the data files of the run directory dir (created if
-// needed) for runs: an interval log per run and phase in hlog/, then
-// summary.json, summary.csv, bench.txt, verdicts.json when faults ran,
-// aggregate.json when a cell ran more than one trial, and meta.json. It
-// draws nothing: charts and report.md are RenderRuns'.
-//
-// Every file is written atomically (temporary file in its directory, then
-// rename). Call it after each run with all the runs so far, so that an
-// interrupted command leaves every finished run on disk; the interval logs
-// of runs already written are not re-encoded, so each call costs little
-// more than the new run's logs.
+// needed) for runs, those the package doc lists but the reports and charts
+// (report.RenderRuns'), each atomically (a temporary file, then rename).
+// Call it after each run with all the runs so far, so that an interrupted
+// command leaves every finished run on disk; interval logs already written
+// are not re-encoded, so a call costs little more than the new run's logs.
 func WriteData(dir string, runs []Run, meta Meta) error {
 	return WriteDataLayout(dir, runs, meta, StandardLayout)
 }
@@ -199,15 +194,12 @@ func writeMeta(w io.Writer, meta Meta) error {
 }
 
 // LoadDir reads a run directory written by WriteData back, packed (Pack)
-// or not: the summaries
-// from summary.json, the histograms from the interval logs in hlog/ (or at
-// the top of an old flat directory, see LayoutOf; Total is the merge of a
-// run's intervals), and meta.json (zero Meta when missing). A missing
-// interval log leaves that phase empty. Interval times come back
-// to the millisecond; a run written without intervals comes back without
-// them (its log holds one WholeRunTag histogram). Memory: every interval of every phase is held,
-// each histogram fitted to its largest value (tens of kilobytes; LoadRunsSparse holds them in
-// under one).
+// or not: the summaries from summary.json, the histograms from the interval
+// logs (LayoutOf; Total is the merge of a run's intervals), and meta.json
+// (zero Meta when missing). A missing interval log leaves that phase empty;
+// a run written without intervals comes back without them (its log holds
+// one WholeRunTag histogram). It holds every interval of every phase: see
+// the package doc's caveats.
 func LoadDir(dir string) ([]Run, Meta, error) {
 	fsys, err := OpenDir(dir)
 	if err != nil {

@@ -54,20 +54,8 @@ func (s PhaseSet) Merge(o PhaseSet) {
 // buffer, and the collector drains them into the interval's histograms once
 // per interval. The recorder's mutex is taken by its one worker once per
 // cycle and by the collector twice per interval: never contended on the hot
-// path (unlike a global lock around shared histograms).
-//
-// The buffer is a list of fixed-size chunks that Drain hands back for
-// reuse (to every recorder of the process: the next run's workers write
-// to memory already mapped and cached), each value tagged with its phase
-// or outcome: filling it never copies what is already in it (a growing
-// slice per phase did, about five times over for a slice that grows by a
-// quarter at a time), and a cycle's values go in with one bounds check.
-//
-// A cycle's recording touches the recorder's first 32 bytes, its mutex and
-// the chunk being filled (TestRecorderHead): a worker that holds its
-// recorder in its own struct puts them on the cache line of its own that
-// a cycle touches anyway (package loadgen's worker), and keeps other
-// workers' writes off that line.
+// path (unlike a global lock around shared histograms). The buffer's layout
+// is in the package doc ("Recording latencies").
 type Recorder struct {
 	mu   sync.Mutex
 	cur  []uint64   // the chunk being filled
@@ -199,9 +187,7 @@ func (b *Batch) Len() int { return len(b.vals) }
 
 // Values are grouped by slot and octave (bits.Len64 of the latency, 0 to
 // 40 under MaxLatencyNs) before they are recorded: 7 slots of 64 octaves,
-// 448 groups. (A byte of slot made 16,384 groups, whose 64 KB of counts
-// Record cleared and summed at every drain: 3 MB a second of the
-// collector's memory traffic, in the caches the lock client's calls need.)
+// 448 groups.
 const (
 	octaveBits = 6
 	numSlots   = int(NumPhases) + int(NumOutcomes)
@@ -213,24 +199,12 @@ func group(v uint64) int {
 }
 
 // Record records b's values into into, and the acquire latencies by outcome
-// into outcomes (which may be all nil: dropped), and empties b.
-//
-// Why group them first: at 3 significant figures a histogram has 22,528
-// counts (176 KB), and the values of a few milliseconds of lock cycles
-// rarely land twice in one count's cache line; between two drains the
-// server and the client evict those lines, so recorded in the order they
-// came nearly every value was a miss. In a CPU profile of compare-redis on
-// the development VM in a busy hour (900,000 cycles), the collector's
-// recording took 0.62 s of the harness's 2.7 s, 0.39 s of it in the
-// histogram's one increment; grouped, 0.09 s in a like hour. (In a quiet
-// hour, alternating the two in one run: 0.09 s in arrival order, under
-// 0.01 s grouped.) Ordered by phase and octave (a counting sort: one pass,
-// no comparisons), one octave's values are recorded together, into its
-// 1,024 counts (8 KB), which stay in the first-level cache while they are.
-// BenchmarkRecordCold models it: a fifth less time with every cache
-// flushed between drains. With the caches warm the grouping costs more
-// than it saves: BenchmarkHarnessCeiling, whose no-op lock leaves them
-// warm, pays about 100 ns a cycle for it.
+// into outcomes (which may be all nil: dropped), and empties b. It groups
+// them by slot and octave first (a counting sort): a histogram's 22,528
+// counts (176 KB) are evicted between drains, so in arrival order nearly
+// every value missed the cache, while one octave's 1,024 counts (8 KB) stay
+// in the first-level cache as its values go in (the package doc has the
+// measurements).
 func (b *Batch) Record(into PhaseSet, outcomes OutcomeSet) {
 	vals := b.vals
 	if len(vals) == 0 {

@@ -22,16 +22,12 @@ var (
 // SparseSet is one Sparse per phase.
 type SparseSet [NumPhases]*Sparse
 
-// Sparse is a histogram held as its non-empty buckets alone: the counts of
-// an HdrHistogram's buckets that hold any, each with the bucket's highest
-// and (for the first) lowest equivalent values as the HdrHistogram gives
-// them. It answers TotalCount, Max and ValueAtQuantile with the very numbers
-// of the HdrHistogram it was made from, and merges exactly (Merge), in 16
-// bytes a non-empty bucket where an HdrHistogram of NewHistogram's bounds
-// takes 8 for every bucket up to its highest: an interval of a fault run
-// read back holds a few dozen buckets, tens of kilobytes fitted (fitted),
-// under a kilobyte here. It records nothing: LoadRunsSparse reads a run
-// directory into it for drawing.
+// Sparse is a histogram held as its non-empty buckets alone, each with the
+// bucket's highest (and, for the first, lowest) equivalent value as the
+// HdrHistogram gives them. It answers TotalCount, Max and ValueAtQuantile
+// with the very numbers of the HdrHistogram it was made from, and merges
+// exactly (Merge). It records nothing: LoadRunsSparse reads a run directory
+// into it for drawing.
 type Sparse struct {
 	// lo and sigFigs are the geometry of the histogram it was made from:
 	// bucket boundaries depend on them alone (not on its highest

@@ -43,7 +43,8 @@
 //
 // Every server runs as a child process in its own process group, with
 // Pdeathsig set to SIGKILL, so no server outlives lockbench even when
-// lockbench itself is killed (the temporary directory then stays behind).
+// lockbench itself is killed (the temporary directory then stays behind
+// until a later Start removes it).
 // Its output goes to server.log under the server's own directory (and to
 // Options.Log when set, each line prefixed with the server's name); the last
 // lines of that log are part of the error when a server fails to start.
@@ -85,6 +86,26 @@
 // of 100ms, so that session timeouts down to 200ms are granted as asked;
 // its transaction log is not fsynced either.
 //
+// # Temporary directories
+//
+// Each Cluster's servers keep their data in one directory under
+// os.TempDir, lockbench-*, which Stop removes. A process that cannot run
+// Stop (SIGKILL, the OOM killer, a panic) would leave it behind for good
+// (160 MB of Postgres data a run), so the directory holds an owner file
+// naming the process that made it, and the next Start removes every such
+// directory whose owner is gone.
+//
+// A pid alone does not say that: the kernel gives a dead process's pid to
+// a new one. The owner file also holds the process's start time (in clock
+// ticks since boot, from /proc/PID/stat), which a new holder of the pid
+// does not share, the boot id (start times count from boot) and the pid
+// namespace (a pid means nothing in another one). A directory is removed
+// only when its owner is known to be gone: same namespace, and no process
+// with that pid and start time, or another boot. A directory without an
+// owner file (someone else's, or one whose owner was killed between
+// creating it and writing the file) or whose owner lives in another pid
+// namespace (a container sharing /tmp) is left alone.
+//
 // # Caveats
 //
 // These servers are tuned for benchmarking locks on one machine, not for
@@ -102,7 +123,15 @@
 // noticeably slower (about a third fewer operations per second), so use
 // Faketime only for runs with the clock-jump fault. Only their wall clock
 // (CLOCK_REALTIME, which Redis uses for key expiry) is moved, as an NTP step
-// would; a clock offset survives Kill and Start of the node.
+// would; a clock offset survives Kill and Start of the node. The monotonic
+// clock is left alone (FAKETIME_DONT_FAKE_MONOTONIC): Redis schedules its
+// own timers on it, and faking it too would stall the node's event loop
+// (expiry cycle, even shutdown) for as long as a backward step.
+// FAKETIME_NO_CACHE makes every clock read see the file's current offset,
+// so SetClockOffset takes effect at once. libc's debugging malloc is
+// preloaded before libfaketime: with libfaketime alone, Debian's
+// jemalloc-linked redis-server hangs at start (jemalloc's initialisation
+// reads the clock, which calls back into malloc).
 //
 // Ports are found by binding port 0 and closing the listener, so another
 // process may take one before the server binds it; Start retries a server

@@ -145,16 +145,8 @@ func (r *Redis) command(bins binaries, aof bool) *exec.Cmd {
 	}
 	cmd.Dir = r.dir
 	if r.faketime {
-		// libc's debugging malloc must come first: with libfaketime alone,
-		// Debian's jemalloc-linked redis-server hangs at start (jemalloc's
-		// initialisation reads the clock, which calls back into malloc).
-		// FAKETIME_NO_CACHE makes every clock read see the file's current
-		// offset, so SetClockOffset takes effect at once.
-		// FAKETIME_DONT_FAKE_MONOTONIC: a real clock step (NTP, a VM
-		// migration) moves the wall clock only, and Redis schedules its own
-		// timers on the monotonic clock; faking that too would stall the
-		// node's event loop (expiry cycle, even shutdown) for as long as a
-		// backward step.
+		// libc's debugging malloc goes before libfaketime, and only the wall
+		// clock is faked: the package doc's caveats say why.
 		cmd.Env = childEnv(
 			"LD_PRELOAD="+bins.mallocDebug+":"+bins.faketime,
 			"FAKETIME_TIMESTAMP_FILE="+r.tsPath(),

@@ -11,23 +11,9 @@ import (
 	"github.com/lockbench/lockbench/internal/atomicfile"
 )
 
-// Temporary directories. Each Cluster's servers keep their data in one
-// directory under os.TempDir, lockbench-*, which Stop removes. A process
-// that cannot run Stop (SIGKILL, the OOM killer, a panic) would leave it
-// behind for good — 160 MB of Postgres data a run — so the directory holds
-// an owner file naming the process that made it, and the next Start
-// removes every such directory whose owner is gone.
-//
-// A pid alone does not say that: the kernel gives a dead process's pid to
-// a new one. The owner file also holds the process's start time (in clock
-// ticks since boot, from /proc/PID/stat), which a new holder of the pid
-// does not share, the boot id (start times count from boot) and the pid
-// namespace (a pid means nothing in another one). A directory is removed
-// only when its owner is known to be gone: same namespace, and no process
-// with that pid and start time, or another boot. A directory without an
-// owner file (someone else's, or one whose owner was killed between
-// creating it and writing the file) or whose owner lives in another pid
-// namespace (a container sharing /tmp) is left alone.
+// Temporary directories: each Cluster's lives under os.TempDir, marked
+// with an owner file, and Start removes those whose owner is gone
+// ("Temporary directories" in the package doc).
 
 const (
 	// tempDirPattern names lockbench's temporary directories.
@@ -162,7 +148,7 @@ func RemoveStaleTempDirs() []string {
 }
 
 // removeStale removes the lockbench directories in parent whose owner is
-// gone (see above) and returns their paths. Errors are ignored: a
+// gone (see the package doc) and returns their paths. Errors are ignored: a
 // directory that cannot be removed now is tried again next time.
 func removeStale(parent string, me owner) []string {
 	entries, err := os.ReadDir(parent)

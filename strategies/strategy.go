@@ -93,21 +93,15 @@ func Blocks(s Strategy) bool {
 	return ok && b.Blocks()
 }
 
-// Extender is implemented by leases that can be renewed (Redisson's
-// watchdog, redsync's Extend): a holder whose work may outlast the TTL
-// extends its lease instead of losing the lock. Find it by type assertion.
-//
-// Extend makes the lock stay this lease's for at least ttl from now, and
-// never shortens it: a lease already valid for longer keeps its expiry.
-// Only the owner extends: Extend returns ErrNotOwner, extending nothing,
-// when the lock is no longer this lease's (it expired, was released, or
-// another holder has it now), and an error wrapping ErrUnavailable when the
-// server cannot be reached. A successful Extend moves Deadline on to the
-// time before the call plus ttl (less any allowance for the round trip and
-// clock drift), unless it was later already; a failed one leaves it as it
-// was, which stays conservative because an extension never shortens the
-// lock. Extend may be called
-// concurrently with the lease's other methods and with itself.
+// Extender is implemented by leases that can be renewed (Redisson's watchdog,
+// redsync's Extend); find it by type assertion. Extend makes the lock stay
+// this lease's for at least ttl from now, and never shortens it. It returns
+// ErrNotOwner, extending nothing, when the lock is no longer this lease's, and
+// an error wrapping ErrUnavailable when the server cannot be reached. Success
+// moves Deadline on to the time before the call plus ttl (less any allowance
+// for round trip and clock drift) unless it was later already; a failure
+// leaves it, which stays conservative as Extend never shortens. Extend may be
+// called concurrently with the lease's other methods and with itself.
 type Extender interface {
 	Extend(ctx context.Context, ttl time.Duration) error
 }

@@ -222,18 +222,9 @@ type matrixRun struct {
 	stderr io.Writer
 }
 
-// faultFree runs the matrix's fault-free parts. Transactional strategies
-// (pg-unique) run on the Postgres store only: they leave the memory-store
-// scenarios to the locks (locks) and get scenarios of their own, where
-// every strategy runs on the Postgres store (onPostgres).
-//
-//  1. The base scenario (base): the latency spectrum and the results
-//     table; on the Postgres store, what no lock costs against the locks.
-//  2. Contention: the same load on fewer and fewer accounts, and on the
-//     Postgres store the database as the lock against the locks.
-//  3. The open-loop rate sweep, up to the first rate a strategy cannot
-//     sustain in most of its trials: the latency–throughput curve and its
-//     knee.
+// faultFree runs the matrix's fault-free parts: the base scenario,
+// contention, then the rate sweep (see "The matrix" in the package doc).
+// locks run on the memory store, onPostgres on the Postgres store.
 func (m *matrixRun) faultFree(base []cell, locks, onPostgres []strategies.Info) error {
 	size, trials, sweepTrials := m.o.size, m.o.trials, m.o.sweepTrials
 	for _, c := range base {

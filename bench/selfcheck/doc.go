@@ -15,6 +15,40 @@
 // session: the store and the live metrics), and nothing below the command
 // (loadgen, strategies) imports this package.
 //
+// # The Postgres check
+//
+// compare-postgres runs pgbench (-M prepared) with pg-onconflict's own
+// claim and release statements, with the same client count and key space,
+// against the local Postgres the check starts; then the same cycle from
+// pgx alone (the strategy's pool settings and statement timeouts, no
+// harness); then lockbench's pg-onconflict with zero hold and --lock-key
+// payment, one instance of --clients workers (runPostgres).
+//
+// The key space is one key per lock cycle of a measurement, the same keys
+// every round (lockbench's payment ids; pgbench's client c takes keys c,
+// c + clients, c + 2·clients, …): after the warm-up round every claim takes
+// the update path of the ON CONFLICT, as lockbench's do. pgbench's keys are
+// the numbers themselves (its scripts cannot build strings), lockbench's
+// and pgx's "lockbench:pay:N".
+//
+// # The CPU profile split
+//
+// A comparison's rates and its CPU times per cycle are each measured over
+// a whole measurement, seconds apart from the other client's: on a shared
+// machine both move with the neighbours between one measurement and the
+// next (the hypervisor's steal, the other guests' use of the shared
+// caches), by more than the harness costs. The CPU profile of the counted
+// rounds (profile.go) gives a figure that does not: within each
+// measurement it splits the client's samples into those inside the client
+// library's calls (go-redis, pgx: the same calls in both) and the rest (the
+// bare loop's own code, or the harness). Both parts of one measurement are
+// sampled in the same seconds, so whatever slows the machine slows both,
+// and their ratio holds; with the library's CPU per cycle as the yardstick,
+//
+//	lockbench / bare = (1 + rest_lockbench/library_lockbench) / (1 + rest_bare/library_bare)
+//
+// That is the harness's own work (but see the caveat below).
+//
 // # Caveats
 //
 //   - The checks are measurements, not tests: the client, lockbench and the

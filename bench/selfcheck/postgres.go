@@ -27,21 +27,10 @@ import (
 	"github.com/lockbench/lockbench/strategies/pgonconflict"
 )
 
-// runPostgres is Postgres's run, `lockbench compare-postgres` (`make
-// compare-postgres`): the Redis check's against Postgres. pgbench (-M
-// prepared) runs pg-onconflict's own claim and release statements, with
-// the same client count and key space, against the local Postgres the
-// check starts; then the same cycle from pgx alone (the strategy's pool
-// settings and statement timeouts, no harness); then lockbench's
-// pg-onconflict with zero hold and --lock-key payment, one instance of
-// --clients workers.
-//
-// The key space is one key per lock cycle of a measurement, the same
-// keys every round (lockbench's payment ids; pgbench's client c takes
-// keys c, c + clients, c + 2·clients, …): after the warm-up round every
-// claim takes the update path of the ON CONFLICT, as lockbench's do.
-// pgbench's keys are the numbers themselves (its scripts cannot build
-// strings), lockbench's and pgx's "lockbench:pay:N".
+// runPostgres is `lockbench compare-postgres`, the Redis check's against
+// Postgres: pgbench (-M prepared) running pg-onconflict's own claim and
+// release statements, the same cycle from pgx alone, then lockbench's
+// pg-onconflict at zero hold ("The Postgres check" in the package doc).
 func runPostgres(ctx context.Context, cfg Config, open OpenHarness, stdout, stderr io.Writer) error {
 	bin, err := findPgbench()
 	if err != nil {
@@ -221,12 +210,9 @@ func parsePgbenchTPS(out []byte) (float64, error) {
 }
 
 // compareOwner prefixes the claims' owner in all three measurements, each
-// owner with its own random suffix (randomOwner): the prefix loadgen gives
-// the strategy of lockbench's one instance, so that the rows are of one
-// width whichever measurement wrote them last, and no measurement's
-// updates find less room on the table's pages for their new row versions
-// than another's (with "pgx" and "pgbench", lockbench's rows were 7 and 3
-// bytes wider).
+// with its own random suffix (randomOwner): loadgen's prefix for lockbench's
+// one instance, so the rows are one width whichever measurement wrote them
+// last, and no measurement's updates find less room on the table's pages.
 var compareOwner = loadgen.InstanceOwner(0)
 
 // randomOwner is prefix/16 random hex digits, as pg-onconflict makes its

@@ -13,24 +13,6 @@ import (
 	"github.com/lockbench/lockbench/internal/usage"
 )
 
-// A comparison's rates and its CPU times per cycle are each measured over
-// a whole measurement, seconds apart from the other client's: on a shared
-// machine both move with the neighbours between one measurement and the
-// next (the hypervisor's steal, the other guests' use of the shared
-// caches), by more than the harness costs. The CPU profile of the counted
-// rounds gives a figure that does not: within each measurement it splits
-// the client's samples into those inside the client library's calls
-// (go-redis, pgx: the same calls in both) and the rest (the bare loop's
-// own code, or the harness). Both parts of one measurement are sampled in
-// the same seconds, so whatever slows the machine slows both, and their
-// ratio holds; with the library's CPU per cycle as the yardstick,
-//
-//	lockbench / bare = (1 + rest_lockbench/library_lockbench) / (1 + rest_bare/library_bare)
-//
-// That is the harness's own work. It does not see the harness making the
-// library's calls slower (its memory evicting theirs from the caches),
-// which the measured CPU per cycle includes.
-
 // minProfileSamples is the fewest samples a measurement's label must have
 // for the profile split to be printed: below it a share is too coarse.
 const minProfileSamples = 200
@@ -47,7 +29,7 @@ func (s profileSplit) restShare() float64 {
 }
 
 // ratioTo is the CPU per cycle of s over that of base, each measured with
-// its library's samples as the yardstick (see above).
+// its library's samples as the yardstick (see the package doc).
 func (s profileSplit) ratioTo(base profileSplit) float64 {
 	return (1 + float64(s.rest)/float64(s.library)) / (1 + float64(base.rest)/float64(base.library))
 }

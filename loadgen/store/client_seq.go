@@ -22,14 +22,12 @@ func (s *clientSeq) now() int64 { return s.wall + int64(time.Since(s.anchor)) }
 
 // Sequence makes c a sequenced client of a store served with a Sequencer
 // (ServeOptions.Seq), its events numbered from p. Call it before any call.
-// Then an Enter is sent one-way and returns at once with a deferred read
-// (EnterResp.Deferred and Slot; nothing else is known to the holder),
-// unless p's sync flag is set: then it waits for the answer, applied in
-// order (with Slow), still deferred. Finish must be a deferred one
-// (FinishReq.Deferred, Slot, Amount): sent one-way, it returns an empty
-// FinishResp; the coordinator computes and judges the write. Errors the
-// store returns for one-way events reach the Sequencer's count, not the
-// caller.
+// An Enter is then sent one-way and returns a deferred read (only
+// EnterResp.Deferred and Slot), or, while p's sync flag is set, waits for
+// its answer, applied in order (with Slow), still deferred. A Finish must
+// be deferred (FinishReq.Deferred, Slot, Amount): sent one-way, it returns
+// an empty FinishResp, and the coordinator computes and judges the write.
+// Store errors for one-way events reach Sequencer.Errors, not the caller.
 func (c *Client) Sequence(p *SeqPage) {
 	now := time.Now()
 	c.out.setLazy(SeqFlushEvery)

@@ -9,44 +9,17 @@ import (
 )
 
 // memShards is the number of independently locked shards of the memory
-// store. An operation touches one account (and, in payment mode, a payment
-// of that account), so sharding by account keeps every judgement exact.
+// store. Sharding by account keeps every judgement exact: an operation
+// touches one account (and, in payment mode, a payment of that account).
 const memShards = 64
 
 // Memory is the in-memory store. It is safe for concurrent use; each
 // operation is atomic, but nothing holds across Enter and Finish: that span
-// is exactly what the lock under test must protect.
-//
-// Its accounts live in a slice indexed by account, so that a run over a
-// million accounts costs the workers no hashing and the garbage collector
-// no pointers to chase; payments live in one small hash table per shard,
-// from their first Enter until nothing still in flight can refer to them
-// (release, below), so that its memory grows with the accounts and the
-// payments in flight, not with the payments offered. The lock a request
-// holds is named by the mode (--lock-key): in AccountMode it is the
-// request's account, in PaymentMode its payment; LockKey (the name the
-// strategy locked) is for the Postgres store and for people reading a
-// trace.
-//
-// Release. A payment's counts (processed, duplicates, lost) are final once
-// nothing can change its applications or how many of them its account's
-// record holds: every one of its deliveries has finished (Setup.Deliveries
-// Finishes), and no write still to come can walk the record versions it
-// wrote (AccountMode). A write walks versions above the common ancestor of
-// the current version and the one its holder read; every holder still in
-// flight read a version no older than the one the account had when it was
-// last left with no holder inside (its floor), and every version written
-// since descends from the floor. So once an account is left with no
-// holder inside, every version it has is out of reach of any write to
-// come: they are dropped from the log, and the payments that wrote them
-// and have had all their Finishes are folded into the shard's counts and
-// forgotten. With a working lock that is every Finish. A Finish whose
-// BaseVersion is below the floor (no holder in flight read it) is refused
-// with errBaseReleased.
-//
-// Enter and Finish take one shard's mutex and nothing else; Reset and
-// Counts take all of them. (A store-wide RWMutex read-locked by every call
-// moved one cache line between the cores twice a call.)
+// is exactly what the lock under test must protect. The lock a request
+// holds is named by the mode (--lock-key): its account in AccountMode, its
+// payment in PaymentMode; LockKey is for the Postgres store and for people
+// reading a trace. Its layout, and when it forgets a payment, are in the
+// package doc (The Memory store; Record versions and release).
 type Memory struct {
 	// shards first, so that each starts a cache line (see shard).
 	shards [memShards]shard
@@ -205,7 +178,8 @@ func validateSetup(s Setup) error {
 }
 
 // Tracked returns how many payments the store holds state for: those in
-// flight, and those some delivery of which never finished (see Memory).
+// flight, and those some delivery of which never finished (see Release in
+// the package doc).
 func (m *Memory) Tracked() int {
 	m.lockAll()
 	defer m.unlockAll()

@@ -14,18 +14,10 @@ func (sh *shard) push(v recordVersion) int32 {
 
 // rebase makes acc's record hold what version base holds, before a write
 // computed from base lands on it; bi is where base is in the shard's log.
-// Both versions' sets are their chains of parents down to the floor, so
-// walking the current version and base down to their common ancestor
-// (parents are smaller versions: step the larger) visits exactly the
-// applications that leave the record (on the current version's side) and
-// those that come back into it (on base's side: a write from a read older
-// than an overwrite resurrects what it had read). When the lock works,
-// base is the current version and nothing is walked.
-//
-// The versions are found in the shard's log by the links from each to the
-// account's version before it: ci and bi are where versions cur and base
-// are, and both only move down, never below the floor (every version in
-// the log descends from it).
+// It walks the current version and base down to their common ancestor,
+// stepping the larger (parents are smaller versions), through the log's
+// prev links (see Record versions in the package doc). When the lock
+// works, base is the current version and nothing is walked.
 func (m *Memory) rebase(sh *shard, acc *account, base int64, bi int32) {
 	cur, ci := acc.version, acc.last
 	for cur != base {

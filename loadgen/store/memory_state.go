@@ -28,16 +28,9 @@ type paymentState struct {
 	overlapSince int64
 }
 
-// shard is one shard's state and its lock. A Finish writes its mutex, its
-// payment table's count, its applications and, once the payment is
-// judged, its processed and duplicates: all five in the first 64 bytes,
-// and each shard starts a cache line, so that a lock cycle moves one line
-// of the shard between the cores, not the two or three it did when a
-// shard was 240 bytes wherever that put it (TestShardHotLine). A shard is
-// 512 bytes: 64 of them make Memory, whose first field they are, larger
-// than 32 KB, and the allocator starts an object that large on a page of
-// its own; a smaller one with pointers it places 8 bytes into its slot,
-// after a header.
+// shard is one shard's state and its lock, padded to 512 bytes so that
+// each shard starts a cache line and the fields a Finish writes share one
+// line (TestShardHotLine; see The Memory store in the package doc).
 type shard struct {
 	shardState
 	_ [512 - unsafe.Sizeof(shardState{})]byte
@@ -57,11 +50,9 @@ type shardState struct {
 	c Counts
 	// log holds the versions of the shard's accounts (AccountMode) written
 	// since each account last had no holder inside, each linked to its
-	// account's version before it. Appending to one log per shard, rather
-	// than to a slice per account, writes to a cache line the shard wrote
-	// a moment ago, not to one of a random account's (a cache miss every
-	// Finish). Entries dropped are reused, through the free list that
-	// starts at free (-1: none) and runs through their prev links.
+	// account's version before it; one log per shard keeps appends on a
+	// warm cache line. Entries dropped are reused, through the free list
+	// that starts at free (-1: none) and runs through their prev links.
 	log  []recordVersion
 	free int32
 	// seq numbers the shard's events for the history (Event.Seq): a lock
@@ -82,9 +73,9 @@ type account struct {
 	key            keyState // AccountMode's lock state
 	// last is where the write that made the current version is in the
 	// shard's log, -1 when the current version is the account's floor
-	// (see Memory: version 0, or the version it had when it was last left
-	// with no holder inside), which has no entry (AccountMode). A log
-	// has fewer than 2³¹ versions: each takes 24 bytes.
+	// (version 0, or the version it had when it was last left with no
+	// holder inside; see Release in the package doc), which has no entry
+	// (AccountMode). A log has fewer than 2³¹ versions: each takes 24 bytes.
 	last      int32
 	overdrawn bool
 }

@@ -29,35 +29,13 @@ const PostgresConnectTimeout = 2 * time.Second
 // is down still fails the call within attempts × the connect timeout.
 const PostgresConnectAttempts = 3
 
-// Postgres is the store kept in PostgreSQL: a fenced write (refused when
-// its token is older than the newest the key has seen, and with
-// Setup.Strict when it is no newer than the last applied write's) done for
-// real, with the same judgement as Memory (judgeWrite: the same counts for
-// the same sequence of calls). Each lock key's row numbers its Enters
-// (entries: the holder's entry number, by which a write is judged
-// superseded) and its events (events: the history's seq).
-//
-// Its tables and functions are prefixed lockbench_store_. Enter and Finish
-// are each one round trip to a PL/pgSQL function, so each runs in one
-// READ COMMITTED transaction whose row locks last only for that call:
-// nothing holds across Enter and Finish, which is exactly the span the lock
-// under test must protect. (Holding a row lock or using serializable
-// isolation across that span would make the store itself the lock and hide
-// the strategy's failures.)
-//
-// The counters live on the rows they are about — overlaps and stale writes
-// on the lock key; the overdrawn flag and the debits applied and still in
-// the record on the account; applications and how many of them are in the
-// account's record on the payment — so that no single counter row
-// serialises every worker; Counts sums them.
-//
-// History (SetRecorder): the functions return the event's seq (the key's
-// events counter) and the store's time (clock_timestamp(), read once with
-// the key's row locked, in Unix ns to the microsecond), and Enter and
-// Finish send the event to the recorder after the call returns. The row
-// lock is released by then, so the events of one key can reach the
-// recorder out of seq order (their seq is right); the lane, a hash of the
-// key, keeps the recorder's calls of one lane apart.
+// Postgres is the store kept in PostgreSQL, with the same judgement as
+// Memory (judgeWrite: the same counts for the same sequence of calls) and
+// a fenced write done for real: refused when its token is older than the
+// newest the key has seen, and with Setup.Strict when it is no newer than
+// the last applied write's. Enter and Finish each run in their own READ
+// COMMITTED transaction, so nothing holds across them. Its transactions,
+// counters and history are in the package doc (The Postgres store).
 type Postgres struct {
 	pool *pgxpool.Pool
 	// rec is the recorder SetRecorder installed, nil for none.

@@ -1,31 +1,12 @@
 package store
 
 // postgresSchema creates the store's tables and functions idempotently and
-// empties the tables. It runs inside Reset's transaction.
-//
-// lockbench_store_versions holds, in account mode, one row per version of
-// an account's record: the version it was computed from (parent) and the
-// application written with it (payment, debit). A record holds the
-// applications on its chain of parents; Finish walks two chains to move the
-// in-record counts (see Memory.rebase), so the walk is a loop of primary-key
-// lookups inside one call. (A table rather than an array column: an array
-// would be rewritten whole on every write to a hot account.) Payment mode
-// needs no rows there: every write's parent is the version before it.
-//
-// Both functions are VOLATILE PL/pgSQL, so under READ COMMITTED every
-// statement in them takes a fresh snapshot: once a statement has waited for
-// a row lock, the next one sees what the previous holder of that lock
-// committed. Enter and Finish take the lock key row first, and Finish then
-// takes the account row and only then that account's payment rows: one
-// order, so no deadlock. Each reads the clock once, with the key's row
-// locked, so that a key's events are timed in the order the store took
-// them (their seq) and a window of exposure is exactly the difference of
-// the two events' times.
-//
-// Tables left by an older lockbench are brought to these columns (they are
-// emptied anyway), and functions whose result changed are dropped before
-// they are created again (CREATE OR REPLACE cannot change a result), so
-// that a shared database keeps working across versions.
+// empties the tables. It runs inside Reset's transaction. It brings tables
+// left by an older lockbench to these columns and drops functions whose
+// result changed (CREATE OR REPLACE cannot change one), so that a shared
+// database keeps working across versions. The versions table, the lock
+// order and the clock reads are explained in the package doc (The Postgres
+// store).
 const postgresSchema = `
 CREATE TABLE IF NOT EXISTS lockbench_store_config (
   mode    int  NOT NULL,

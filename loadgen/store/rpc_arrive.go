@@ -8,28 +8,11 @@ import (
 	"sync/atomic"
 )
 
-// The arrival-ordered ops (protocol version 6): a critical section of an
-// instance on another host in one round trip instead of two
-// (Client.Arrive). Its Enter (opEnterArrive) is one-way: the server
-// applies it when its reader takes the frame, in the order frames arrive,
-// and keeps the read under the section's slot on that connection. Its
-// Finish (opFinishArrive) is answered once applied: the server computes
-// the write from the kept read (WriteFor, as worker.critical does on the
-// synchronous path) and judges it. The holder releases its lock only once
-// its Finish is answered, so whatever the lock orders after the section
-// (the next holder's Enter, sent after it took the lock) arrives after the
-// Finish was applied: arrival order is a valid order of the events, with
-// no clock shared between hosts and no sequence page. The judged section
-// runs from the Enter's arrival to the Finish's application: the holder's
-// work, less the Enter's one-way trip (an overlap shorter than that trip
-// may be missed; none is invented). Duplicates are counted exactly.
-//
-// Every Finish answer (opFinish's too) carries the server's sync flag
-// (ServeOptions.Sync) in its flags byte; while it is set, an arrival
-// client sends its Enters as ordinary waiting ones (opEnter), which a
-// fault's trap can catch and whose answer carries a slow order, and
-// finishes them with ordinary Finishes. A client learns the flag at its
-// next Finish answer: one critical section late at worst.
+// The arrival-ordered ops (Client.Arrive): a critical section in one round
+// trip. The Enter (opEnterArrive) is one-way, applied as its frame arrives,
+// its read kept under the section's slot; the Finish (opFinishArrive) is
+// answered once applied, its write computed from that read. Why arrival
+// order is a valid order to judge in: Arrival order, in the package doc.
 const (
 	opEnterArrive  = 7
 	opFinishArrive = 8
@@ -39,8 +22,9 @@ const (
 	enterArriveFixed  = 8 + 8 + 4 + 4 + 4 + 4
 	finishArriveFixed = 8 + 8 + 4 + 4 + 8
 
-	// finishSyncFlag is the bit of a Finish answer's flags byte that
-	// carries the server's sync flag.
+	// finishSyncFlag is the bit of a Finish answer's flags byte (opFinish's
+	// too) that carries the server's sync flag (ServeOptions.Sync): while
+	// it is set, an arrival client sends ordinary Enters and Finishes.
 	finishSyncFlag = 4
 )
 
@@ -117,15 +101,14 @@ type clientArrive struct {
 	sync atomic.Bool
 }
 
-// Arrive makes c an arrival client (protocol version 6, above): its Enter
-// is sent one-way and returns at once with a deferred read
-// (EnterResp.Deferred and Slot), unless the server's sync flag was set in
-// the last Finish answer: then it is an ordinary waiting Enter. A Finish
-// of a deferred Enter (FinishReq.Deferred, Slot, Amount) waits for its
-// answer; the server computes the write. An error the store returned for
-// the Enter is the Finish's. For instances on agents, whose Enters cannot
-// take numbers from a page the coordinator shares (Sequence). Call it
-// before any call.
+// Arrive makes c an arrival client, for instances on agents, which cannot
+// share the coordinator's SeqPage (Sequence). Call it before any call. Its
+// Enter is sent one-way and returns a deferred read (EnterResp.Deferred
+// and Slot), unless the last Finish answer set the server's sync flag:
+// then it is an ordinary waiting Enter. A Finish of a deferred Enter
+// (FinishReq.Deferred, Slot, Amount) waits for its answer; the server
+// computes the write. An error the store returned for the Enter is the
+// Finish's.
 func (c *Client) Arrive() { c.arrive.Store(&clientArrive{}) }
 
 func (c *Client) enterArrive(a *clientArrive, r EnterReq) (EnterResp, error) {

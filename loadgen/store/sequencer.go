@@ -10,27 +10,14 @@ import (
 )
 
 // Sequencer applies the sequenced events of every connection of a served
-// store in the order of their sequence numbers (SeqPage.Next), whatever
-// order the connections deliver them in. Sequenced clients send their
-// Enters and Finishes one-way; the sequencer calls the store's Enter, keeps
-// the read per (connection, slot), and at the Finish computes the write
-// from it (WriteFor) and calls the store's Finish.
-//
-// Why seq order is a valid order to judge in: a holder takes its Finish's
-// number before it releases the lock, and the next holder takes its
-// Enter's number after it acquired the lock, so every pair of events the
-// lock orders is numbered in that order. Events the lock does not order
-// (a broken lock's two holders) are judged in the order they were
-// numbered, which is an order they could have happened in.
-//
-// A number taken by a process that died before sending it is a gap: it is
-// skipped once every open connection has delivered a higher number (each
-// connection delivers in number order, so none of them can still send
-// it), or once no connection is open.
-//
-// The events that wait behind a missing number are bounded (Bound): past
-// the bound the sequencer fails (Err), rather than hold back the others or
-// grow without limit. See Bound for why.
+// store in the order of their numbers (SeqPage.Next), whatever order the
+// connections deliver them in: it calls the store's Enter, keeps the read
+// per (connection, slot), and at the Finish computes the write (WriteFor)
+// and calls the store's Finish. A number never sent (a gap) is skipped
+// once no open connection can still send it; once more events than its
+// bound (Bound) wait behind one, it fails (Err). Why number order is a
+// valid order to judge in, and why it fails: The sequenced store, in the
+// package doc.
 type Sequencer struct {
 	st Accessor
 
@@ -95,10 +82,8 @@ func NewSequencer(st Accessor) *Sequencer {
 
 // DefaultPendingBound is the most events a Sequencer holds waiting behind
 // a missing number unless Bound says otherwise: 2²⁰ (1,048,576), some
-// 230 MB at its fullest (215 bytes an event, measured with an 8-byte lock
-// key), and at the sequenced store's 60,000 events/s on two cores (setnx,
-// closed loop) some 17 s of the other processes' load behind one stopped
-// process.
+// 230 MB at its fullest and some 17 s of load behind one stopped process
+// (measured: see the package doc).
 const DefaultPendingBound = 1 << 20
 
 // ErrSeqOverflow is the error of a Sequencer whose events waiting behind
@@ -109,23 +94,9 @@ var ErrSeqOverflow = errors.New("store: sequenced events past the reorder bound"
 // number to n (default DefaultPendingBound); one more and it fails: it
 // drops what it holds, answers waiting Enters with the error, applies
 // nothing more (every later event is dropped), and Err, Failed and Settle
-// report it. The run it served cannot be judged and must fail.
-//
-// Why fail rather than wait: the number held back is most often a stopped
-// process's (the pause fault: it took the number, and its writer had not
-// sent the frame when SIGSTOP landed). Blocking the other connections'
-// readers until it resumes would not bound anything: their frames would
-// pile up in their own processes' queues instead (their one-way sends do
-// not wait). Making those sends wait as well would bound the memory, but
-// the other processes' holders would then be held at their Enters, before
-// taking their numbers, until the stopped one resumed: a second holder
-// would be numbered after the paused holder's Finish, and the overlap the
-// fault exists to produce would never be judged. (It does not deadlock:
-// the connection holding the missing number is never the one held back,
-// since its next frame is that number. It changes what is measured.)
-// Failing keeps what is judged exact, and memory bounded, at the price of
-// a run too long behind a stopped process; the synchronous transport has
-// no such limit.
+// report it. The run it served cannot be judged and must fail. Holding the
+// other processes back instead would hide the overlap a pause fault makes
+// (see the package doc).
 func (s *Sequencer) Bound(n int) {
 	s.mu.Lock()
 	s.bound = max(n, 1)
@@ -329,16 +300,11 @@ func (s *Sequencer) setPoke(c *seqConn, poke func()) {
 // stallEvery is how often the stall watch looks: 10 ms.
 const stallEvery = 10 * time.Millisecond
 
-// watch pokes the connections holding a gap open until stop is called:
-// when application has not moved for stallEvery with events pending, each
-// open connection that has delivered nothing beyond the missing number,
-// and was not asked since it last delivered, is asked for a mark. The
-// client answers with a number taken then, under its queue's lock, so
-// after everything it had taken before: once the mark is in, the
-// connection has sent all it will send below it, and the gap closes if
-// it was not that connection's. (A stopped process answers once it is
-// continued.) Without it an idle connection would hold a dead process's
-// gap open until it sent something.
+// watch, until stop is called, asks the connections holding a stalled gap
+// open (stalled) for a mark: a number taken after all the client took
+// before, so once it is in, the gap closes unless it was that connection's.
+// Without it an idle connection would hold a dead process's gap open until
+// it sent something (see the package doc).
 func (s *Sequencer) watch() (stop func()) {
 	done := make(chan struct{})
 	go func() {
@@ -422,10 +388,8 @@ func (s *Sequencer) Settle(ctx context.Context) error {
 // seqRing holds the events waiting to be applied, by number: the event
 // numbered seq in slot seq mod its length, which is a power of two and at
 // least the span from the next number to apply to the highest held. It
-// grows by doubling and never shrinks (a run's span is what its
-// connections' batches and a stopped process leave between them). A map
-// did the same for twice the coordinator's CPU per event: a hash, an
-// insertion and a deletion of an event of some 200 bytes, each time.
+// grows by doubling and never shrinks; a map would cost twice the CPU per
+// event (see the package doc).
 type seqRing struct {
 	evs []seqEvent
 	has []bool

@@ -2,24 +2,17 @@ package store
 
 // paymentTable is an open-addressing hash table of the payments a shard
 // tracks, keyed by payment id, with linear probing and backward-shift
-// deletion: removing leaves no tombstone, so a table whose payments come
-// and go (every payment of a run passes through it) stays as large as the
-// most it held at once. (A Go map would also serve, at the cost of a
-// pointer-rich bucket array and a hash call per lookup.) Whether a slot
-// holds a payment is its paymentState's used flag, in the padding of the
-// slot's own cache line: a separate array of flags was a second line, and
-// a second cache miss, at each lookup of a lock cycle. Pointers it returns
-// are valid until the next add or remove.
+// deletion, so it leaves no tombstones (see The Memory store in the
+// package doc). A slot holds a payment while its paymentState's used flag
+// is set. Pointers it returns are valid until the next add or remove.
 type paymentTable struct {
 	slots []paymentState
 	n     int
 }
 
 // minTableSize is a table's first size: 4 slots. A shard rarely holds
-// more payments than that at once (a run's workers spread over 64 shards),
-// and each slot is a cache line: at 64 slots, a new payment's slot was a
-// random one of 4,096 lines over the store, a cache miss at nearly every
-// Enter; at 4, the lines stay warm. A table that needs more grows.
+// more payments than that at once, and each slot is a cache line: a small
+// table keeps its lines warm (package doc). A table that needs more grows.
 const minTableSize = 4
 
 // home is where id's probe sequence starts: a Fibonacci hash of id.

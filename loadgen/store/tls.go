@@ -29,15 +29,10 @@ const pinnedValidity = 30 * 24 * time.Hour
 
 // ListenPinned serves TLS on ln with a certificate made for it (a new
 // ECDSA P-256 key, self-signed), and returns the listener and the address
-// Dial takes for it, which names the certificate by its SHA-256.
-//
-// It is the store link to instances on agents: the coordinator hands the
-// address to each agent over the agent link (TLS, the agent checked
-// against the user's CA), and the instance, dialling it, accepts only the
-// certificate the address names. So the store's frames are encrypted and
-// the instance knows it reached the coordinator that started it, with no
-// certificate for the user to issue; the instance is known to the
-// coordinator by the token it presents, as without TLS.
+// Dial takes for it, which names the certificate by its SHA-256. It is the
+// store link to instances on agents, which get the address over the agent
+// link, so the user issues no certificate (see Pinned TLS in the package
+// doc).
 func ListenPinned(ln net.Listener) (net.Listener, string, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

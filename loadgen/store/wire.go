@@ -11,36 +11,12 @@ import (
 	"io"
 )
 
-// The store's wire protocol, served by the coordinator to instance
-// processes (and agents) as a real storage service would be. Small binary
-// frames, pipelined on one connection per client: each caller's request
-// carries an id, the server runs every request as it arrives (a slow call,
-// as a Postgres-backed store's, never holds up the others) and answers by
-// id. Both sides coalesce what is ready into one write: a caller that finds
-// a write in flight leaves its frame for the writer, who sends everything
-// queued when its write returns. So under load a write and a read carry
-// many calls, and a critical section still costs exactly its two round
-// trips of latency.
-//
-// A connection opens with protoMagic, the protocol version and a token
-// (u16 length, bytes; empty for none), which a server started with one
-// (ServeOptions.Token: instances on agents, over TCP) checks. A request
-// is a u32 id, an op byte, the lock key (u16 length, bytes), then the op's
-// fixed fields; a response is the u32 id, a status byte, a u16 length and
-// the body (the op's fixed result, or the error message); all
-// little-endian. Version 4 added Enter's slow field (EnterResp.Slow): a
-// fault's order reaches an instance process in the answer to the very
-// Enter it caught. Version 5 added the sequenced ops (Client.Sequence,
-// Sequencer): enterSeq and finishSeq are one-way (no answer; their id is
-// 0), enterSeqWait is answered as an Enter once it is applied in order.
-// Their fixed fields start with the event's sequence number and end with
-// its time (Unix ns). A sequenced client sends only sequenced ops.
-// Version 6 added the arrival-ordered ops (Client.Arrive, rpc_arrive.go)
-// and the sync flag in Finish answers. Version 7 added the holder's worker
-// at the end of every Enter's fixed fields, the entry number
-// (EnterResp.Entry) at the end of Enter's result and of Finish's fixed
-// fields, and the refusal (FinishResp.Refused) in bits 3–4 of a Finish
-// answer's flags.
+// The store's wire protocol (see Wire protocol in the package doc). A
+// connection opens with protoMagic, the protocol version and a token (u16
+// length, bytes; empty for none). A request is a u32 id, an op byte, the
+// lock key (u16 length, bytes), then the op's fixed fields; a response is
+// the u32 id, a status byte, a u16 length and the body (the op's fixed
+// result, or the error message); all little-endian. One-way ops have id 0.
 const (
 	protoMagic   = "LBS"
 	protoVersion = 7

@@ -63,9 +63,11 @@
 //     token is what protects the store in that case: the next holder's token
 //     is larger, so a store that checks tokens refuses the stale writes.
 //   - Lease.Deadline is the session lease's last renewal plus the TTL: it
-//     moves on with every keepalive while the process runs, and stays put
-//     once they stop. A renewal is dated when its response arrives, so the
-//     estimate is late by a one-way network latency.
+//     moves on with every keepalive (about every TTL/3) while the process
+//     runs, and stays put once they stop. A renewal is dated when its
+//     response arrives, so the estimate is late by a one-way network
+//     latency: on loopback that is microseconds, far below the 500ms at
+//     which etcd checks for expired leases.
 //   - Acquire never hangs on a stopped cluster: every request other than the
 //     wait itself is bounded by DefaultOpTimeout, and a waiting Acquire gives
 //     up once the client has had no connection for DefaultDownAfter. A

@@ -12,16 +12,11 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// classify turns an error from a request made on behalf of op into what the
-// strategy reports:
-//
-//   - when ctx (the caller's context) is done, an error wrapping ctx.Err():
-//     the caller gave up, the cluster is not to blame;
-//   - an etcd or gRPC error that means "cannot serve now" (unavailable, no
-//     leader, request timed out, …), and every transport failure or
-//     per-request deadline, wrapped in strategies.ErrUnavailable;
-//   - any other error the server returned (a bug or a misconfiguration),
-//     wrapped as is.
+// classify turns an error from a request made for op into what the strategy
+// reports: ctx.Err() when the caller's ctx is done (the cluster is not to
+// blame); strategies.ErrUnavailable for a transient etcd or gRPC code, a
+// transport failure or a per-request deadline; any other server error (a bug
+// or a misconfiguration) wrapped as is.
 func classify(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		if errors.Is(err, ctx.Err()) {

@@ -62,12 +62,8 @@ func (l *lease) Key() string { return l.key }
 // Token returns the create revision of the holder's key in etcd.
 func (l *lease) Token() int64 { return l.token }
 
-// Deadline returns when the session's lease expires unless it is renewed
-// again: its last renewal plus the TTL. It moves on with every keepalive
-// (about every TTL/3) for as long as the process runs, and stops moving when
-// the keepalives stop. A renewal is dated when its response arrives, a
-// one-way latency after the server renewed the lease: on loopback that is
-// microseconds, far below the 500ms at which etcd checks for expired leases.
+// Deadline returns the session lease's last renewal plus the TTL: it moves on
+// with every keepalive and stops when they stop (see the package's Caveats).
 func (l *lease) Deadline() time.Time { return l.s.expiry() }
 
 // Release deletes the holder's key if it is still this lease's (same create

@@ -25,18 +25,12 @@ var errInvalidDSN = errors.New("mysqllock: Config.MySQLDSN is not a valid go-sql
 // killed (1927) or dropped for inactivity (4031).
 var transient = map[uint16]bool{1040: true, 1053: true, 1203: true, 1927: true, 4031: true}
 
-// classify turns an error from a statement made on behalf of op into what
-// the strategy reports:
-//
-//   - when ctx (the caller's) is done, an error wrapping ctx.Err(): the
-//     caller gave up, the server is not to blame;
-//   - an error the server sent whose number means it cannot serve now
-//     (transient), and every transport failure or statement deadline,
-//     wrapped in strategies.ErrUnavailable;
-//   - any other error the server sent (a wrong password, a missing
-//     privilege), wrapped as is.
-//
-// The driver's errors name neither the DSN nor the password.
+// classify turns an error from a statement made for op into what the
+// strategy reports: ctx.Err() when the caller's ctx is done (the server is not
+// to blame); strategies.ErrUnavailable for a transient server error, a
+// transport failure or a statement deadline; any other server error (a wrong
+// password, a missing privilege) wrapped as is. The driver's errors name
+// neither the DSN nor the password.
 func classify(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		if errors.Is(err, ctx.Err()) {

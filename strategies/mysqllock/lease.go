@@ -49,19 +49,14 @@ func (l *lease) take() *sql.Conn {
 	return c
 }
 
-// Release runs RELEASE_LOCK on the lease's own connection and returns it
-// to the pool. It returns strategies.ErrNotOwner when the session no
-// longer holds the lock: the lease was released already or its strategy
-// closed, RELEASE_LOCK found the lock free or another session's, or the
-// connection turned out dead, in which case the server dropped the lock
-// with the session at some point since Acquire (perhaps while the holder
-// was still at work, and another holder may have had it since). Then the
-// connection is closed, never returned to the pool.
-//
-// When the release cannot be confirmed (its statement timed out: a server
-// or network that does not answer, or ctx done), the connection is closed
-// too, which ends the lock as soon as the server notices, and Release
-// returns an error wrapping strategies.ErrUnavailable or ctx's error.
+// Release runs RELEASE_LOCK on the lease's own connection and returns it to
+// the pool. It returns strategies.ErrNotOwner when the session no longer holds
+// the lock: released already, strategy closed, the lock free or another
+// session's, or the connection dead (the server dropped the lock with the
+// session, perhaps while the holder still worked). When the release cannot be
+// confirmed (a statement timeout, or ctx done) it returns an error wrapping
+// strategies.ErrUnavailable or ctx's error. In all these cases the connection
+// is closed, never pooled, which ends the lock once the server notices.
 func (l *lease) Release(ctx context.Context) error {
 	c := l.take()
 	if c == nil {

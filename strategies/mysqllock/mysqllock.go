@@ -165,13 +165,10 @@ func (s *Locks) Blocks() bool { return true }
 // holds it, until ctx's deadline (less DefaultDeadlineMargin). It returns
 // strategies.ErrNotAcquired when the wait timed out, ctx's error when ctx
 // was cancelled, and an error wrapping strategies.ErrUnavailable when the
-// server cannot be reached within DefaultStatementTimeout.
-//
-// A pooled connection that died while idle is skipped by the driver's
-// liveness check; one that dies under the statement (reset while
-// GET_LOCK waited) is closed, and the attempt is made again on another
-// connection, up to DefaultMaxConns times, while ctx allows. That is safe:
-// a lock the dead session may have been granted died with it.
+// server cannot be reached within DefaultStatementTimeout. A connection that
+// dies under GET_LOCK is closed and the attempt retried on another, up to
+// DefaultMaxConns times while ctx allows: a lock the dead session may have
+// been granted died with it.
 func (s *Locks) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

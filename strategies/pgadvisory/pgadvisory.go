@@ -21,10 +21,8 @@ const (
 	// DefaultMaxConns is the connection pool size of one strategy object
 	// (one instance): pgutil.DefaultMaxConns, 32. A held lease keeps one
 	// connection, so this is also how many locks one instance can hold at
-	// once; lockbench's default is 8 workers per instance, each holding at
-	// most one. The pool opens connections on demand up to this size. Mind
-	// Postgres's max_connections (100 by default) when running many
-	// instances.
+	// once. Mind Postgres's max_connections (100 by default) when running
+	// many instances.
 	DefaultMaxConns = pgutil.DefaultMaxConns
 	// DefaultWarmConns is how many connections New opens before it returns:
 	// pgutil.DefaultWarmConns, 8, lockbench's default workers per instance.
@@ -118,14 +116,10 @@ func New(ctx context.Context, cfg strategies.Config) (*Advisory, error) {
 // Acquire makes one attempt at key's lock on a pooled connection. It returns
 // strategies.ErrNotAcquired when another session holds the lock, and an
 // error wrapping strategies.ErrUnavailable when the database cannot be
-// reached within DefaultStatementTimeout.
-//
-// A pooled connection that died while idle (reset, or its server
-// restarted) is only found out when used. When the attempt ends that way —
-// pgx closed the connection on a transport error or a FATAL from the
-// server, before any deadline — it is made again on another connection, as
-// database/sql does with driver.ErrBadConn, up to DefaultMaxConns times.
-// That is safe: a lock the dead session may have been granted died with it.
+// reached within DefaultStatementTimeout. An attempt on a connection that
+// died while idle (pgx closed it on a transport error or a FATAL, before any
+// deadline) is made again on another, up to DefaultMaxConns times: a lock the
+// dead session may have been granted died with it.
 func (a *Advisory) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

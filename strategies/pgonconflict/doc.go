@@ -17,6 +17,21 @@
 // serialized by an advisory lock, because concurrent CREATE … IF NOT EXISTS
 // statements can fail with a unique violation in the system catalogs.
 //
+// # The claim statement
+//
+// claimSQL's ON CONFLICT path locks the key's row before it evaluates its
+// WHERE, even when the claim turns out to be live, so every failed attempt
+// would take (and log) a row lock and queue behind the others. The NOT
+// EXISTS filter, evaluated first on the statement's snapshot without
+// locking, turns those attempts away at once. It only decides "not
+// acquired": a claim that the snapshot shows as live was live when the
+// statement began. Whether the lock is taken is still decided by the ON
+// CONFLICT WHERE, on the row's latest version, under its lock.
+//
+// The token of the inserted row is drawn on every attempt that passes the
+// filter; on the update path, where SET draws a fresh one (see claimSQL for
+// why), it only leaves a gap in the sequence.
+//
 // # Caveats
 //
 //   - The lease is judged by the database's clock (now()), never the

@@ -25,16 +25,8 @@ var schemaSQL = []string{
 }
 
 // claimSQL takes the lock on $1 for owner $2 for the interval $3, returning
-// the new token, or no row when a live claim holds the key.
-//
-// The ON CONFLICT path locks the key's row before it evaluates its WHERE,
-// even when the claim turns out to be live, so every failed attempt would
-// take (and log) a row lock and queue behind the others. The NOT EXISTS
-// filter, evaluated first on the statement's snapshot without locking,
-// turns those attempts away at once. It only decides "not acquired": a
-// claim that the snapshot shows as live was live when the statement began.
-// Whether the lock is taken is still decided by the ON CONFLICT WHERE, on
-// the row's latest version, under its lock.
+// the new token, or no row when a live claim holds the key (its NOT EXISTS
+// filter: "The claim statement" in the package doc).
 //
 // Tokens must grow across successive holders of a key. A token drawn for
 // the inserted row would not be safe in general: nextval runs when the
@@ -52,9 +44,6 @@ var schemaSQL = []string{
 //   - The insert path only succeeds when the key has no row at all. Rows are
 //     never deleted (Release marks them free instead), so that is the key's
 //     first holder ever, with no predecessor to compare against.
-//
-// The inserted row's nextval is drawn on every attempt that passes the
-// filter; on the update path it only leaves a gap in the sequence.
 const claimSQL = `INSERT INTO lockbench_locks AS l (key, owner, token, expires_at)
 SELECT $1::text, $2::text, nextval('lockbench_lock_tokens'), now() + $3::interval
 WHERE NOT EXISTS (SELECT 1 FROM lockbench_locks WHERE key = $1::text AND expires_at > now())

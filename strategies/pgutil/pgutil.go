@@ -18,23 +18,15 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// Classify turns an error from a statement made by strategy name on behalf
-// of op into what the strategy reports:
-//
-//   - when ctx (the caller's context) is done, an error wrapping ctx.Err():
-//     the caller gave up, the database is not to blame;
-//   - an error the server returned whose SQLSTATE means "cannot serve now"
-//     (Transient), and every transport failure or per-statement deadline,
-//     wrapped in strategies.ErrUnavailable;
-//   - a server certificate the client does not trust (sslmode=verify-ca or
-//     verify-full with a wrong sslrootcert, or a certificate for another
-//     host), said so and wrapped as is: a misconfiguration, not a server
-//     that is down;
-//   - any other error the server returned (a bug or a misconfiguration,
-//     such as a wrong password), wrapped as is.
-//
-// pgx's connection errors name the host, user and database, never the
-// password.
+// Classify turns an error from a statement made by strategy name for op into
+// what the strategy reports: ctx.Err() when the caller's ctx is done (the
+// database is not to blame); strategies.ErrUnavailable for a Transient
+// SQLSTATE, a transport failure or a per-statement deadline; a server
+// certificate the client does not trust (sslmode=verify-ca or verify-full
+// with a wrong sslrootcert, or one for another host) named as such, a
+// misconfiguration wrapped as is; any other server error (a bug, a wrong
+// password) wrapped as is. pgx's connection errors name the host, user and
+// database, never the password.
 func Classify(ctx context.Context, name, op string, err error) error {
 	if ctx.Err() != nil {
 		if errors.Is(err, ctx.Err()) {

@@ -32,16 +32,11 @@ var _ strategies.Lease = (*Lease)(nil)
 // Key is the key the lease was asked for.
 func (l *Lease) Key() string { return l.key }
 
-// Token is the consumer's delivery sequence of the message: it grows with
-// every delivery of the shard's consumer, redeliveries included, so a
-// redelivered copy's holder has a newer token than the holder it
-// replaces. (The stream sequence stays the same on redelivery and could
-// not tell them apart.) The sequence is added to the consumer's creation
-// time (milliseconds since 2020, shifted left by 22 bits), so that a
-// consumer created again, after a restart that lost it, hands out tokens
-// above the old one's instead of starting over at 1; a consumer would
-// need 4 million deliveries per millisecond between its creation and its
-// successor's for the two to meet.
+// Token is the consumer's delivery sequence of the message, which grows with
+// every delivery, redeliveries included (the stream sequence does not). It is
+// added to the consumer's creation time (milliseconds since 2020, shifted left
+// by 22 bits), so a consumer created again after a restart hands out larger
+// tokens, unless the old one made 4 million deliveries per millisecond.
 func (l *Lease) Token() int64 { return l.token }
 
 // Deadline is when the message's ack deadline passes, counted from before

@@ -88,17 +88,12 @@ func Dial(ctx context.Context, entry string, cfg strategies.Config, scripts ...*
 	return c, nil
 }
 
-// FailoverOptions returns client options for the primary of the
-// replicated Redis of cfg: the one the Sentinels of cfg.RedisSentinels
-// know as cfg.RedisMaster. go-redis' failover client asks a Sentinel for
-// the primary's address on every new connection and drops its connections
-// to the old primary when the Sentinels announce a new one
-// (+switch-master). The settings are Options', for the primary and the
-// Sentinels alike. The Sentinels log in with the user and password of
-// their entries; the primary with those of a URL-form RedisMaster, else
-// cfg.RedisPassword. rediss:// Sentinel entries mean TLS to the Sentinels
-// and the primary, verified by cfg.RedisCACert; every entry must agree on
-// TLS and on the login.
+// FailoverOptions returns client options for the primary of the replicated
+// Redis of cfg: the one the Sentinels of cfg.RedisSentinels know as
+// cfg.RedisMaster. The settings are Options', for the primary and the
+// Sentinels alike; logins and TLS are as the package doc's "TLS and auth"
+// says. go-redis' failover client drops its connections to the old primary
+// when the Sentinels announce a new one (+switch-master).
 func FailoverOptions(cfg strategies.Config) (*redis.FailoverOptions, error) {
 	master, err := ParseMaster(cfg.RedisMaster)
 	if err != nil {
@@ -217,20 +212,10 @@ func dialIdleChecked(ctx context.Context, network, addr string) (net.Conn, error
 	return ic, nil
 }
 
-// idleConn makes go-redis' pool health check cost nothing on a busy
-// connection. Every time it takes a connection from the pool, go-redis
-// peeks at its socket (a MSG_PEEK recvfrom) to find connections the server
-// closed: one more system call per command than redis-benchmark makes,
-// about a fifth of a lock cycle's client CPU on a small VM. idleConn skips
-// that peek when the connection read a reply less than HealthCheckIdle ago.
-// A connection goes stale when its server closes it (a killed or restarted
-// node, a cut partition). A node that is down for longer than
-// HealthCheckIdle, as every restart is, leaves only idle connections
-// behind, and those are still peeked at and dropped before a command is
-// sent, as with go-redis alone. Only a connection used in the last
-// millisecond to a node that died in that millisecond fails its next
-// command (as unavailable, and leaves the pool): the node did die under
-// a live client.
+// idleConn makes go-redis' pool health check (a MSG_PEEK on the socket) cost
+// nothing on a busy connection: it skips the peek when the connection read a
+// reply less than HealthCheckIdle ago. The package doc's "Pool health check"
+// says why that is safe.
 type idleConn struct {
 	net.Conn
 	raw      idleRawConn

@@ -13,21 +13,14 @@ import (
 )
 
 // Classify turns an error from a call to the node at addr into what the
-// strategies report:
-//
-//   - when ctx (the caller's context) is done, an error wrapping ctx.Err():
-//     the caller gave up, the server is not to blame;
-//   - a Redis error reply that means "not serving right now" (LOADING,
-//     MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY, max clients), and every
-//     transport failure (refused, reset, EOF, timeout, pool timeout, a
-//     per-call deadline), wrapped in strategies.ErrUnavailable;
-//   - a server certificate the client does not trust (a wrong CA, a TLS
-//     client at a plain port), said so and wrapped as is: a
-//     misconfiguration, not a node that is down;
-//   - any other Redis error reply (a bug or a misconfiguration, such as
-//     WRONGPASS), wrapped as is.
-//
-// It returns nil for a nil err.
+// strategies report, or nil for a nil err: ctx.Err() when the caller's ctx
+// is done (the server is not to blame); strategies.ErrUnavailable for a
+// "not serving right now" reply (LOADING, MASTERDOWN, TRYAGAIN, CLUSTERDOWN,
+// READONLY, max clients) and every transport failure (refused, reset, EOF, a
+// timeout or per-call deadline); an untrusted server certificate (a wrong CA,
+// a TLS client at a plain port) named as such, a misconfiguration wrapped as
+// is; any other error reply (a bug, or a misconfiguration such as WRONGPASS)
+// wrapped as is.
 func Classify(ctx context.Context, addr string, err error) error {
 	if err == nil {
 		return nil

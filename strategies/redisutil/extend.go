@@ -10,17 +10,14 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// ExtendScript sets the expiry of KEYS[1] to ARGV[2] milliseconds from now
-// only if it still holds ARGV[1], the owner value of the lease extending it,
-// and only if that lengthens it (a key without an expiry keeps none); it
-// returns 1 when the key holds ARGV[1]
-// (whether or not its expiry had to move) and 0 otherwise. GET and PEXPIRE
-// must be one atomic step, for the reason ReleaseScript's GET and DEL must:
-// between them the lock can expire and be taken by someone else, whose lock
-// the PEXPIRE would then extend. Never shortening (the PTTL comparison, which
-// PEXPIRE's GT flag does from Redis 7.0 on) is what keeps a lease's Deadline
-// conservative when an Extend's reply is lost: whatever the script did, the
-// key lives at least as long as before.
+// ExtendScript sets the expiry of KEYS[1] to ARGV[2] milliseconds from now if
+// it still holds ARGV[1], the extending lease's owner value, and that
+// lengthens it (a key without an expiry keeps none); it returns 1 when the key
+// holds ARGV[1] and 0 otherwise. GET and PEXPIRE are one atomic step, as
+// ReleaseScript's GET and DEL are: in between, the lock could expire and be
+// taken, and PEXPIRE would extend the new holder's lock. Never shortening
+// (PEXPIRE GT does it from Redis 7.0) keeps a lease's Deadline conservative
+// when an Extend's reply is lost.
 var ExtendScript = redis.NewScript(`
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 	return 0

@@ -19,15 +19,11 @@ var ErrNotReplicated = fmt.Errorf("%w: too few replicas acknowledged it (WAIT)",
 
 // Take runs set, the command that takes the lock on key for value, and
 // reports whether the lock is taken: nil, strategies.ErrNotAcquired when it
-// is held, ErrNotReplicated, or set's error. Without Wait, set runs on the
-// pooled client. With Wait, set and then WAIT Wait WaitTimeout run on one
-// connection taken from the pool for the purpose: WAIT counts the
-// replicas that acknowledged every write of the connection it is sent on,
-// so on any other it would vouch for someone else's writes (or for none).
-// A lock that too few replicas acknowledged is released again before Take
-// returns ErrNotReplicated, so that it does not block others until its TTL
-// (if that release fails too, it does until then). A loser's SET wrote
-// nothing, so only a winner pays WAIT's round trip.
+// is held, ErrNotReplicated, or set's error. With Wait, set and WAIT run on
+// one connection taken from the pool: WAIT counts the acknowledgements of its
+// own connection's writes only. A lock too few replicas acknowledged is
+// released before Take returns ErrNotReplicated, so it does not block others
+// until its TTL. Only a winner pays WAIT's round trip.
 func (n Node) Take(ctx context.Context, key, value string, set func(c redis.Cmdable) (bool, error)) error {
 	if n.Wait <= 0 {
 		return taken(set(n.Client))
@@ -71,13 +67,13 @@ func taken(ok bool, err error) error {
 	return nil
 }
 
-// Lock takes the lock on key with set (Take) and returns its lease: set
-// runs the command for rkey (key's name in Redis, LockKey) and the owner
-// value it is given and returns whether it
-// took the lock and the fencing token it issued (0 for none). Errors are
-// strategies.ErrNotAcquired (or ErrNotReplicated, which wraps it) when the
-// lock was not taken, and otherwise prefixed by name and classified
-// (strategies.ErrUnavailable when the node cannot be reached).
+// Lock takes the lock on key with set (see Take) and returns its lease. set
+// runs the command for rkey (key's name in Redis, LockKey) and the owner value
+// it is given, and returns whether it took the lock and the fencing token it
+// issued (0 for none). Errors are strategies.ErrNotAcquired (or
+// ErrNotReplicated, which wraps it) when the lock was not taken, otherwise
+// prefixed by name and classified (strategies.ErrUnavailable when the node
+// cannot be reached).
 func (n Node) Lock(ctx context.Context, name, key string, set func(c redis.Cmdable, rkey, value string) (bool, int64, error)) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

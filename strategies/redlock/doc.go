@@ -26,7 +26,10 @@
 // votes. A quorum of nodes that still held the lease's value extends it, by
 // the validity left after the round (ttl − elapsed − drift); a majority that
 // no longer had it means strategies.ErrNotOwner, and the leftover keys are
-// deleted as Release would.
+// deleted as Release would. An extended lease is still the lock: a key with
+// the lease's unique value never comes back once gone, so each node that
+// still holds it has held it since the lease was granted, and while a quorum
+// holds it no other contender can win one.
 //
 // Caveats, which lockbench's faults demonstrate (Kleppmann, "How to do
 // distributed locking"):

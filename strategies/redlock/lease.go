@@ -29,19 +29,15 @@ func (l *lease) Key() string         { return l.key }
 func (l *lease) Token() int64        { return 0 }
 func (l *lease) Deadline() time.Time { return l.deadline.Time() }
 
-// Release compare-and-deletes on every node in parallel. The lease was
-// still held if a quorum of nodes still had its value (redsync's rule):
-// then it returns nil. It returns strategies.ErrNotOwner when too few did
-// for a quorum even counting the nodes that did not answer: the lock had
-// expired (or been taken) on enough nodes that another holder may have it.
-// When that cannot be told because nodes failed, it returns their failures
-// as joined *NodeError values (wrapping strategies.ErrUnavailable): the lock
-// may still be held until its TTL.
-//
-// Unlike Acquire, Release waits for every node up to the client's I/O timeout
-// (redisutil.DefaultIOTimeout) rather than the per-node timeout: giving up
-// early on a slow node would leave the key there until its TTL, keeping that
-// node's vote from every other contender.
+// Release compare-and-deletes on every node in parallel. It returns nil when
+// a quorum still had the lease's value (redsync's rule), and
+// strategies.ErrNotOwner when too few did even counting the nodes that did not
+// answer: another holder may have the lock. When failures leave it undecided,
+// it returns them as joined *NodeError values (wrapping
+// strategies.ErrUnavailable): the lock may be held until its TTL. Each node
+// gets the client's I/O timeout (redisutil.DefaultIOTimeout), not the per-node
+// one: a key left on a slow node would keep that node's vote from every other
+// contender until its TTL.
 func (l *lease) Release(ctx context.Context) error {
 	rkey := redisutil.LockKey(l.key)
 	errs := l.r.each(ctx, 0, func(ctx context.Context, _ int, c *redis.Client) error {
@@ -67,27 +63,15 @@ func (l *lease) Release(ctx context.Context) error {
 	return strategies.ErrNotOwner
 }
 
-// Extend is a Redlock round that renews instead of setting: the
-// compare-and-extend script (redisutil.ExtendScript) on every node in
-// parallel, each bounded by the per-node timeout, counted like Acquire's
-// votes. The lease is extended if a quorum of nodes still held its value
-// and some validity is left, validity = ttl − elapsed − drift as for
-// Acquire (redsync's Extend); Deadline moves on to the time before the
-// round plus that validity.
-//
-// It is still the lock: a key with the lease's unique value never comes
-// back once gone, so each node that still holds it has held it since the
-// lease was granted, and while a quorum holds it no other contender can
-// win one.
-//
-// It returns strategies.ErrNotOwner when too few nodes held the value for a
-// quorum even counting the nodes that did not answer; the lease's keys left
-// on the others are deleted then, as Release would, to give their votes
-// back. When that cannot be told because nodes failed, or the nodes
-// answered too late for any validity to be left, it returns an error
-// wrapping strategies.ErrUnavailable (the failures as joined *NodeError
-// values) and leaves Deadline as it was, which stays conservative since the
-// script never shortens a key's expiry.
+// Extend runs redisutil.ExtendScript on every node in parallel, each bounded
+// by the per-node timeout. When a quorum still held the value and validity is
+// left (as for Acquire), Deadline moves on to the time before the round plus
+// that validity. When too few held it even counting the silent nodes, it
+// deletes the lease's keys left elsewhere, as Release would, to give their
+// votes back, and returns strategies.ErrNotOwner. Otherwise (nodes failed, or
+// no validity left) it returns an error wrapping strategies.ErrUnavailable and
+// leaves Deadline as it was: still conservative, as the script never shortens
+// an expiry.
 func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err

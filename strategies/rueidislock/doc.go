@@ -75,7 +75,8 @@
 //     wait for it, and Release waits only as long as its context.
 //   - the library's Close cancels the held locks, whose deletes go out
 //     while it closes the client (lock.go:420-431), and some get through
-//     (on a connection the closing client dials anew): Close here first
+//     (on a connection the closing client dials anew; one did on almost
+//     every try on the development machine): Close here first
 //     shuts a gate in front of the client (see Close), as lockbench's
 //     Close must not release.
 //   - a paused holder keeps writing after its keys expired: the library

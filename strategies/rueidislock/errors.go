@@ -13,21 +13,14 @@ import (
 )
 
 // classify turns an error of the rueidis client talking to the node at addr
-// into what the strategies report, as redisutil.Classify does for go-redis
-// (whose reply errors rueidis' do not match):
-//
-//   - with ctx done, an error wrapping ctx.Err();
-//   - rueidis.ErrNoCache (the server refused HELLO 3 or CLIENT TRACKING: a
-//     Redis before 6.0, or a provider without client-side caching), said
-//     so in one line: a misconfiguration, not a node that is down;
-//   - a Redis error reply that means "not serving right now" (LOADING,
-//     MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY, max clients), wrapped in
-//     strategies.ErrUnavailable; any other (WRONGPASS, NOPERM) as is;
-//   - everything else (refused, reset, timeouts, an untrusted certificate,
-//     rueidis.ErrClosing, which rueidis also returns when it cannot
-//     connect) as redisutil.Classify has it.
-//
-// It returns nil for a nil err. ctx may be nil.
+// into what the strategies report, as redisutil.Classify does for go-redis,
+// whose reply errors rueidis' do not match; nil for a nil err, and ctx may be
+// nil. rueidis.ErrNoCache (no HELLO 3 or CLIENT TRACKING) is reported in one
+// line as a misconfiguration; a "not serving right now" reply (LOADING,
+// MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY, max clients) wraps
+// strategies.ErrUnavailable, and any other reply (WRONGPASS, NOPERM) is
+// wrapped as is; the rest (ctx done, transport failures, rueidis.ErrClosing,
+// also returned when rueidis cannot connect) goes to redisutil.Classify.
 func classify(ctx context.Context, addr string, err error) error {
 	if err == nil {
 		return nil

@@ -15,14 +15,10 @@ import (
 
 // clientOption returns the rueidis client options for cfg's node, and its
 // name for errors. The address, login and TLS come from package redisutil,
-// as every Redis strategy's do: cfg.RedisAddrs[0] (host:port or
-// redis[s]://user:password@host:port, else cfg.RedisPassword for the
-// default user; rediss:// verified by cfg.RedisCACert), or with
-// cfg.RedisSentinels the primary they know as cfg.RedisMaster, through
-// rueidis' Sentinel client. Only the dial timeout differs from rueidis'
-// defaults: redisutil.DefaultDialTimeout (1s, not 5s), which also bounds
-// the connection's handshake (HELLO 3, CLIENT TRACKING), so that New fails
-// within seconds with the server down.
+// as every Redis strategy's do (see the package doc). Only the dial timeout
+// differs from rueidis' defaults: redisutil.DefaultDialTimeout (1s, not 5s),
+// which also bounds the handshake (HELLO 3, CLIENT TRACKING), so that New
+// fails within seconds with the server down.
 func clientOption(cfg strategies.Config) (rueidis.ClientOption, string, error) {
 	dialer := net.Dialer{Timeout: redisutil.DefaultDialTimeout}
 	if len(cfg.RedisSentinels) > 0 {

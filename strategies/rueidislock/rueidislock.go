@@ -112,20 +112,12 @@ func (s *Locker) Blocks() bool { return true }
 
 // Acquire waits for the lock on key with the library's WithContext until it
 // is granted or ctx is done (ctx's error), or the server stops answering
-// (an error wrapping strategies.ErrUnavailable, DownCheckEvery).
-//
-// ctx bounds the wait only. WithContext's lock context is a child of the
-// context it is given: handing it ctx would release the lock when ctx ends,
-// and the library would also shorten the keys' first validity to ctx's
-// deadline (lock.go, try). So WithContext gets a context without ctx's
-// cancellation and deadline, which this call cancels itself if ctx ends (or
-// the server is found down) before the lock is granted.
-//
-// WithContext runs in a goroutine of its own, because it does not always
-// return when its context is cancelled: with the server gone, a failed
-// try waits for its keys' deletes, which the library retries until the
-// keys' validity has passed (up to KeyValidity). Acquire returns at once;
-// a lock granted after all is given up by that goroutine.
+// (an error wrapping strategies.ErrUnavailable, DownCheckEvery). ctx bounds
+// the wait only: WithContext gets a context without ctx's cancellation and
+// deadline (see the package doc), which this call cancels if ctx ends or the
+// server is found down first. WithContext runs in a goroutine of its own, as
+// with the server gone it can outlive its context by up to KeyValidity:
+// Acquire returns at once, and that goroutine gives up a lock granted late.
 func (s *Locker) Acquire(ctx context.Context, key string) (strategies.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -243,13 +235,10 @@ func (s *Locker) checkWhileWaiting(a *attempt) {
 }
 
 // Close shuts the client's gate, then closes the locker. Leases still held
-// are not released: their keys expire after KeyValidity, as those of a
-// holder that stopped. The library's own Close cancels every held lock,
-// and each key's goroutine then sends its delete while the client closes:
-// on this machine, one of them got through (on a connection the closing
-// client opened anew) on almost every try, so the keys of a closed holder
-// were freed at once. With the gate shut first, every command fails
-// before it reaches the client.
+// are not released: their keys expire after KeyValidity, as a stopped
+// holder's do. The gate comes first because the library's Close cancels every
+// held lock, and deletes that get through while the client closes would free
+// them at once (see the package's Caveats).
 func (s *Locker) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

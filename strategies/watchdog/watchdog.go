@@ -145,14 +145,10 @@ const RetryDivisor = 20
 
 // renew extends the lease once, and reports whether it still holds it. An
 // attempt is bounded by one period, so a renewal stuck on a stalled
-// connection cannot outlive the lease unnoticed. One that failed or timed
-// out (a slow or restarting server, a dropped connection) is tried again
-// after a pause while the lease is still valid by its own deadline, as
-// Redisson retries a renewal command within its lease; one the server
-// refused (the key is another holder's or gone: strategies.ErrNotOwner)
-// ends the watch at once. A single late reply stopped the watchdog for
-// good before, and let a healthy holder's lock lapse under a slow section
-// on a loaded machine.
+// connection cannot outlive the lease unnoticed. A failed or timed-out
+// attempt is tried again after a pause while the lease is still valid by its
+// own deadline, as Redisson does; a refusal (strategies.ErrNotOwner) ends the
+// watch at once.
 func (l *lease) renew() bool {
 	for {
 		left := time.Until(l.Deadline())

@@ -15,16 +15,12 @@ import (
 // errOpTimeout reports a request that got no answer within the op timeout.
 var errOpTimeout = errors.New("zklock: no answer in time")
 
-// do runs op, one blocking request on z.conn, and returns its error; read
-// is do for a request that may be sent twice (a read).
-//
-// While the client has no session, the request waits for one: the client
-// reconnects by itself and the session outlives the connection, which is
-// how ZooKeeper rides out a restart. It fails with errNoSession once the
-// client has had no session for z.downAfter. A request the client could
-// not send (zk.ErrNoServer: it fails its unsent requests after each round
-// of refused dials) is sent again once there is a session; a read also
-// when its answer was lost with the connection.
+// do runs op, one blocking request on z.conn, and returns its error; read is
+// do for a request that may be sent twice (a read). Without a session the
+// request waits for one (the client reconnects by itself, and the session
+// outlives the connection), failing with errNoSession after z.downAfter. A
+// request the client could not send (zk.ErrNoServer) is sent again once there
+// is a session; a read also when its answer was lost with the connection.
 func (z *ZooKeeper) do(ctx context.Context, op func() error) (done <-chan struct{}, err error) {
 	return z.call(ctx, op, false)
 }
@@ -173,13 +169,8 @@ func (z *ZooKeeper) dial(network, addr string, timeout time.Duration) (net.Conn,
 
 // handshake is how long the client waits for the answer to its connect
 // request before it drops the connection and dials again: the session
-// timeout asked for divided by the number of servers, as ZooKeeper's own
-// Java client bounds a connection attempt, so that the client has tried
-// every server before the session can expire. zk.Conn alone waits ten
-// times two thirds of the timeout, which a server that has accepted the
-// connection and will never answer turns into a client with no session for
-// that long: ZooKeeper 3.8.0 does that to a connection that arrives between
-// binding its port and loading its data (it fails to close it).
+// timeout asked for divided by the number of servers, as ZooKeeper's Java
+// client does (see the package's Reconnecting).
 func (z *ZooKeeper) handshake() time.Duration {
 	return SessionTimeout(z.ttl) / time.Duration(len(z.servers))
 }
@@ -228,15 +219,10 @@ func (s *sniffer) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// hosts is the client's HostProvider. zk's own, after any lost connection
-// to a lone server, makes the client wait a second before it dials again
-// (it counts a round of servers tried without a session as a failure), and
-// once more after an expired session: a blip, a restart or a partition
-// that heals would cost the benchmark a second or two that are the
-// client's, not ZooKeeper's. This one has the client wait only after a
-// round of servers that all refused the connection, or two rounds without a
-// session (servers that accept and hang up), so that it redials at once
-// otherwise but never spins.
+// hosts is the client's HostProvider. It has the client wait before it
+// dials again only after a round of servers that all refused the connection,
+// or two rounds without a session, so that it redials at once otherwise but
+// never spins (see the package's Reconnecting).
 type hosts struct {
 	mu      sync.Mutex
 	servers []string

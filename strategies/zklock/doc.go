@@ -42,6 +42,27 @@
 // session timeout divided by the number of servers, as ZooKeeper's Java
 // client does, then dials again.
 //
+// # Reconnecting
+//
+// Two of zk.Conn's own reconnection habits would cost the benchmark time
+// that is the client's, not ZooKeeper's, so the strategy replaces them.
+//
+// zk.Conn alone waits ten times two thirds of the session timeout for the
+// answer to a connect request. A server that has accepted the connection and
+// will never answer turns that into a client with no session for that long:
+// ZooKeeper 3.8.0 does that to a connection that arrives between binding its
+// port and loading its data (it fails to close it). The strategy's bound
+// (the session timeout divided by the number of servers) means the client
+// has tried every server before the session can expire.
+//
+// zk's own HostProvider, after any lost connection to a lone server, makes
+// the client wait a second before it dials again (it counts a round of
+// servers tried without a session as a failure), and once more after an
+// expired session: a blip, a restart or a partition that heals would cost a
+// second or two. The strategy's hosts waits only after a round of servers
+// that all refused the connection, or two rounds without a session (servers
+// that accept and hang up).
+//
 // # Caveats
 //
 //   - A lease is kept alive by the process, not by the work, as with etcd:

@@ -10,16 +10,12 @@ import (
 	"github.com/lockbench/lockbench/strategies"
 )
 
-// classify turns an error from a request made on behalf of op into what the
-// strategy reports:
-//
-//   - when ctx (the caller's context) is done, an error wrapping ctx.Err():
-//     the caller gave up, the ensemble is not to blame;
-//   - an answer from the server about the request itself (no such znode, a
-//     bad ACL, …), which is a bug or a misconfiguration, wrapped as is;
-//   - anything else (no connection, no answer in time, a session that
-//     expired or moved, the client closing), wrapped in
-//     strategies.ErrUnavailable.
+// classify turns an error from a request made for op into what the strategy
+// reports: ctx.Err() when the caller's ctx is done (the ensemble is not to
+// blame); the server's answer about the request itself (no such znode, a bad
+// ACL: a bug or a misconfiguration) as is; anything else (no connection, no
+// answer in time, a session that expired or moved, the client closing)
+// wrapped in strategies.ErrUnavailable.
 func classify(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		if errors.Is(err, ctx.Err()) {

@@ -25,23 +25,15 @@ var _ strategies.Waiter = (*lease)(nil)
 // Waited reports whether Acquire had to wait for a predecessor's znode.
 func (l *lease) Waited() bool { return l.waited }
 
-// newLease wraps n, which has just been found lowest in its queue.
-//
-// The token is n's sequence number plus one (0 means "no token" to the
-// store, and the first znode under a parent is number 0). It is strictly
-// increasing across successive holders of a key. ZooKeeper numbers a
-// sequential znode with its parent's child version, which every create and
-// delete of a child increments and nothing decrements (the parents are
-// never deleted, see makeParents), so of two lock znodes under one parent
-// the one created later has the larger number. The holder is the lock
-// znode with the smallest number among those that exist. A holder's
-// successor therefore either had its znode already while the holder held
-// the lock (then its number is larger, or it would have held the lock
-// first), or created it later (a larger number still). That holds however
-// the holder went: a Release, or its session expiring while it was paused,
-// when it still believes it holds the lock and its stale writes carry the
-// smaller token. And the number names exactly one znode, which Release
-// deletes.
+// newLease wraps n, which has just been found lowest in its queue. The token
+// is n's sequence number plus one (0 means "no token" to the store, and the
+// first znode is number 0). ZooKeeper numbers a sequential znode with its
+// parent's child version, which every child create and delete increments and
+// nothing decrements (parents are never deleted, see makeParents), so a later
+// znode has a larger number. The holder has the smallest, so its successor's
+// znode either existed already (larger, or it would have held first) or came
+// later (larger still), however the holder went (Release, or expiry while
+// paused). The number names exactly one znode, which Release deletes.
 func (z *ZooKeeper) newLease(key string, n *node) *lease {
 	return &lease{z: z, key: key, n: n}
 }
@@ -52,13 +44,11 @@ func (l *lease) Key() string { return l.key }
 // Token returns the lock znode's sequence number plus one.
 func (l *lease) Token() int64 { return l.n.seq + 1 }
 
-// Deadline returns when the session the lock znode lives in expires unless
-// the server hears from the client again: the send time of the latest
-// request the server answered in that session, plus the session timeout it
-// granted. It moves on with every answer (a request every third of the
-// timeout keeps it moving while the process runs) and stops when the
-// session is lost, or the process is paused. The server expires the
-// session no earlier (at its next tick after that, up to TickTime later).
+// Deadline returns the send time of the latest request the server answered
+// in the lock znode's session, plus the session timeout it granted. It moves
+// on with every answer while the process runs and stops when the session is
+// lost or the process paused; the server expires the session no earlier (up
+// to TickTime later).
 func (l *lease) Deadline() time.Time { return l.n.s.expiry() }
 
 // Release deletes the lock znode if it is still there (version-checked:

@@ -54,15 +54,11 @@ func escapeKey(key string) string {
 }
 
 // create creates our ephemeral sequential znode under parent, and parent
-// (and the znodes above it) when the key is new.
-//
-// A create whose answer does not arrive (the connection drops, the server
-// stops answering, the caller gives up) may still have happened, and the
-// znode would then live as long as the session does, with every later
-// waiter queued behind it for good. So its name carries a GUID no other
-// create uses (ZooKeeper's "protected" create, as in Curator), and a
-// clean-up that waits until the request is settled finds it by listing the
-// parent, and deletes it.
+// (and the znodes above it) when the key is new. A create whose answer is lost
+// may still have happened, and its znode would block the key for the session's
+// life; so its name carries a GUID no other create uses (ZooKeeper's
+// "protected" create, as in Curator), by which a clean-up finds and deletes it
+// once the request is settled.
 func (z *ZooKeeper) create(ctx context.Context, parent string) (*node, error) {
 	guid := newGUID()
 	prefix := parent + "/" + lockPrefix + guid + "-"
