@@ -59,15 +59,16 @@ func waitForServers(t *testing.T, tmp string) {
 }
 
 // Ctrl-C in the middle of a run: the command exits 130, keeps the partial
-// run (summary.json, marked interrupted), names the run directory on
-// stderr, and stops and removes the servers it started.
+// run (summary.json, marked interrupted) and starts no other (mutex's),
+// names the run directory on stderr, and stops and removes the servers it
+// started.
 func TestInterruptedRunExits130(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds lockbench and starts Redis; skipped with -short")
 	}
 	bin := lockbenchBinary(t)
 	tmp, out := t.TempDir(), filepath.Join(t.TempDir(), "run")
-	c := startChild(t, bin, tmp, "run", "--strategy", "setnx", "--duration", "30s", "--rate", "200", "--out", out)
+	c := startChild(t, bin, tmp, "run", "--strategy", "setnx,mutex", "--duration", "30s", "--rate", "200", "--out", out)
 	waitForServers(t, tmp)
 	time.Sleep(1500 * time.Millisecond) // the load is under way
 	c.signal(t, os.Interrupt)
@@ -98,7 +99,7 @@ func TestKilledRunsTempDirIsRemovedByTheNext(t *testing.T) {
 	}
 	bin := lockbenchBinary(t)
 	tmp := t.TempDir()
-	killed := startChild(t, bin, tmp, "run", "--strategy", "setnx", "--duration", "30s", "--rate", "100", "--out", filepath.Join(t.TempDir(), "killed"))
+	killed := startChild(t, bin, tmp, "run", "--strategy", "setnx,mutex", "--duration", "30s", "--rate", "100", "--out", filepath.Join(t.TempDir(), "killed"))
 	waitForServers(t, tmp)
 	killed.kill(t)
 	stale, _ := filepath.Glob(filepath.Join(tmp, "lockbench-*"))

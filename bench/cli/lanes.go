@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockbench/lockbench/results"
 	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // maxLanes bounds --lanes: 8 sets of servers at once.
@@ -159,7 +160,9 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []cell, 
 	for _, s := range lanes {
 		wg.Go(func() {
 			for v := range next {
-				one(s, v)
+				if !stop() { // a run handed over as the command ended is not run
+					one(s, v)
+				}
 			}
 		})
 	}
@@ -196,9 +199,9 @@ func casesToRun(sess *session, dir *runDir, cases []cell, trials int) (todo []*v
 				}
 				continue
 			}
-			if c.spec.NeedsLocal() && !sess.hasLocal(c.info) {
+			if why := sess.faultRefused(c); why != "" {
 				if trial == 1 {
-					skipped = append(skipped, c.label()+": the fault needs servers lockbench starts itself")
+					skipped = append(skipped, c.label()+": "+why)
 				}
 				continue
 			}
@@ -210,6 +213,19 @@ func casesToRun(sess *session, dir *runDir, cases []cell, trials int) (todo []*v
 		}
 	}
 	return todo, skipped, held
+}
+
+// faultRefused says why the session's servers cannot take cell c's fault
+// (a node fault on servers lockbench did not start, or on a strategy with
+// no server); "" when they can.
+func (s *session) faultRefused(c cell) string {
+	switch {
+	case !c.spec.NeedsLocal() || s.hasLocal(c.info):
+		return ""
+	case c.info.Need.Backend == strategies.BackendNone:
+		return c.info.Name + " has no server for the fault to act on"
+	}
+	return "the fault needs servers lockbench starts itself"
 }
 
 // inOrder lists dir's runs from first on in the order of todo, as one lane

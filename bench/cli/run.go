@@ -24,7 +24,7 @@ type runOptions struct {
 	out, cpuProfile      string
 	asJSON, failOnUnsafe bool
 	trials               int
-	history              bool
+	history, dryRun      bool
 }
 
 // parseRun parses and checks the input of `lockbench run`, reading the
@@ -45,6 +45,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of lockbench itself to this file (to check the harness)")
 	trials := trialsFlag(fs)
 	history := historyFlag(fs)
+	dryRun := fs.Bool("dry-run", false, "print the cells that would run, with an estimated time, and run nothing")
 	from := fs.String("from", "", "run directory to take the scenario, strategy and fault from (its summary.json row --row); flags override them")
 	row := fs.Int("row", 1, "with --from: the row of summary.json to run again, 1..its rows, 1 = the first")
 	if err := parseFlags(fs, args, stdout); err != nil {
@@ -78,6 +79,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	if err != nil {
 		return o, err
 	}
+	for i := range cells {
+		cells[i].wait = ef.wait // the session's --redis-wait, which runCases sets per cell
+	}
 	if _, err := ef.endpoints(); err != nil {
 		return o, err
 	}
@@ -89,7 +93,7 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 		return o, err
 	}
 	return runOptions{cells: cells, ef: ef, mf: mf, out: *out, cpuProfile: *cpuProfile,
-		asJSON: *asJSON, failOnUnsafe: *failOnUnsafe, trials: *trials, history: *history}, nil
+		asJSON: *asJSON, failOnUnsafe: *failOnUnsafe, trials: *trials, history: *history, dryRun: *dryRun}, nil
 }
 
 // fromRow is the scenario `run --from DIR --row N` starts from: row N of
@@ -165,9 +169,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
+	if o.dryRun {
+		return printCases(stdout, "run", o.cells, o.trials, 1)
+	}
 	sc := o.cells[0].sc
 	payments, _ := sc.PaymentBound()
-	dir, err := newRunDir(o.out, "run", args, outEstimate(len(o.cells)*max(1, o.trials), payments, o.history))
+	dir, err := newRunDir(o.out, "run", args, outEstimate(len(o.cells)*o.trials, payments, o.history))
 	if err != nil {
 		return err
 	}
@@ -183,6 +190,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	if err != nil {
 		return err
 	}
+	for _, c := range cells {
+		if why := sess.faultRefused(c); why != "" {
+			return usageErr("--fault: %s: %s", c.label(), why)
+		}
+	}
 	if err := sess.serveMetrics(o.mf); err != nil {
 		return err
 	}
@@ -194,23 +206,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 		}
 		defer stop()
 	}
-
-	// Trials interleave: every strategy's first trial, then every
-	// strategy's second, so that a machine that slows down over the
+	// Trials interleave (runCases): every strategy's first trial, then
+	// every strategy's second, so that a machine that slows down over the
 	// command slows every strategy alike.
-	for trial := 1; trial <= o.trials; trial++ {
-		for _, c := range cells {
-			if ctx.Err() != nil {
-				break
-			}
-			r, err := runTrial(ctx, sess, c.info, c.sc, c.spec, trial)
-			if err != nil {
-				return err
-			}
-			if err := dir.add(r); err != nil {
-				return err
-			}
-		}
+	skipped, failed, err := runCases(ctx, []*session{sess}, dir, cells, o.trials, stderr)
+	if err != nil {
+		return err
+	}
+	if len(skipped) > 0 {
+		return fmt.Errorf("run: cells not run: %s", strings.Join(skipped, "; ")) // faultRefused let none through: a bug
 	}
 	if err := dir.close(); err != nil {
 		return err
@@ -223,6 +227,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	} else {
 		report.Table(stdout, sums)
 		fmt.Fprintf(stdout, "\nrun directory: %s\n", dir.dir)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("run: %d of %d runs failed: %s", len(failed), len(cells)*o.trials, strings.Join(failed, "; "))
 	}
 	if o.failOnUnsafe {
 		for _, s := range sums {

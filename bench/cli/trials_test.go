@@ -263,6 +263,9 @@ func TestDryRun(t *testing.T) {
 	}{
 		{[]string{"verdicts", "--strategy", "setnx,fencing", "--fault", "pause", "--trials", "6"},
 			[]string{"setnx × pause (fencing off)", "fencing × pause (fencing on)", "fencing [fencing=strict] × pause (fencing on)", "4 cells × 6 trials = 24 runs", "nothing was run"}},
+		// run lists its cells as verdicts does: every strategy under each --fault.
+		{[]string{"run", "--strategy", "setnx,mutex", "--fault", "none", "--fault", "pause", "--trials", "2"},
+			[]string{"setnx × none (fencing off)", "mutex × pause (fencing off)", "run: 4 cells × 2 trials = 8 runs", "nothing was run"}},
 		{[]string{"matrix", "--quick"},
 			[]string{"base (closed loop)", "contention", "rate sweep", "faults (the verdict table)", "etcd × pause (fencing on)"}},
 		// The reference's shape: the sweeps at one trial, the rest at six;

@@ -122,7 +122,7 @@ func runVerdicts(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		fmt.Fprintln(stderr, "skipped:", s)
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("verdicts: %d of %d runs failed:\n  %s", len(failed), len(cases), strings.Join(failed, "\n  "))
+		return fmt.Errorf("verdicts: %d of %d runs failed:\n  %s", len(failed), len(cases)*o.trials, strings.Join(failed, "\n  "))
 	}
 	if o.failOnUnsafe {
 		for _, s := range sums {
