@@ -17,17 +17,70 @@ import (
 	"time"
 )
 
-//go:embed node/*.js node/package.json node/package-lock.json python/*.py
+//go:embed node/*.js node/package.json node/package-lock.json python/*.py java/*.java
 var files embed.FS
 
 // NpmTimeout bounds `npm ci` on first use: 3 minutes.
 const NpmTimeout = 3 * time.Minute
 
+// JavacTimeout bounds the compile of the Java adapters on first use: 2
+// minutes (it takes under a second on an idle 2-core machine).
+const JavacTimeout = 2 * time.Minute
+
 // Runtimes of the shipped adapters: the folder each one's scripts are in.
 const (
 	Node   = "node"
 	Python = "python"
+	Java   = "java"
 )
+
+// JavaJar is a jar the Java adapters are compiled and run against, and the
+// Debian package that installs it.
+type JavaJar struct {
+	Path, Package string
+}
+
+// The Java adapters run on Debian's own JDK and jars, whatever java comes
+// first on PATH: the jars' manifests name the jars they need in turn
+// (curator-recipes.jar: curator-framework, curator-client, zookeeper,
+// guava, slf4j-api), so the classpath is these and the compiled classes.
+// Variables so that a test can point them elsewhere.
+var (
+	// JavaPath runs the Java adapters; JavacPath compiles them.
+	JavaPath  = "/usr/bin/java"
+	JavacPath = "/usr/bin/javac"
+	// JDKPackage is the Debian package of javac (and java).
+	JDKPackage = "default-jdk-headless"
+	// JavaJars: Curator's recipes, and slf4j's simple binding, which
+	// prints the libraries' warnings to stderr (without it slf4j drops them).
+	JavaJars = []JavaJar{
+		{Path: "/usr/share/java/curator-recipes.jar", Package: "libcurator-recipes-java"},
+		{Path: "/usr/share/java/slf4j-simple.jar", Package: "libslf4j-java"},
+	}
+)
+
+// CheckJava says, in one line, what to install for tool (JavaPath or
+// JavacPath) and the Java adapters' jars to be there; nil when they are.
+func CheckJava(tool string) error {
+	if _, err := os.Stat(tool); err != nil {
+		return fmt.Errorf("the Java adapters need Debian's JDK (%s): apt-get install -y %s", tool, JDKPackage)
+	}
+	for _, j := range JavaJars {
+		if _, err := os.Stat(j.Path); err != nil {
+			return fmt.Errorf("the Java adapters need Debian's %s (%s): apt-get install -y %s", j.Package, j.Path, j.Package)
+		}
+	}
+	return nil
+}
+
+// JavaClasspath is the classpath of the Java adapters compiled in dir.
+func JavaClasspath(dir string) string {
+	cp := []string{dir}
+	for _, j := range JavaJars {
+		cp = append(cp, j.Path)
+	}
+	return strings.Join(cp, string(os.PathListSeparator))
+}
 
 // complete marks a runtime's folder as fully unpacked (and installed).
 const complete = ".complete"
@@ -37,12 +90,13 @@ var (
 	ready = map[string]string{} // runtime → its unpacked folder
 )
 
-// Dir returns the folder of runtime's adapters (Node or Python), unpacking
-// them first if this version has not been yet, and for Node running
-// `npm ci --omit=dev --no-audit --no-fund` there (bounded by NpmTimeout
-// and ctx). Several processes may do so at once: each works in a folder
-// of its own and renames it into place; the first rename wins. Its error
-// is one line.
+// Dir returns the folder of runtime's adapters (Node, Python or Java),
+// unpacking them first if this version has not been yet, and for Node
+// running `npm ci --omit=dev --no-audit --no-fund` there (bounded by
+// NpmTimeout and ctx), for Java compiling them there with javac (bounded
+// by JavacTimeout and ctx). Several processes may do so at once: each
+// works in a folder of its own and renames it into place; the first
+// rename wins. Its error is one line.
 func Dir(ctx context.Context, runtime string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -105,8 +159,13 @@ func unpack(ctx context.Context, runtime, dir string) error {
 			return fmt.Errorf("adapters: unpack %s: %v", e.Name(), err)
 		}
 	}
-	if runtime == Node {
+	switch runtime {
+	case Node:
 		if err := npmCI(ctx, tmp); err != nil {
+			return err
+		}
+	case Java:
+		if err := javac(ctx, tmp); err != nil {
 			return err
 		}
 	}
@@ -141,6 +200,51 @@ func npmCI(ctx context.Context, dir string) error {
 		return fmt.Errorf("adapters: npm ci for the Node adapters in %s failed (%v)%s", dir, err, lastLine(out.String()))
 	}
 	return nil
+}
+
+// javac compiles the Java adapters in dir, where they stay: Java 11 (the
+// oldest JDK the classes may then run on), against JavaJars.
+func javac(ctx context.Context, dir string) error {
+	if err := CheckJava(JavacPath); err != nil {
+		return fmt.Errorf("adapters: %v", err)
+	}
+	srcs, err := filepath.Glob(filepath.Join(dir, "*.java"))
+	if err != nil || len(srcs) == 0 {
+		return fmt.Errorf("adapters: no Java sources in %s", dir)
+	}
+	ctx, cancel := context.WithTimeout(ctx, JavacTimeout)
+	defer cancel()
+	args := []string{
+		// A short-lived JVM: no C2 compiler, the serial collector.
+		"-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC",
+		"--release", "11", "-encoding", "UTF-8", "-proc:none", "-nowarn",
+		"-cp", JavaClasspath(dir), "-d", dir,
+	}
+	cmd := exec.CommandContext(ctx, JavacPath, append(args, srcs...)...)
+	cmd.Dir = dir
+	cmd.WaitDelay = time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	t0 := time.Now()
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			// JavacTimeout's, or the caller's deadline or cancel.
+			err = fmt.Errorf("stopped after %v: %v", time.Since(t0).Round(time.Millisecond), ctx.Err())
+		}
+		return fmt.Errorf("adapters: javac for the Java adapters in %s failed (%v)%s", dir, err, firstLine(out.String()))
+	}
+	return nil
+}
+
+// firstLine is ": " and the first non-empty line of s, or "": javac's
+// first error.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return ": " + l
+		}
+	}
+	return ""
 }
 
 // lastLine is ": " and the last non-empty line of s, or "".

@@ -22,6 +22,7 @@ import (
 func TestMain(m *testing.M) {
 	adaptertest.Main() // returns unless re-executed as an adapter
 	holderMain()       // the same for a holder (TestPauseStopsAdapter)
+	javaMissingMain()  // and for TestJavaMissing's processes
 	os.Exit(m.Run())
 }
 

@@ -19,13 +19,14 @@ import (
 // PATH.
 const Python = "/usr/bin/python3"
 
-// builtin is a shipped adapter: its script, and the hello it prints
-// (TestBuiltinHellos holds the two together), which its registry entry is
-// made of, so that listing strategies starts no process.
+// builtin is a shipped adapter: its script (for Java, its main class),
+// and the hello it prints (TestBuiltinHellos holds the two together),
+// which its registry entry is made of, so that listing strategies starts
+// no process.
 type builtin struct {
 	runtime, script string
 	// module is the Python module the adapter imports, and the Debian
-	// package that has it.
+	// package that has it. (A Java adapter's jars are adapters.JavaJars.)
 	module, pkg string
 	hello       string
 	// order and color are its Info's.
@@ -43,6 +44,23 @@ var builtins = map[string]builtin{
 		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"py-redis-lock","library":"redis-py","library_version":"4.3.4","backend":"redis","nodes":1,"lease":"ttl","capabilities":{"token":false,"extend":true,"blocking":true}}`},
 	"py-kazoo": {order: 220, color: "#44bb99", runtime: adapters.Python, script: "py_kazoo.py", module: "kazoo", pkg: "python3-kazoo",
 		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"py-kazoo","library":"kazoo","library_version":"2.8","backend":"zookeeper","nodes":1,"lease":"session","capabilities":{"token":true,"extend":false,"blocking":true}}`},
+	// Curator's InterProcessMutex (Debian's libcurator-recipes-java), its
+	// token the lock znode's sequence number + 1, as py-kazoo's.
+	"java-curator": {order: 230, color: "#4477aa", runtime: adapters.Java, script: "JavaCurator",
+		hello: `{"hello":"lockbench-adapter","protocol":1,"name":"java-curator","library":"curator","library_version":"5.4.0","backend":"zookeeper","nodes":1,"lease":"session","capabilities":{"token":true,"extend":false,"blocking":true}}`},
+}
+
+// JavaFlags are the JVM's options for a Java adapter: the client compiler
+// only (C1: it starts sooner, and the protocol loop's CPU per cycle is
+// lower over a run's few thousand cycles than with C2 compiling on the
+// side: BenchmarkJavaProtocol), the serial collector and a small heap (an
+// adapter holds a client and a thread per waiting acquire), and slf4j's
+// simple binding at warn, on stderr, with the time of day.
+var JavaFlags = []string{
+	"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
+	"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+	"-Dorg.slf4j.simpleLogger.showDateTime=true",
+	"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 }
 
 // ExecPrefix starts a strategy name that runs any adapter: exec:PATH
@@ -134,11 +152,14 @@ func BuiltinCommand(ctx context.Context, name string) (Command, error) {
 	if err != nil {
 		return Command{}, fmt.Errorf("%s: %v", name, err)
 	}
-	path := Python
-	if b.runtime == adapters.Node {
-		path = "node"
+	switch b.runtime {
+	case adapters.Node:
+		return Command{Path: "node", Args: []string{filepath.Join(dir, b.script)}, Dir: dir}, nil
+	case adapters.Java:
+		args := append(append([]string{}, JavaFlags...), "-cp", adapters.JavaClasspath(dir), b.script)
+		return Command{Path: adapters.JavaPath, Args: args, Dir: dir}, nil
 	}
-	return Command{Path: path, Args: []string{filepath.Join(dir, b.script)}, Dir: dir}, nil
+	return Command{Path: Python, Args: []string{filepath.Join(dir, b.script)}, Dir: dir}, nil
 }
 
 // moduleTimeout bounds the check that Python has an adapter's module: 10
@@ -158,11 +179,18 @@ func checkRuntime(ctx context.Context, name string, b builtin) error {
 	if runtimeOK[name] {
 		return nil
 	}
-	if b.runtime == adapters.Node {
+	switch b.runtime {
+	case adapters.Node:
 		if _, err := exec.LookPath("node"); err != nil {
 			return fmt.Errorf("%s needs node (20 or later) on PATH: apt-get install -y nodejs npm", name)
 		}
-	} else {
+	case adapters.Java:
+		// java and the jars; javac too when the adapters are not compiled
+		// yet (adapters.Dir says so).
+		if err := adapters.CheckJava(adapters.JavaPath); err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+	default:
 		if _, err := exec.LookPath(Python); err != nil {
 			return fmt.Errorf("%s needs Debian's python3 at %s: apt-get install -y python3 %s", name, Python, b.pkg)
 		}

@@ -29,6 +29,12 @@ func needRuntime(t *testing.T, name string) {
 		}
 		return
 	}
+	if strings.HasPrefix(name, "java-") {
+		if _, err := os.Stat(adapters.JavaPath); err != nil {
+			t.Skipf("%s: %s is not installed (apt-get install -y %s)", name, adapters.JavaPath, adapters.JDKPackage)
+		}
+		return
+	}
 	if _, err := os.Stat(adapter.Python); err != nil {
 		t.Skipf("%s: %s is not installed (apt-get install -y python3)", name, adapter.Python)
 	}

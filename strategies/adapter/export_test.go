@@ -11,3 +11,6 @@ func Builtins() []string {
 	}
 	return names
 }
+
+// Pid is the adapter process's pid.
+func (s *Strategy) Pid() int { return s.p.c.Process.Pid }

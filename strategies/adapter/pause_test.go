@@ -190,8 +190,12 @@ func startHolder(t *testing.T, name string, ttl time.Duration, env ...string) (*
 // client takes it while the holder is stopped), and once continued, the
 // holder learns it (the adapter's lost event): its release says it no
 // longer owns the lock.
-func TestPauseExpiresKazooSession(t *testing.T) {
-	const name = "py-kazoo"
+func TestPauseExpiresKazooSession(t *testing.T) { testPauseExpiresSession(t, "py-kazoo") }
+
+// The same for java-curator, whose lease is Curator's ZooKeeper session.
+func TestPauseExpiresCuratorSession(t *testing.T) { testPauseExpiresSession(t, "java-curator") }
+
+func testPauseExpiresSession(t *testing.T, name string) {
 	needRuntime(t, name)
 	if testing.Short() {
 		t.Skip("starts ZooKeeper; run without -short")

@@ -3,7 +3,7 @@
 package all
 
 import (
-	_ "github.com/lockbench/lockbench/strategies/adapter"      // node-redlock, node-redis-semaphore, py-redis-lock, py-kazoo, exec:PATH
+	_ "github.com/lockbench/lockbench/strategies/adapter"      // node-redlock, node-redis-semaphore, py-redis-lock, py-kazoo, java-curator, exec:PATH
 	_ "github.com/lockbench/lockbench/strategies/etcdlock"     // etcd
 	_ "github.com/lockbench/lockbench/strategies/fencing"      // fencing
 	_ "github.com/lockbench/lockbench/strategies/mutex"        // mutex
