@@ -196,6 +196,12 @@ func (s *Locks) Acquire(ctx context.Context, key string) (strategies.Lease, erro
 			if !fromServer(err) && ctx.Err() == nil && attempt < DefaultMaxConns && !errors.Is(err, context.DeadlineExceeded) {
 				continue
 			}
+			if waited && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// The deadline beat the server's own timeout (a busy
+				// machine): the wait timed out, and the session that
+				// might have been granted the lock is gone.
+				return nil, strategies.ErrNotAcquired
+			}
 			return nil, classify(ctx, "acquire "+key, err)
 		}
 		if !got {

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -468,4 +470,52 @@ func TestCancelWhileWaiting(t *testing.T) {
 		t.Fatalf("Acquire after the release: %v", err)
 	}
 	_ = got.Release(context.Background())
+}
+
+// A server that answers after the acquire's deadline (stopped here, as a
+// busy machine can delay it past DefaultDeadlineMargin) makes a wait that
+// timed out: ErrNotAcquired, not the deadline's error. The session that
+// waited is closed, so nothing it might have been granted stays held.
+func TestAcquireDeadlineBeatsServer(t *testing.T) {
+	if os.Getenv("LOCKBENCH_MYSQL_DSN") != "" {
+		t.Skip("stops the server: only one this test started")
+	}
+	a, b := newLocks(t), newLocks(t)
+	var pidFile string
+	if err := admin(t).QueryRow(`SELECT @@pid_file`).Scan(&pidFile); err != nil {
+		t.Fatalf("@@pid_file: %v", err)
+	}
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the server's pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("the server's pid file %s holds %q", pidFile, raw)
+	}
+	key := testKey(t)
+	l := acquire(t, a, key)
+	resumed := make(chan struct{})
+	t.Cleanup(func() { <-resumed })
+	go func() {
+		defer close(resumed)
+		time.Sleep(100 * time.Millisecond) // the wait is under way
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Errorf("SIGSTOP the server: %v", err)
+			return
+		}
+		time.Sleep(600 * time.Millisecond) // past the acquire's 300 ms
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Errorf("SIGCONT the server: %v", err)
+		}
+	}()
+	start := time.Now()
+	_, err = tryAcquire(b, key, 300*time.Millisecond)
+	if !errors.Is(err, strategies.ErrNotAcquired) {
+		t.Errorf("Acquire whose deadline passed while the server was stopped: got %v after %v; want ErrNotAcquired", err, time.Since(start))
+	}
+	<-resumed
+	if err := l.Release(context.Background()); err != nil {
+		t.Errorf("the holder's Release after the server resumed: %v", err)
+	}
 }
