@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -96,7 +97,9 @@ var (
 // NpmTimeout and ctx), for Java compiling them there with javac (bounded
 // by JavacTimeout and ctx). Several processes may do so at once: each
 // works in a folder of its own and renames it into place; the first
-// rename wins. Its error is one line.
+// rename wins. The Java compile is done by one process at a time (a lock
+// file next to the folder): the others wait for it, within ctx and
+// JavacTimeout, and use its classes. Its error is one line.
 func Dir(ctx context.Context, runtime string) (string, error) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -107,16 +110,98 @@ func Dir(ctx context.Context, runtime string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("adapters: no cache directory to unpack the %s adapters to: %v", runtime, err)
 	}
-	dir := filepath.Join(cache, "lockbench", "adapters", version(), runtime)
-	if _, err := os.Stat(filepath.Join(dir, complete)); err == nil {
+	name := runtime
+	if runtime == Java {
+		// Compiled against the jars: another version of them (a Debian
+		// upgrade) compiles again.
+		name += "-" + jarsKey()
+	}
+	dir := filepath.Join(cache, "lockbench", "adapters", version(), name)
+	if isComplete(dir) {
 		ready[runtime] = dir
 		return dir, nil
+	}
+	if runtime == Java {
+		unlock, err := lockFile(ctx, dir+".lock", JavacTimeout)
+		if err != nil {
+			return "", err
+		}
+		defer unlock()
+		if isComplete(dir) { // compiled by the process that held the lock
+			ready[runtime] = dir
+			return dir, nil
+		}
 	}
 	if err := unpack(ctx, runtime, dir); err != nil {
 		return "", err
 	}
 	ready[runtime] = dir
 	return dir, nil
+}
+
+// isComplete reports whether dir is a fully unpacked (and installed) folder.
+func isComplete(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, complete))
+	return err == nil
+}
+
+// jarsKey is a hash of JavaJars' sizes and modification times.
+func jarsKey() string {
+	h := sha256.New()
+	for _, j := range JavaJars {
+		if fi, err := os.Stat(j.Path); err == nil {
+			fmt.Fprintf(h, "%s %d %d\n", j.Path, fi.Size(), fi.ModTime().UnixNano())
+		} else {
+			fmt.Fprintf(h, "%s missing\n", j.Path)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// lockPoll is how often lockFile tries a lock another process holds.
+const lockPoll = 50 * time.Millisecond
+
+// lockFile takes an exclusive lock (flock) on the file path, made if need
+// be, polling for it while another process holds it, until ctx ends or
+// limit passes; unlock releases it. On a file system without flock it
+// locks nothing: unpack's rename still keeps a folder whole.
+func lockFile(ctx context.Context, path string, limit time.Duration) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("adapters: lock %s: %v", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("adapters: lock %s: %v", path, err)
+	}
+	fd := int(f.Fd())
+	t0 := time.Now()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	tick := time.NewTicker(lockPoll)
+	defer tick.Stop()
+	for {
+		err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return func() {
+				_ = syscall.Flock(fd, syscall.LOCK_UN)
+				_ = f.Close()
+			}, nil
+		case !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR):
+			_ = f.Close()
+			return func() {}, nil
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, fmt.Errorf("adapters: gave up after %v waiting for another process to compile the Java adapters (%v)",
+				time.Since(t0).Round(time.Millisecond), ctx.Err())
+		case <-timer.C:
+			_ = f.Close()
+			return nil, fmt.Errorf("adapters: another process has been compiling the Java adapters for over %v (it holds %s)", limit, path)
+		case <-tick.C:
+		}
+	}
 }
 
 // version is the hash of the embedded scripts: a new version unpacks to a
@@ -212,6 +297,10 @@ func javac(ctx context.Context, dir string) error {
 	if err != nil || len(srcs) == 0 {
 		return fmt.Errorf("adapters: no Java sources in %s", dir)
 	}
+	names := make([]string, len(srcs))
+	for i, src := range srcs {
+		names[i] = filepath.Base(src)
+	}
 	ctx, cancel := context.WithTimeout(ctx, JavacTimeout)
 	defer cancel()
 	args := []string{
@@ -231,20 +320,33 @@ func javac(ctx context.Context, dir string) error {
 			// JavacTimeout's, or the caller's deadline or cancel.
 			err = fmt.Errorf("stopped after %v: %v", time.Since(t0).Round(time.Millisecond), ctx.Err())
 		}
-		return fmt.Errorf("adapters: javac for the Java adapters in %s failed (%v)%s", dir, err, firstLine(out.String()))
+		// dir, a temporary folder, is gone by the time this is read.
+		return fmt.Errorf("adapters: javac of the Java adapters (%s) failed (%v)%s",
+			strings.Join(names, ", "), err, firstError(out.String(), dir))
 	}
 	return nil
 }
 
-// firstLine is ": " and the first non-empty line of s, or "": javac's
-// first error.
-func firstLine(s string) string {
+// firstError is ": " and javac's first error line in s (else its first
+// non-empty line), its paths relative to dir; "" when s has no line.
+func firstError(s, dir string) string {
+	first := ""
 	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+		l = strings.TrimSpace(strings.ReplaceAll(l, dir+string(filepath.Separator), ""))
+		if l == "" {
+			continue
+		}
+		if strings.Contains(l, "error:") {
 			return ": " + l
 		}
+		if first == "" {
+			first = l
+		}
 	}
-	return ""
+	if first == "" {
+		return ""
+	}
+	return ": " + first
 }
 
 // lastLine is ": " and the last non-empty line of s, or "".

@@ -5,7 +5,8 @@
 // Curator's defaults stay but connectionTimeoutMs (the smaller of the TTL and
 // the acquire timeout: its 15 s would hold a call to a down server), the retry
 // policy (Curator requires one: its documentation's ExponentialBackoffRetry(1000,
-// 3)) and dontUseContainerParents (below); docs/adapters.md says why.
+// 3)), dontUseContainerParents and ensembleTracker(false) (below);
+// docs/adapters.md says why.
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -54,7 +55,7 @@ public final class JavaCurator implements Protocol.Lock {
 
     private final CuratorFramework client;
     private final Object connMu = new Object();
-    private volatile boolean connected;
+    private volatile boolean connected; // written under connMu
     private final Set<Held> holding = ConcurrentHashMap.newKeySet();
 
     JavaCurator() {
@@ -72,6 +73,11 @@ public final class JavaCurator implements Protocol.Lock {
                 // A container parent is deleted by the server once empty, and
                 // made again restarts its sequence numbers, the tokens, at 0.
                 .dontUseContainerParents()
+                // Its ensemble tracker would replace the connect string with
+                // the servers the ensemble's configuration (/zookeeper/config)
+                // names: their own addresses, not the proxied ones lockbench
+                // gives under a network fault.
+                .ensembleTracker(false)
                 .build();
         client.getConnectionStateListenable().addListener((c, state) -> onState(state));
         // Not waiting here: an ensemble that is down makes acquires answer
@@ -97,17 +103,22 @@ public final class JavaCurator implements Protocol.Lock {
     }
 
     private void onState(ConnectionState state) {
-        synchronized (connMu) {
-            connected = state.isConnected();
-            connMu.notifyAll();
-        }
         // Only LOST (the session expired, or Curator gave it up after a
         // session timeout without a connection: the server deletes our
         // ephemeral znodes) says the lock is gone. SUSPENDED only says the
         // connection dropped; the session, and the lock, may survive it.
-        if (state == ConnectionState.LOST) {
+        boolean lost = state == ConnectionState.LOST;
+        synchronized (connMu) {
+            connected = state.isConnected();
+            if (lost) {
+                for (Held h : holding) {
+                    h.lost = true; // before the notify: a release waiting for a connection sees it
+                }
+            }
+            connMu.notifyAll();
+        }
+        if (lost) {
             for (Held h : holding) {
-                h.lost = true;
                 Protocol.log("session lost while holding " + h.ctx.key() + " token " + h.token);
                 h.ctx.lost();
             }
@@ -209,11 +220,7 @@ public final class JavaCurator implements Protocol.Lock {
             if (p == null) {
                 return;
             }
-            try {
-                client.delete().guaranteed().inBackground().forPath(p);
-            } catch (Exception e) {
-                Protocol.log("delete " + p + " after a failed acquire: " + Protocol.describe(e));
-            }
+            deleteInBackground(p, "after a failed acquire");
         }
     }
 
@@ -287,15 +294,43 @@ public final class JavaCurator implements Protocol.Lock {
         long token = Long.parseLong(path.substring(path.length() - 10)) + 1;
         Held h = new Held(ctx, m, path, token, a.instance);
         holding.add(h);
-        if (client.getZookeeperClient().getInstanceIndex() != a.instance) {
-            h.lost = true; // the session that made the znode ended meanwhile
+        if (gone(h)) {
+            // The session that made the znode ended meanwhile (a LOST from
+            // now on is a lost event after the ok, Protocol.Ctx.lost).
+            holding.remove(h);
+            deleteInBackground(path, "granted on a session that ended");
+            throw new Unavailable("the ZooKeeper session that made the lock znode ended before the grant");
         }
         return new Protocol.Granted(h, token, a.looks > 1);
+    }
+
+    /** Whether h's session ended: reported LOST, or Curator is on a newer ZooKeeper instance. */
+    private boolean gone(Held h) {
+        return h.lost || client.getZookeeperClient().getInstanceIndex() != h.instance;
+    }
+
+    /**
+     * Deletes a lock znode in the background, retried by Curator until it
+     * is done (guaranteed), in case its session still holds it.
+     */
+    private void deleteInBackground(String path, String why) {
+        try {
+            client.delete().guaranteed().inBackground().forPath(path);
+        } catch (Exception e) {
+            Protocol.log("delete " + path + " (" + why + "): " + Protocol.describe(e));
+        }
     }
 
     @Override
     public String overdue(Protocol.Ctx ctx) {
         // The acquire is stuck in a call Curator holds while disconnected.
+        return connected ? "timeout" : "unavailable";
+    }
+
+    @Override
+    public String overdueRelease(Object handle) {
+        // The release is in Curator's retries of its delete (the connection
+        // dropped during it); its guaranteed delete goes on in the background.
         return connected ? "timeout" : "unavailable";
     }
 
@@ -313,22 +348,46 @@ public final class JavaCurator implements Protocol.Lock {
     @Override
     public void release(Object handle) throws Exception {
         Held h = (Held) handle;
-        holding.remove(h);
-        // A new ZooKeeper instance is a new session: the znode was the old
-        // one's, gone with it (Curator reports LOST, maybe a little later).
-        if (h.lost || client.getZookeeperClient().getInstanceIndex() != h.instance) {
-            // Not h.mutex.release(), which would wait for a connection: the
-            // znode is gone, or goes with its session; delete it all the same
-            // in the background, in case the old session still holds it.
-            client.delete().guaranteed().inBackground().forPath(h.path);
-            throw new NotOwner("the session holding the lock expired");
-        }
-        // A release the pause held up until Curator made a new session
-        // succeeds on Curator's side (it ignores the znode gone with the old
-        // one) and is not ours either, as for the Go zookeeper strategy.
-        h.mutex.release();
-        if (h.lost || client.getZookeeperClient().getInstanceIndex() != h.instance) {
-            throw new NotOwner("the session holding the lock expired before its release");
+        try {
+            // Without a connection h.mutex.release() would sit in Curator's
+            // retries (connection timeout, then the retry policy's sleeps:
+            // 8-15 s), past the release's deadline: wait for one as long as
+            // lockbench waits for the release (the acquire timeout), and
+            // stop waiting when the session is reported lost.
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Protocol.RELEASE_MS);
+            synchronized (connMu) {
+                while (!connected && !gone(h)) {
+                    long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                    if (left <= 0) {
+                        break;
+                    }
+                    connMu.wait(left);
+                }
+            }
+            // A new ZooKeeper instance is a new session: the znode was the old
+            // one's, gone with it (Curator reports LOST, maybe a little later).
+            if (gone(h)) {
+                // Not h.mutex.release(), which would wait for a connection: the
+                // znode is gone, or goes with its session; delete it all the same
+                // in the background, in case the old session still holds it.
+                deleteInBackground(h.path, "released after its session ended");
+                throw new NotOwner("the session holding the lock expired");
+            }
+            if (!connected) {
+                // The session may live on: its znode is deleted once reconnected.
+                deleteInBackground(h.path, "released while disconnected");
+                throw new Unavailable("not connected to ZooKeeper within " + Protocol.RELEASE_MS
+                        + "ms; the lock znode is deleted in the background");
+            }
+            // A release the pause held up until Curator made a new session
+            // succeeds on Curator's side (it ignores the znode gone with the old
+            // one) and is not ours either, as for the Go zookeeper strategy.
+            h.mutex.release();
+            if (gone(h)) {
+                throw new NotOwner("the session holding the lock expired before its release");
+            }
+        } finally {
+            holding.remove(h); // until here a LOST marks it lost
         }
     }
 

@@ -4,8 +4,11 @@
 // serves that lock's release (Curator's InterProcessMutex belongs to the
 // thread that took it). An acquire unanswered OVERDUE_MS past its timeout_ms
 // is answered by the loop with lock.overdue(ctx), and a lock granted later is
-// released. Compiled at first use with javac --release 11 (package adapters):
-// the JDK's classes only, hence the small JSON reader below.
+// released; a release unanswered OVERDUE_MS past RELEASE_MS (the scenario's
+// acquire timeout, a release's deadline in lockbench) is answered with
+// lock.overdueRelease, so that a library that retries for longer does not
+// get the adapter killed. Compiled at first use with javac --release 11
+// (package adapters): the JDK's classes only, hence the small JSON reader.
 
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
@@ -27,6 +30,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 final class Protocol {
@@ -34,6 +38,13 @@ final class Protocol {
 
     /** An acquire unanswered this long past its timeout_ms is answered by the loop. */
     static final long OVERDUE_MS = 500;
+
+    /**
+     * A release's time: lockbench gives one the scenario's acquire timeout
+     * (and kills an adapter that has not answered 5 s after it); 5 s, its
+     * default, when not told.
+     */
+    static final long RELEASE_MS = envInt("LOCKBENCH_ADAPTER_ACQUIRE_TIMEOUT_MS", 5000);
 
     /** What an adapter wraps. */
     interface Lock {
@@ -54,6 +65,11 @@ final class Protocol {
 
         /** The error class of an acquire past its timeout. */
         default String overdue(Ctx ctx) {
+            return "timeout";
+        }
+
+        /** The error class of a release still running OVERDUE_MS past RELEASE_MS. */
+        default String overdueRelease(Object handle) {
             return "timeout";
         }
 
@@ -81,8 +97,13 @@ final class Protocol {
         /** Set once lockbench gave up on the acquire (cancel, or overdue). */
         volatile boolean cancelled;
         boolean answered; // under Loop.mu
-        volatile Granted granted;
-        volatile boolean answeredRelease; // no lost event once release has begun
+        // Under this monitor. granted: the lock, set only once its ok is
+        // out, so that no lost event precedes the ok; lostEarly: a lost()
+        // before that, whose event then follows the ok; answeredRelease:
+        // the release has begun, and lost() sends nothing from then on.
+        private Granted granted;
+        private boolean lostEarly;
+        private boolean answeredRelease;
         final LinkedBlockingQueue<Map<String, Object>> ops = new LinkedBlockingQueue<>();
         ScheduledFuture<?> overdue;
         /** The adapter's own state of this acquire. */
@@ -98,17 +119,42 @@ final class Protocol {
             return k == null ? "" : k.toString();
         }
 
-        /** Sends the lost event of the lock this acquire got, if held. */
-        void lost() {
-            Granted g = granted;
-            if (g != null && !answeredRelease) {
-                Map<String, Object> ev = new LinkedHashMap<>();
-                ev.put("event", "lost");
-                ev.put("lock", id);
-                ev.put("key", key());
-                ev.put("token", g.token);
-                send(ev);
+        /**
+         * Sends the lost event of the lock this acquire got, if held; if
+         * its ok is not out yet, right after it.
+         */
+        synchronized void lost() {
+            if (answeredRelease) {
+                return;
             }
+            if (granted == null) {
+                lostEarly = true;
+                return;
+            }
+            sendLost(granted);
+        }
+
+        /** Sends the acquire's ok, then publishes its lock to lost(). */
+        synchronized void granted(Map<String, Object> ok, Granted g) {
+            send(ok);
+            granted = g;
+            if (lostEarly) {
+                sendLost(g);
+            }
+        }
+
+        /** Marks the release begun: no lost event from now on. */
+        synchronized void releasing() {
+            answeredRelease = true;
+        }
+
+        private void sendLost(Granted g) {
+            Map<String, Object> ev = new LinkedHashMap<>();
+            ev.put("event", "lost");
+            ev.put("lock", id);
+            ev.put("key", key());
+            ev.put("token", g.token);
+            send(ev);
         }
     }
 
@@ -226,18 +272,27 @@ final class Protocol {
             try {
                 String c = lock.classify(e);
                 return c == null ? "error" : c;
-            } catch (RuntimeException x) {
+            } catch (Throwable x) {
                 return "error";
             }
         }
 
+        /** Runs one acquire, and then its lock's release, on a pooled thread. */
         void runLock(Ctx ctx) {
+            try {
+                serve(ctx);
+            } catch (Throwable e) {
+                log("lock " + ctx.id + ": " + describe(e));
+            }
+        }
+
+        private void serve(Ctx ctx) {
             Granted granted = null;
             Map<String, Object> ans = null;
             try {
                 granted = lock.acquire(ctx.req, ctx);
-            } catch (Exception | LinkageError e) {
-                ans = error(ctx.id, e instanceof Exception ? classify(e) : "error", describe(e));
+            } catch (Throwable e) {
+                ans = error(ctx.id, classify(e), describe(e));
             }
             boolean cancelled;
             synchronized (mu) {
@@ -247,7 +302,6 @@ final class Protocol {
                 pending.remove(ctx.id);
                 cancelled = ctx.cancelled;
                 if (granted != null && !cancelled) {
-                    ctx.granted = granted;
                     held.put(ctx.id, ctx);
                 }
                 ctx.answered = true;
@@ -257,42 +311,73 @@ final class Protocol {
                 if (granted != null) {
                     try {
                         lock.release(granted.handle);
-                    } catch (Exception e) {
+                    } catch (Throwable e) {
                         log("release after cancel: " + describe(e));
                     }
                 }
                 return;
             }
-            if (ans == null) {
-                if (granted == null) {
-                    ans = error(ctx.id, "not_acquired", null);
-                } else {
-                    ans = answer(ctx.id, true);
-                    ans.put("token", granted.token);
-                    ans.put("waited", granted.waited);
-                }
-            }
-            send(ans);
             if (granted == null) {
+                send(ans != null ? ans : error(ctx.id, "not_acquired", null));
                 return;
             }
+            ans = answer(ctx.id, true);
+            ans.put("token", granted.token);
+            ans.put("waited", granted.waited);
+            ctx.granted(ans, granted);
             // Serve this lock's release on this same thread until released.
+            Map<String, Object> op;
             while (true) {
-                Map<String, Object> op;
                 try {
                     op = ctx.ops.take();
+                    break;
                 } catch (InterruptedException e) {
-                    continue; // a late cancel's interrupt; the lock is still held
+                    // a late cancel's interrupt; the lock is still held
                 }
-                long id = num(op.get("id"), -1);
-                ctx.answeredRelease = true;
-                try {
-                    lock.release(granted.handle);
-                    send(answer(id, true));
-                } catch (Exception e) {
-                    send(error(id, classify(e), describe(e)));
-                }
-                return;
+            }
+            ctx.releasing();
+            release(num(op.get("id"), -1), granted);
+        }
+
+        /**
+         * Releases granted and answers release request id, or, when the
+         * library is still at it OVERDUE_MS past RELEASE_MS, answers
+         * lock.overdueRelease from the timer thread instead (the library's
+         * late result is logged).
+         */
+        private void release(long id, Granted granted) {
+            AtomicBoolean answered = new AtomicBoolean();
+            ScheduledFuture<?> timer = null;
+            try {
+                timer = timers.schedule(() -> {
+                    if (answered.compareAndSet(false, true)) {
+                        String kind;
+                        try {
+                            kind = lock.overdueRelease(granted.handle);
+                        } catch (Throwable e) {
+                            kind = null;
+                        }
+                        send(error(id, kind == null ? "timeout" : kind, "no answer from the library "
+                                + OVERDUE_MS + "ms past the release's " + RELEASE_MS + "ms"));
+                    }
+                }, RELEASE_MS + OVERDUE_MS, TimeUnit.MILLISECONDS);
+            } catch (Throwable e) {
+                log("release " + id + ": no overdue timer: " + describe(e));
+            }
+            Map<String, Object> ans;
+            try {
+                lock.release(granted.handle);
+                ans = answer(id, true);
+            } catch (Throwable e) {
+                ans = error(id, classify(e), describe(e));
+            }
+            if (timer != null) {
+                timer.cancel(false);
+            }
+            if (answered.compareAndSet(false, true)) {
+                send(ans);
+            } else {
+                log("release " + id + " answered overdue; the library's own answer came later: " + Json.write(ans));
             }
         }
 
@@ -305,7 +390,7 @@ final class Protocol {
                 String kind;
                 try {
                     kind = lock.overdue(ctx);
-                } catch (RuntimeException e) {
+                } catch (Throwable e) {
                     kind = null;
                 }
                 send(error(ctx.id, kind == null ? "timeout" : kind,
@@ -317,7 +402,7 @@ final class Protocol {
         void cancel(Ctx ctx) {
             try {
                 lock.cancel(ctx);
-            } catch (RuntimeException e) {
+            } catch (Throwable e) {
                 log("cancel: " + describe(e));
             }
         }
@@ -326,15 +411,7 @@ final class Protocol {
             Object op = req.get("op");
             long id = num(req.get("id"), -1);
             if ("acquire".equals(op)) {
-                Ctx ctx = new Ctx(req);
-                long timeout = num(req.get("timeout_ms"), 0);
-                synchronized (mu) {
-                    pending.put(ctx.id, ctx);
-                    if (timeout > 0) {
-                        ctx.overdue = timers.schedule(() -> overdue(ctx), timeout + OVERDUE_MS, TimeUnit.MILLISECONDS);
-                    }
-                }
-                threads.execute(() -> runLock(ctx));
+                acquire(req);
             } else if ("release".equals(op)) {
                 long lockId = num(req.get("lock"), -1);
                 Ctx ctx;
@@ -364,6 +441,61 @@ final class Protocol {
                 send(error(id, "error", "unknown op " + op));
             }
         }
+
+        /**
+         * Starts an acquire on a pooled thread, its overdue timer set for
+         * any timeout_ms (0 too: one attempt, which may block as long as a
+         * longer one). An acquire that cannot start (no thread to be had)
+         * is answered `error`, and forgotten.
+         */
+        private void acquire(Map<String, Object> req) {
+            Ctx ctx = null;
+            try {
+                ctx = new Ctx(req);
+                Ctx c = ctx;
+                long timeout = num(req.get("timeout_ms"), -1);
+                synchronized (mu) {
+                    pending.put(c.id, c);
+                    if (timeout >= 0) {
+                        c.overdue = timers.schedule(() -> overdue(c), Math.min(timeout, 1L << 40) + OVERDUE_MS,
+                                TimeUnit.MILLISECONDS);
+                    }
+                }
+                threads.execute(() -> runLock(c));
+            } catch (Throwable e) {
+                long id = ctx != null ? ctx.id : num(req.get("id"), -1);
+                synchronized (mu) {
+                    if (ctx != null) {
+                        pending.remove(ctx.id, ctx);
+                        if (ctx.overdue != null) {
+                            ctx.overdue.cancel(false);
+                        }
+                        if (ctx.answered || ctx.cancelled) {
+                            return; // the overdue timer answered it
+                        }
+                        ctx.answered = true;
+                    }
+                    send(error(id, "error", "cannot start the acquire: " + describe(e)));
+                }
+            }
+        }
+
+        /**
+         * Answers a request whose dispatch failed (not an acquire: that
+         * answers for itself; nor a cancel, which has no answer), so that
+         * the loop goes on.
+         */
+        void failed(Map<String, Object> req, Throwable e) {
+            try {
+                log("request failed: " + describe(e));
+                Object op = req.get("op");
+                if (req.containsKey("id") && !"acquire".equals(op) && !"cancel".equals(op)) {
+                    send(error(num(req.get("id"), -1), "error", describe(e)));
+                }
+            } catch (Throwable x) {
+                // nothing more to be done for it
+            }
+        }
     }
 
     /** Lock makes the adapter's lock, once the hello is out. */
@@ -388,7 +520,7 @@ final class Protocol {
         Lock lock;
         try {
             lock = factory.make();
-        } catch (Exception | LinkageError e) {
+        } catch (Throwable e) {
             log("cannot start: " + describe(e));
             Runtime.getRuntime().halt(1);
             return;
@@ -404,7 +536,7 @@ final class Protocol {
                 Object req;
                 try {
                     req = Json.read(line);
-                } catch (IllegalArgumentException e) {
+                } catch (Throwable e) { // IllegalArgumentException; StackOverflowError when deeply nested
                     log("not JSON, ignored: " + (line.length() > 200 ? line.substring(0, 200) : line));
                     continue;
                 }
@@ -414,12 +546,18 @@ final class Protocol {
                 }
                 @SuppressWarnings("unchecked")
                 Map<String, Object> m = (Map<String, Object>) req;
-                loop.dispatch(m);
+                try {
+                    loop.dispatch(m);
+                } catch (Throwable e) {
+                    loop.failed(m, e);
+                }
             }
-        } catch (IOException e) {
+        } catch (Throwable e) {
             log("stdin: " + describe(e));
         }
-        // stdin EOF: held locks are left to expire; close the client, bounded.
+        // stdin EOF: close the library's clients, bounded. Locks still
+        // held go with them: closing Curator's client closes its session,
+        // so ZooKeeper deletes the session's lock znodes at once.
         Thread closer = new Thread(lock::close, "close");
         closer.setDaemon(true);
         closer.start();

@@ -55,12 +55,31 @@ var builtins = map[string]builtin{
 // lower over a run's few thousand cycles than with C2 compiling on the
 // side: BenchmarkJavaProtocol), the serial collector and a small heap (an
 // adapter holds a client and a thread per waiting acquire), and slf4j's
-// simple binding at warn, on stderr, with the time of day.
+// simple binding at warn, on stderr, with the time of day. -Xrs: the JVM
+// installs no handler for SIGINT, SIGTERM and SIGHUP, which then kill it
+// by the signal, as they kill lockbench (with handlers it would exit
+// 130/143/129, an exit that counts as adapter_lost). The JVM's own
+// warnings (unified logging, on stdout by default) and other output go
+// to stderr: stdout is the protocol's.
 var JavaFlags = []string{
-	"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m",
+	"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx128m", "-Xrs",
+	"-Xlog:disable", "-Xlog:all=warning:stderr:uptime,level,tags", "-XX:+DisplayVMOutputToStderr",
 	"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 	"-Dorg.slf4j.simpleLogger.showDateTime=true",
 	"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+}
+
+// JavaEnvUnset are the variables of lockbench's environment a Java adapter
+// does not get: the JVM (or its launcher) takes options from them, which
+// could change JavaFlags' choices, and says so in a "Picked up" line.
+var JavaEnvUnset = []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"}
+
+// JavaCommand is the command of the Java adapter whose main class is class,
+// compiled in dir (adapters.Dir): Debian's java with JavaFlags, without
+// JavaEnvUnset.
+func JavaCommand(dir, class string) Command {
+	args := append(append([]string{}, JavaFlags...), "-cp", adapters.JavaClasspath(dir), class)
+	return Command{Path: adapters.JavaPath, Args: args, Dir: dir, Unset: JavaEnvUnset}
 }
 
 // ExecPrefix starts a strategy name that runs any adapter: exec:PATH
@@ -156,8 +175,7 @@ func BuiltinCommand(ctx context.Context, name string) (Command, error) {
 	case adapters.Node:
 		return Command{Path: "node", Args: []string{filepath.Join(dir, b.script)}, Dir: dir}, nil
 	case adapters.Java:
-		args := append(append([]string{}, JavaFlags...), "-cp", adapters.JavaClasspath(dir), b.script)
-		return Command{Path: adapters.JavaPath, Args: args, Dir: dir}, nil
+		return JavaCommand(dir, b.script), nil
 	}
 	return Command{Path: Python, Args: []string{filepath.Join(dir, b.script)}, Dir: dir}, nil
 }

@@ -3,6 +3,7 @@ package adapter
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,9 @@ type Command struct {
 	Dir string
 	// Env holds environment variables added to lockbench's own.
 	Env []string
+	// Unset names variables of lockbench's environment the adapter does
+	// not get (Env may still set them).
+	Unset []string
 }
 
 // String is the command as typed: the path and its arguments.
@@ -43,11 +47,18 @@ const (
 	EnvInstance       = "LOCKBENCH_ADAPTER_INSTANCE"
 )
 
-// environ is the adapter's environment: lockbench's, c.Env, and, for a
-// config, its endpoints as `lockbench up` prints them and the scenario's
-// variables.
+// environ is the adapter's environment: lockbench's less c.Unset, c.Env,
+// and, for a config, its endpoints as `lockbench up` prints them and the
+// scenario's variables.
 func (c Command) environ(cfg *strategies.Config) []string {
-	env := append(os.Environ(), c.Env...)
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(c.Unset, name) {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, c.Env...)
 	if cfg == nil {
 		return env
 	}

@@ -14,3 +14,6 @@ func Builtins() []string {
 
 // Pid is the adapter process's pid.
 func (s *Strategy) Pid() int { return s.p.c.Process.Pid }
+
+// Environ is the environment c's adapter gets outside a run (its --hello).
+func (c Command) Environ() []string { return c.environ(nil) }

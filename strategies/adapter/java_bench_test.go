@@ -35,8 +35,7 @@ func BenchmarkJavaProtocol(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	args := append(append([]string{}, adapter.JavaFlags...), "-cp", adapters.JavaClasspath(dir), "Noop")
-	s, err := adapter.New(ctx, adapter.Command{Path: adapters.JavaPath, Args: args, Dir: dir},
+	s, err := adapter.New(ctx, adapter.JavaCommand(dir, "Noop"),
 		strategies.Config{Owner: "instance-0", Workers: benchWorkers})
 	if err != nil {
 		b.Fatal(err)
