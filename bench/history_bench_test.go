@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -47,10 +48,19 @@ func runHistory(b *testing.B, lock strategies.Config, history bool) {
 	var cpu time.Duration
 	o := loadgen.Options{Strategy: strategies.MustLookup("setnx"), Scenario: sc, Lock: lock, Store: st,
 		Reporter: loadgen.LoadSpan(loadSpan(b, cpuTimeAll, &cpu))}
+	var hf *loadgen.HistoryFile
+	path := filepath.Join(b.TempDir(), "history.jsonl.zst")
 	if history {
-		o.History = filepath.Join(b.TempDir(), "history.jsonl.zst")
+		var err error
+		if hf, err = loadgen.NewHistoryFile(path); err != nil {
+			b.Fatal(err)
+		}
+		o.History, o.Reporter = true, loadgen.Tee(o.Reporter, hf)
 	}
 	r, err := loadgen.Run(ctx, o)
+	if hf != nil {
+		err = errors.Join(err, hf.Close())
+	}
 	if err != nil {
 		b.Fatal(servers.Redact(err.Error()))
 	}
@@ -61,7 +71,7 @@ func runHistory(b *testing.B, lock strategies.Config, history bool) {
 		b.ReportMetric(float64(s.Payments)/cpu.Seconds(), "payments/cpu-s")
 	}
 	if history {
-		fi, err := os.Stat(o.History)
+		fi, err := os.Stat(path)
 		if err != nil {
 			b.Fatal(err)
 		}

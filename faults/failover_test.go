@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -81,8 +82,10 @@ func failoverRun(t *testing.T, c *servers.Cluster, strategy, fault string, sc lo
 	sc.FencingStrict = strict
 	mem := store.NewMemory()
 	began := time.Now()
-	dir, history := historyDir(t)
-	r, err := loadgen.Run(ctx, loadgen.Options{Strategy: strategies.MustLookup(strategy), Scenario: sc, Lock: lock, Store: mem, Fault: f, History: history})
+	o := loadgen.Options{Strategy: strategies.MustLookup(strategy), Scenario: sc, Lock: lock, Store: mem, Fault: f}
+	dir, history, hf := withHistory(t, &o)
+	r, err := loadgen.Run(ctx, o)
+	err = errors.Join(err, hf.Close())
 	if err != nil {
 		t.Fatalf("%s under %s: %v", strategy, fault, err)
 	}

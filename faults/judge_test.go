@@ -8,15 +8,23 @@ import (
 	"testing"
 
 	"github.com/lockbench/lockbench/check"
+	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/results"
 )
 
-// historyDir is where a fault test's run keeps its history for the
-// second judge: a fresh run directory of the test's.
-func historyDir(t *testing.T) (dir, path string) {
+// withHistory makes o keep its history for the second judge, in a fresh
+// run directory of the test's: dir, the file's path, and the file, to
+// close after the run.
+func withHistory(t *testing.T, o *loadgen.Options) (dir, path string, hf *loadgen.HistoryFile) {
 	t.Helper()
 	dir = t.TempDir()
-	return dir, filepath.Join(dir, results.HistoryDir, "run"+results.HistoryExt)
+	path = filepath.Join(dir, results.HistoryDir, "run"+results.HistoryExt)
+	hf, err := loadgen.NewHistoryFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.History, o.Reporter = true, loadgen.Tee(o.Reporter, hf)
+	return dir, path, hf
 }
 
 // secondJudge writes s as dir's summary.json, names the run's history

@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -158,8 +159,7 @@ func runOnce(t *testing.T, strategy, fault string, sc loadgen.Scenario) results.
 		st = pg
 	}
 	began := time.Now()
-	dir, history := historyDir(t)
-	r, err := loadgen.Run(ctx, loadgen.Options{
+	o := loadgen.Options{
 		Strategy: strategies.MustLookup(strategy),
 		Scenario: sc,
 		Lock:     target.Config,
@@ -168,8 +168,10 @@ func runOnce(t *testing.T, strategy, fault string, sc loadgen.Scenario) results.
 		// Set by the sequenced store's tests (seqstore_test.go).
 		StoreTransport: seqTransport,
 		Reporter:       seqObserver,
-		History:        history,
-	})
+	}
+	dir, history, hf := withHistory(t, &o)
+	r, err := loadgen.Run(ctx, o)
+	err = errors.Join(err, hf.Close())
 	if err != nil {
 		t.Fatalf("%s under %s: %v", strategy, fault, err)
 	}

@@ -100,15 +100,16 @@ func (c *collector) collect(now time.Time) {
 	} else {
 		c.cur = results.NewPhaseSet()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	endNs := int64(now.Sub(c.measureStart))
 	if endNs < 0 {
 		return // still in the warmup: drop it
 	}
+	c.mu.Lock()
 	c.total.Merge(iv)
+	c.mu.Unlock()
 	closed := results.Interval{StartNs: c.lastEndNs, EndNs: endNs, Hists: iv}
 	c.lastEndNs = endNs
+	// Not under c.mu: a Reporter may ask for the progress (p99).
 	if err := c.rep.Interval(closed); err != nil && c.logErr == nil {
 		c.logErr = err
 	}

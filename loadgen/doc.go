@@ -11,7 +11,9 @@
 // payment stream from its seed. Run drives one strategy through it under at
 // most one Fault and returns a results.Run: the store's judgement (counts)
 // and the workers' latency histograms, per phase, per interval and by
-// acquire outcome.
+// acquire outcome. What it says as it goes (intervals, progress, the
+// load's span, its history) leaves it by one Reporter: Tee joins several,
+// HistoryFile writes the history, results.HlogStream the intervals.
 //
 // Processing a delivery is: acquire the lock on the lock key (with the
 // scenario's retry policy), read "processed?" and the balance from the

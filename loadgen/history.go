@@ -1,19 +1,11 @@
 package loadgen
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/strategies"
@@ -21,15 +13,16 @@ import (
 
 // A run's history (Options.History; docs/history.md, which is the
 // format's definition): every delivery's events, the store's and the
-// holders', on the coordinator's clock, as zstd-compressed JSON lines.
-// The store's events reach historyWriter.Record under the store's lock;
-// the holders' are kept per worker (histBuf) and drained by the writer
-// every historyEvery, from instance processes by their stats messages.
+// holders', on the coordinator's clock, as JSON lines reported to the
+// run's Reporter (HistoryFile writes them, zstd-compressed). The store's
+// events reach historyWriter.Record under the store's lock; the holders'
+// are kept per worker (histBuf) and drained by the writer every
+// historyEvery, from instance processes by their stats messages.
 
 // HistoryVersion is the version of the history format the writer writes.
 const HistoryVersion = 2
 
-// historyEvery is how often the writer drains and writes what was
+// historyEvery is how often the writer drains and reports what was
 // recorded: 250 ms.
 const historyEvery = 250 * time.Millisecond
 
@@ -122,19 +115,19 @@ type HistoryClock struct {
 	UncertaintyNs int64
 }
 
-// historyWriter writes one run's history: plain JSON lines into
-// path.part while the run goes on, compressed into path once it is over
-// (close), so that the load does not pay for the compression.
+// historyWriter records one run's history and reports it (EventHistory)
+// every historyEvery as JSON lines; a HistoryFile writes them.
 type historyWriter struct {
-	path string
-	f    *os.File // path.part
-	bw   *bufio.Writer
+	rep Reporter
 
-	mu    sync.Mutex // the encoder, buf, err and the drained instances
-	buf   []byte
-	err   error
+	mu    sync.Mutex // the encoder and out
+	out   []byte     // the lines since the last flush
 	insts []historian
 	evs   []clientEvent
+
+	// flushMu keeps the flushes, and so the chunks reported, in order.
+	flushMu sync.Mutex
+	chunk   []byte
 
 	lanes [store.Lanes]histLane
 	// st is the store recording into it, told to stop at the end.
@@ -154,18 +147,10 @@ type histLane struct {
 	_   [64 - 8 - 24]byte
 }
 
-// newHistoryWriter creates path (its directory too) and writes h.
-func newHistoryWriter(path string, h HistoryHeader) (*historyWriter, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	f, err := os.Create(path + partExt)
-	if err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	w := &historyWriter{path: path, f: f, bw: bufio.NewWriterSize(f, 256<<10), stop: make(chan struct{}), done: make(chan struct{})}
-	w.header(h)
-	return w, nil
+// newHistoryWriter reports h (EventHistoryStart) to rep.
+func newHistoryWriter(rep Reporter, h HistoryHeader) *historyWriter {
+	rep.Event(Event{Kind: EventHistoryStart, Header: &h})
+	return &historyWriter{rep: rep, stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // start drains insts' events every historyEvery until close.
@@ -194,10 +179,16 @@ func (w *historyWriter) Record(lane int, ev *store.Event) {
 	l.mu.Unlock()
 }
 
-// flush writes what the store and the instances recorded since the last.
-func (w *historyWriter) flush() {
+// flush reports what the store and the instances recorded since the
+// last (EventHistory, or kind).
+func (w *historyWriter) flush() { w.flushAs(EventHistory, 0) }
+
+// flushAs reports as kind; EventHistoryEnd's lines end with the end line
+// (payments).
+func (w *historyWriter) flushAs(kind EventKind, payments int64) {
+	w.flushMu.Lock()
+	defer w.flushMu.Unlock()
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	var evs []store.Event
 	for i := range w.lanes {
 		l := &w.lanes[i]
@@ -217,6 +208,17 @@ func (w *historyWriter) flush() {
 			w.clientLine(&w.evs[i])
 		}
 	}
+	if kind == EventHistoryEnd {
+		b := append(w.out, `{"ev":"end","payments":`...)
+		b = strconv.AppendInt(b, payments, 10)
+		b = appendField(b, "at", time.Now().UnixNano())
+		w.write(append(b, "}\n"...))
+	}
+	w.chunk, w.out = w.out, w.chunk[:0]
+	w.mu.Unlock()
+	if len(w.chunk) > 0 || kind != EventHistory {
+		w.rep.Event(Event{Kind: kind, History: w.chunk})
+	}
 }
 
 // offered writes an offer line for each of ps.
@@ -224,7 +226,7 @@ func (w *historyWriter) offered(ps []Payment) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, p := range ps {
-		b := append(w.buf[:0], `{"ev":"offer","p":`...)
+		b := append(w.out, `{"ev":"offer","p":`...)
 		b = strconv.AppendInt(b, p.ID, 10)
 		b = appendField(b, "a", int64(p.Account))
 		b = appendField(b, "amount", p.Amount)
@@ -237,7 +239,7 @@ func (w *historyWriter) offered(ps []Payment) {
 func (w *historyWriter) strike(n int64, fault, target string, start, end, closed int64, aim *strikeAim, missed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	b := append(w.buf[:0], `{"ev":"strike","n":`...)
+	b := append(w.out, `{"ev":"strike","n":`...)
 	b = strconv.AppendInt(b, n, 10)
 	b = appendStr(b, "fault", fault)
 	b = appendStr(b, "target", target)
@@ -261,55 +263,11 @@ func (w *historyWriter) strike(n int64, fault, target string, start, end, closed
 	w.write(append(b, "}\n"...))
 }
 
-// close writes what is left and the end line (payments: what the run
-// counts as offered), and closes the file.
-func (w *historyWriter) close(payments int64) error {
+// end reports what is left and the end line (payments: what the run
+// counts as offered) as EventHistoryEnd.
+func (w *historyWriter) end(payments int64) {
 	w.detach()
-	w.flush()
-	w.mu.Lock()
-	b := append(w.buf[:0], `{"ev":"end","payments":`...)
-	b = strconv.AppendInt(b, payments, 10)
-	b = appendField(b, "at", time.Now().UnixNano())
-	w.write(append(b, "}\n"...))
-	err := w.err
-	w.mu.Unlock()
-	err = errors.Join(err, w.bw.Flush())
-	if err == nil {
-		err = compress(w.f, w.path)
-	}
-	err = errors.Join(err, w.f.Close(), os.Remove(w.path+partExt))
-	if err != nil {
-		return fmt.Errorf("history: %w", err)
-	}
-	return nil
-}
-
-// partExt ends the name of a history being written.
-const partExt = ".part"
-
-// compress writes what f holds, from its start, zstd-compressed into path.
-func compress(f *os.File, path string) error {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	zw, err := zstd.NewWriter(out)
-	if err != nil {
-		out.Close()
-		return err
-	}
-	_, err = io.Copy(zw, f)
-	return errors.Join(err, zw.Close(), out.Close())
-}
-
-// abort removes the unfinished history (a run that failed).
-func (w *historyWriter) abort() {
-	w.detach()
-	_ = w.f.Close()
-	_ = os.Remove(w.path + partExt)
+	w.flushAs(EventHistoryEnd, payments)
 }
 
 // detach stops the store's recording and the drains.
@@ -375,14 +333,14 @@ func releaseErr(err error) string {
 	return "not_owner"
 }
 
-// startHistory opens the run's history (Options.History) and starts
-// recording: the store's events, the holders' in insts. nil when the run
+// startHistory starts recording the run's history (Options.History): the
+// store's events, the holders' in insts, reported to rep. nil when the run
 // keeps none.
-func startHistory(o Options, info strategies.Info, setup store.Setup, insts []instance, tap func([]clientEvent)) (*historyWriter, error) {
-	if o.History == "" {
-		return nil, nil
+func startHistory(o Options, rep Reporter, info strategies.Info, setup store.Setup, insts []instance, tap func([]clientEvent)) *historyWriter {
+	if !o.History {
+		return nil
 	}
-	h := HistoryHeader{Run: strings.TrimSuffix(filepath.Base(o.History), ".jsonl.zst"), Strategy: info.Name,
+	h := HistoryHeader{Strategy: info.Name,
 		Kind: "lock", Store: string(o.Scenario.Store), Setup: setup}
 	// The header's fencing is the run's, as its file name and summary row
 	// say: the store's check on a strategy that issues tokens (version 2;
@@ -401,17 +359,14 @@ func startHistory(o Options, info strategies.Info, setup store.Setup, insts []in
 			hs = append(hs, x)
 		}
 	}
-	w, err := newHistoryWriter(o.History, h)
-	if err != nil {
-		return nil, err
-	}
+	w := newHistoryWriter(rep, h)
 	if r, ok := o.Store.(store.Historian); ok {
 		r.SetRecorder(w)
 		w.st = r
 	}
 	w.tap = tap
 	w.start(hs)
-	return w, nil
+	return w
 }
 
 // faultName is f's name, "" for none.

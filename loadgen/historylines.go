@@ -6,20 +6,17 @@ import (
 	"github.com/lockbench/lockbench/loadgen/store"
 )
 
-func (w *historyWriter) write(b []byte) {
-	w.buf = b
-	if w.err == nil {
-		_, w.err = w.bw.Write(b)
-	}
-}
+// write keeps b, w.out with a line appended, as the lines to report.
+func (w *historyWriter) write(b []byte) { w.out = b }
 
-func (w *historyWriter) header(h HistoryHeader) {
+// appendHeader appends h's line to b.
+func appendHeader(b []byte, h HistoryHeader) []byte {
 	s := h.Setup
 	mode := "account"
 	if s.Mode == store.PaymentMode {
 		mode = "payment"
 	}
-	b := append(w.buf[:0], `{"ev":"header","version":`...)
+	b = append(b, `{"ev":"header","version":`...)
 	b = strconv.AppendInt(b, HistoryVersion, 10)
 	b = appendStr(b, "run", h.Run)
 	b = appendStr(b, "strategy", h.Strategy)
@@ -48,12 +45,12 @@ func (w *historyWriter) header(h HistoryHeader) {
 		b = appendField(b, "uncertainty_ns", c.UncertaintyNs)
 		b = append(b, '}')
 	}
-	w.write(append(b, "]}\n"...))
+	return append(b, "]}\n"...)
 }
 
 // storeLine writes one of the store's events.
 func (w *historyWriter) storeLine(ev *store.Event) {
-	b := w.buf[:0]
+	b := w.out
 	if ev.Finish {
 		b = append(b, `{"ev":"finish","p":`...)
 	} else {
@@ -92,7 +89,7 @@ func (w *historyWriter) storeLine(ev *store.Event) {
 
 // clientLine writes one of a holder's events.
 func (w *historyWriter) clientLine(ev *clientEvent) {
-	b := w.buf[:0]
+	b := w.out
 	kind := [...]string{evAcquire: "acquire", evRelease: "release", evTx: "tx", evMessage: "message", evAck: "ack"}[ev.Kind]
 	b = append(b, `{"ev":"`...)
 	b = append(b, kind...)

@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,10 +71,15 @@ func runPlanted(t *testing.T, o Options) plantedResult {
 	t.Helper()
 	dir := t.TempDir()
 	id := plantedID(o)
-	o.History = check.HistoryPath(dir, id)
+	hf, err := NewHistoryFile(check.HistoryPath(dir, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.History, o.Reporter = true, Tee(o.Reporter, hf)
 	ctx, cancel := context.WithTimeout(context.Background(), plantedTimeout)
 	defer cancel()
 	r, err := Run(ctx, o)
+	err = errors.Join(err, hf.Close())
 	if err != nil {
 		t.Fatalf("run %s: %v", id, err)
 	}

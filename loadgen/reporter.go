@@ -7,11 +7,11 @@ import (
 )
 
 // A Reporter hears a run as it goes, by one path: each measured interval
-// as it closes, and the run's events. Both are called off the workers'
-// path and should return quickly.
+// as it closes, and the run's events, its history among them. The calls
+// come one at a time, off the workers' path, and should return quickly.
 type Reporter interface {
 	// Interval takes each measured interval as it closes (warmup
-	// intervals are dropped), from the collector's goroutine. It must not
+	// intervals are dropped). It must not
 	// keep or change the histograms. Its first error is Run's, after the
 	// run, which goes on.
 	Interval(results.Interval) error
@@ -40,13 +40,27 @@ const (
 	// CPU).
 	EventLoadStart
 	EventLoadEnd
+	// EventHistoryStart opens a run's history (Options.History): its
+	// header (Event.Header), before any of its lines.
+	EventHistoryStart
+	// EventHistory carries the history's lines recorded since the last
+	// (Event.History), about every 250 ms.
+	EventHistory
+	// EventHistoryEnd carries the history's last lines, its end line
+	// among them, once the run is judged. A run that fails may end
+	// without it.
+	EventHistoryEnd
 )
 
 // Event is one thing a run reports other than an interval.
 type Event struct {
-	Kind     EventKind
-	Why      string   // EventFallback
-	Seq      SeqStats // EventSequenced
+	Kind   EventKind
+	Why    string         // EventFallback
+	Seq    SeqStats       // EventSequenced
+	Header *HistoryHeader // EventHistoryStart
+	// History is JSON lines (docs/history.md) of EventHistory and
+	// EventHistoryEnd, valid during the call only.
+	History  []byte
 	progress *lazyProgress
 }
 
@@ -119,6 +133,25 @@ func (t tee) Event(e Event) {
 	for _, r := range t {
 		r.Event(e)
 	}
+}
+
+// serial passes a run's calls to r one at a time: the collector, the
+// history writer and the runner each call it.
+type serial struct {
+	mu sync.Mutex
+	r  Reporter
+}
+
+func (s *serial) Interval(iv results.Interval) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r.Interval(iv)
+}
+
+func (s *serial) Event(e Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.r.Event(e)
 }
 
 // noReporter hears nothing: a run without a Reporter.

@@ -49,10 +49,10 @@ type Options struct {
 	// process) on agents (package loadgen/agent) instead of starting them
 	// as children of this process; goroutine instances stay here.
 	Spawner Spawner
-	// History, if set, is the path of the run's history file
-	// (docs/history.md): every delivery's events, as zstd-compressed JSON
-	// lines. Its run name is the file's name without .jsonl.zst.
-	History string
+	// History: the run records every delivery's events (docs/history.md)
+	// and reports them to the Reporter (EventHistory); a HistoryFile
+	// among its reporters writes them.
+	History bool
 }
 
 // Progress is the live state of a run.
@@ -104,9 +104,9 @@ func (in *Instance) Pid() int { return 0 }
 // judged and what the workers measured. Cancelling ctx ends the run early
 // with the partial figures (Summary.Interrupted) and a nil error.
 func Run(ctx context.Context, o Options) (results.Run, error) {
-	r := &runner{ctx: ctx, o: o, sc: o.Scenario, info: o.Strategy, rep: o.Reporter}
-	if r.rep == nil {
-		r.rep = noReporter{}
+	r := &runner{ctx: ctx, o: o, sc: o.Scenario, info: o.Strategy, rep: noReporter{}}
+	if o.Reporter != nil {
+		r.rep = &serial{r: o.Reporter}
 	}
 	defer r.close()
 	if err := r.prepare(); err != nil {
@@ -234,7 +234,7 @@ func (r *runner) begin() error {
 	}
 	// A deferred board learns the acquires from the instances' history
 	// events: they record them with or without a history file.
-	insts, sq, stopAll, err := startInstances(r.ctx, sc, info, r.seq, o.History != "" || deferred, env.Lock, r.st, o.Spawner, o.Log, inProcess)
+	insts, sq, stopAll, err := startInstances(r.ctx, sc, info, r.seq, o.History || deferred, env.Lock, r.st, o.Spawner, o.Log, inProcess)
 	if err != nil {
 		return err
 	}
@@ -245,9 +245,7 @@ func (r *runner) begin() error {
 		}
 	}
 	r.onClose(func() { stopAll() })
-	if err := r.startHistory(deferred); err != nil {
-		return err
-	}
+	r.startHistory(deferred)
 	r.onClose(sq.close)
 	if sq != nil {
 		env.syncWith(sq.setSync)
@@ -272,19 +270,16 @@ func (r *runner) begin() error {
 	return nil
 }
 
-// startHistory starts the run's history file, if it has one, and a
-// deferred board's drains of the instances' acquire events, which go
-// through the history when there is one.
-func (r *runner) startHistory(deferred bool) error {
+// startHistory starts the run's history, if it keeps one, and a deferred
+// board's drains of the instances' acquire events, which go through the
+// history when there is one.
+func (r *runner) startHistory(deferred bool) {
 	o, env := r.o, r.env
 	var tap func([]clientEvent)
 	if deferred {
 		tap = env.asks.record
 	}
-	var err error
-	if r.hw, err = startHistory(o, r.info, r.setup, r.insts, tap); err != nil {
-		return err
-	}
+	r.hw = startHistory(o, r.rep, r.info, r.setup, r.insts, tap)
 	if deferred && r.hw == nil {
 		r.asksDrain = drainAsks(r.insts, env.asks)
 		r.onClose(r.asksDrain.stop)
@@ -292,12 +287,11 @@ func (r *runner) startHistory(deferred bool) error {
 	if r.hw != nil {
 		r.onClose(func() {
 			if r.hw != nil {
-				r.hw.abort() // a run that fails leaves it unfinished
+				r.hw.detach() // a run that fails leaves it unfinished
 			}
 		})
 		env.strikes.history(r.hw, faultName(o.Fault))
 	}
-	return nil
 }
 
 // load offers the payments, with the fault striking and the collector
@@ -392,10 +386,8 @@ func (r *runner) judge() (results.Run, error) {
 	r.asksDrain.drainNow()
 	sum := summarize(o, r.info, r.sc, r.env, counts, snap, r.col.total, r.end.Sub(r.measureStart), r.behind)
 	if h := r.hw; h != nil {
-		r.hw = nil // finished: nothing to abort
-		if err := h.close(sum.Payments); err != nil {
-			return results.Run{}, err
-		}
+		r.hw = nil // finished: nothing to stop
+		h.end(sum.Payments)
 	}
 	sum.LatencyByOutcome = outcomes.Latencies()
 	sum.Interrupted = r.ctx.Err() != nil

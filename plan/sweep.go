@@ -117,19 +117,45 @@ type sweeper struct {
 	trials   int
 }
 
-// ramp raises the rate by cfg.Factor from cfg.Start until a step fails or
-// cfg.MaxRate holds.
+// Ramp is the rates a sweep's ramp tries, in order, while every one
+// holds: from cfg.Start by cfg.Factor, the last one cfg.MaxRate when there
+// is a cap, at most MaxSteps.
+func Ramp(cfg Config) []float64 {
+	var rates []float64
+	for rate := cfg.Start; len(rates) < MaxSteps; rate = roundRate(rate * cfg.Factor) {
+		if cfg.MaxRate > 0 && rate >= cfg.MaxRate {
+			return append(rates, cfg.MaxRate)
+		}
+		rates = append(rates, rate)
+	}
+	return rates
+}
+
+// MostSteps bounds the rates a sweep of cfg tries, and Lowest is the
+// lowest it may try: the ramp then the bisection below the first rate that
+// fails, or, when the first fails, the walk down and the bisection above
+// it; never more than MaxSteps (a confirming re-run, or a rate's further
+// trials, do not count).
+func MostSteps(cfg Config) (n int, lowest float64) {
+	lowest = cfg.Start
+	for i := 0; i < maxWalkDown && roundRate(lowest/cfg.Factor) >= minRate; i++ {
+		lowest = roundRate(lowest / cfg.Factor)
+	}
+	if cfg.MaxRate > 0 && cfg.Start > cfg.MaxRate {
+		lowest = min(lowest, cfg.MaxRate)
+	}
+	return min(MaxSteps, max(len(Ramp(cfg)), 1+maxWalkDown)+cfg.Refine), lowest
+}
+
+// ramp tries the rates of Ramp until one fails.
 func (s *sweeper) ramp() error {
-	for rate := s.cfg.Start; s.room(); rate = roundRate(rate * s.cfg.Factor) {
-		if s.cfg.MaxRate > 0 && rate > s.cfg.MaxRate {
-			rate = s.cfg.MaxRate
+	for _, rate := range Ramp(s.cfg) {
+		if !s.room() {
+			break
 		}
 		ok, err := s.try(rate)
-		if err != nil {
+		if err != nil || !ok {
 			return err
-		}
-		if !ok || (s.cfg.MaxRate > 0 && rate >= s.cfg.MaxRate) {
-			break
 		}
 	}
 	return nil

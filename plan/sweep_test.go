@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -221,5 +222,55 @@ func TestSweepTrials(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Ramp is the rates the ramp tries while each holds: by the factor from
+// the start, the cap last when there is one, at most MaxSteps.
+func TestRamp(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Start: 250, Factor: 2, MaxRate: 1000}, "[250 500 1000]"},
+		{Config{Start: 250, Factor: 2, MaxRate: 700}, "[250 500 700]"},
+		{Config{Start: 900, Factor: 2, MaxRate: 700}, "[700]"},
+		{Config{Start: 1.5, Factor: 1.5, MaxRate: 5}, "[1.5 2.3 3.5 5]"},
+		{Config{Start: 250, Factor: 2}, "[250 500 1000 2000 4000 8000 16000 32000 64000 128000 256000 512000]"},
+	} {
+		if got := fmt.Sprint(Ramp(tc.cfg)); got != tc.want {
+			t.Errorf("Ramp(%+v) = %s; want %s", tc.cfg, got, tc.want)
+		}
+	}
+}
+
+// MostSteps bounds what a sweep tries, whatever its steps answer: every
+// rate, from the first failing to none failing, is tried in turn.
+func TestMostSteps(t *testing.T) {
+	for _, cfg := range []Config{
+		{Start: 250, Factor: 2, MaxRate: 3000, Refine: 2, Confirm: true},
+		{Start: 250, Factor: 2, Refine: 2},
+		{Start: 4, Factor: 2, Refine: 3},
+		{Start: 250, Factor: 1.5, MaxRate: 260, Refine: 6},
+	} {
+		cfg.SLO = 20 * time.Millisecond
+		most, lowest := MostSteps(cfg)
+		for capacity := 0.0; capacity <= 2*cfg.Start*math.Pow(cfg.Factor, MaxSteps); capacity = max(1, capacity*1.7) {
+			var rates []float64
+			limit := capacity
+			if _, err := Sweep(context.Background(), cfg, capacityModel(capacity, nil, &rates)); err != nil {
+				t.Fatal(err)
+			}
+			tried := map[float64]bool{}
+			for _, r := range rates {
+				tried[r] = true
+				if r < lowest {
+					t.Errorf("%+v, holding up to %g: tried %g; want none below Lowest %g", cfg, limit, r, lowest)
+				}
+			}
+			if len(tried) > most {
+				t.Errorf("%+v, holding up to %g: tried %d rates %v; want at most MostSteps %d", cfg, limit, len(tried), rates, most)
+			}
+		}
 	}
 }

@@ -103,7 +103,11 @@ func (c cell) label() string {
 	if v := c.variant(); v != "" {
 		name += " [" + v + "]"
 	}
-	return fmt.Sprintf("%s × %s (fencing %s)", name, c.spec.Name, onOff(c.sc.Fencing && c.info.Fencing))
+	fault := c.spec.Name
+	if fault == "" {
+		fault = "none"
+	}
+	return fmt.Sprintf("%s × %s (fencing %s)", name, fault, onOff(c.sc.Fencing && c.info.Fencing))
 }
 
 // variant is the cell's variant as label shows it: the scenario's, and the

@@ -34,6 +34,7 @@ func FuzzArgs(f *testing.F) {
 		{"plan\x00--scenario\x00@scenario\x00--target-rate\x00500", "account_dist: zipf:1.5\nttl: 1s\n"},
 		{"verdicts\x00--fault\x00pause,slow\x00--dry-run", ""},
 		{"matrix\x00--quick\x00--dry-run", ""},
+		{"plan\x00--dry-run", ""},
 		{"up\x00--redis\x003", ""},
 		{"compare-redis\x00--rounds\x003", ""},
 		{"compare-postgres\x00--rounds\x003", ""},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockbench/lockbench/faults"
@@ -17,7 +18,6 @@ import (
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/plan"
 	"github.com/lockbench/lockbench/results"
-	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 )
 
@@ -32,7 +32,8 @@ const (
 
 // planOptions are the parsed flags of `lockbench plan`.
 type planOptions struct {
-	infos    []strategies.Info
+	// cells are one per strategy, each a sweep of sc's rate.
+	cells    []cell
 	sc       loadgen.Scenario // the sweep's scenario; Rate varies per step
 	ef       endpointFlags
 	metrics  metricsFlag
@@ -40,6 +41,7 @@ type planOptions struct {
 	cfg      plan.Config
 	out      string
 	asJSON   bool
+	dryRun   bool
 	verdicts string
 	// risks are those of --verdicts, or the registry's expectations;
 	// risksFrom says which.
@@ -70,6 +72,7 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	strategyList := fs.String("strategy", "", "comma-separated strategies, or all (default: every cross-instance lock, i.e. all but nolock and mutex)")
 	fs.StringVar(&o.out, "out", "", "run directory (default out/plan-DATE-TIME)")
 	fs.BoolVar(&o.asJSON, "json", false, "print plan.json to stdout instead of the table")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print the sweeps that would run, their first rates and an estimated time, and run nothing")
 	fs.StringVar(&o.verdicts, "verdicts", "", "verdicts.json from `lockbench verdicts`: risks under faults as measured (default: as expected from each strategy's registry entry)")
 	o.registerSweep(fs)
 	fs.IntVar(&o.cfg.Refine, "refine", plan.DefaultRefine, fmt.Sprintf("bisection steps after the first failing rate, 0..%d", maxPlanRefine))
@@ -100,14 +103,14 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	if o.cfg.Start == 0 {
 		o.cfg.Start = plan.StartRate(o.target, o.cfg.Factor)
 	}
-	var err error
-	if o.infos, err = planStrategies(*strategyList); err != nil {
+	infos, err := planStrategies(*strategyList)
+	if err != nil {
 		return o, err
 	}
 	if o.sc, err = sf.scenario(); err != nil {
 		return o, err
 	}
-	if err := sf.storeFor(o.infos, &o.sc); err != nil {
+	if err := sf.storeFor(infos, &o.sc); err != nil {
 		return o, err
 	}
 	o.sc.Name = results.ScenarioSweep
@@ -127,6 +130,9 @@ func parsePlan(args []string, stdout, stderr io.Writer) (planOptions, error) {
 	}
 	if err := o.ef.checkSequenced(&sf, o.sc); err != nil {
 		return o, err
+	}
+	for _, info := range infos {
+		o.cells = append(o.cells, cell{info: info, sc: o.sc})
 	}
 	o.risks, o.risksFrom, err = loadRisks(o.verdicts)
 	return o, err
@@ -174,20 +180,25 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
+	if o.dryRun {
+		return printSweeps(stdout, o)
+	}
 	risks, risksFrom := o.risks, o.risksFrom
 	// A plan's sweeps stop at the first rate a strategy cannot hold: at
 	// most a few dozen runs a strategy.
-	dir, err := newRunDir(o.out, "plan", args, outEstimate(32*len(o.infos), 0, false))
+	dir, err := newRunDir(o.out, "plan", args, outEstimate(32*len(o.cells), 0, false))
 	if err != nil {
 		return err
 	}
 	defer dir.closeAtExit(&err)
-	sess, err := openSession(ctx, o.ef, needs(o.infos, o.sc), servers.Options{}, stderr)
+	need, opts := cellServers(o.cells)
+	sess, err := openSession(ctx, o.ef, need, opts, stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	if o.infos, err = sess.applicable(o.infos, faults.Spec{}, stderr); err != nil {
+	cells, err := sess.applicableCells(o.cells, stderr)
+	if err != nil {
 		return err
 	}
 	if err := sess.serveMetrics(o.metrics); err != nil {
@@ -202,15 +213,15 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	planPath := filepath.Join(dir.dir, plan.File)
 	var errs []error
-	for _, info := range o.infos {
+	for _, c := range cells {
 		if ctx.Err() != nil {
 			break
 		}
 		step := func(ctx context.Context, rate float64, trial int) (results.Run, error) {
-			return runTrial(ctx, sess, info, stepFor(o.sc, rate), faults.Spec{}, trial)
+			return runTrial(ctx, sess, c.info, stepFor(c.sc, rate), c.spec, trial)
 		}
 		sw, err := plan.Sweep(ctx, o.cfg, step)
-		line := plan.LineOf(info, o.sc.Fencing, o.target, sw, risks)
+		line := plan.LineOf(c.info, c.sc.Fencing, o.target, sw, risks)
 		switch {
 		case ctx.Err() != nil:
 			line.LimitedBy = "interrupted"
@@ -258,6 +269,39 @@ func printPlan(stdout io.Writer, o planOptions, rep plan.Report, dir string) err
 	}
 	fmt.Fprintln(stdout, ", report.md)")
 	return nil
+}
+
+// printSweeps is plan's --dry-run: each strategy's sweep, the rates its
+// ramp would offer while they hold, and the most it could run; it runs
+// nothing and starts no server.
+func printSweeps(w io.Writer, o planOptions) error {
+	rates := plan.Ramp(o.cfg)
+	most, lowest := plan.MostSteps(o.cfg)
+	trials := max(o.cfg.Trials, 1)
+	// The longest step is the lowest rate's (stepFor).
+	each := estimate(stepFor(o.sc, lowest)) * time.Duration(most*trials)
+	first := make([]string, 0, 6)
+	for i, r := range rates {
+		if i == 4 && len(rates) > 5 {
+			first = append(first, "…", strconv.FormatFloat(rates[len(rates)-1], 'f', -1, 64))
+			break
+		}
+		first = append(first, strconv.FormatFloat(r, 'f', -1, 64))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-44s %-9s %6s %7s %9s\n", "sweep", "instances", "rates", "trials", "at most")
+	for _, c := range o.cells {
+		fmt.Fprintf(&b, "%-44s %-9s %6d %7d %9s\n", c.label(), c.sc.InstanceMode, most, trials, fmtEstimate(each))
+	}
+	fmt.Fprintf(&b, "\nramp (payments/s), while each rate holds: %s; then up to %d bisection steps below the first that fails\n", strings.Join(first, ", "), o.cfg.Refine)
+	confirm := ""
+	if o.cfg.Confirm && trials == 1 {
+		confirm = ", and a failing rate once more to confirm it"
+	}
+	fmt.Fprintf(&b, "plan: %d sweeps, each at most %d rates × %d trials of %s%s: at most %s with server start-up (estimated; a sweep stops at the first rate it cannot hold; nothing was run)\n",
+		len(o.cells), most, trials, fmtEstimate(estimate(stepFor(o.sc, rates[0]))), confirm, fmtEstimate(each*time.Duration(len(o.cells))+estimateServers))
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // sweepOwned are the scenario flags the sweep sets itself.

@@ -177,6 +177,44 @@ func (s *session) store(ctx context.Context, kind loadgen.StoreKind) (store.Stor
 	return st, nil
 }
 
+// runHistory is a run's history file in the run directory.
+type runHistory struct {
+	*loadgen.HistoryFile
+	dir, path string
+}
+
+// keepHistory makes o keep its history in the session's run directory,
+// named as the run's interval logs; nil when the session keeps none.
+func (s *session) keepHistory(o *loadgen.Options, faultName string, trial int) (*runHistory, error) {
+	if s.historyDir == "" {
+		return nil, nil
+	}
+	id := (&results.Summary{Strategy: o.Strategy.Name, Scenario: o.Scenario.Name, Fault: faultName, Variant: o.Scenario.Variant,
+		Fencing: o.Scenario.Fencing && o.Strategy.Fencing, Trial: trial}).ID()
+	h := &runHistory{dir: s.historyDir, path: freeHistoryPath(s.historyDir, id)}
+	var err error
+	if h.HistoryFile, err = loadgen.NewHistoryFile(h.path); err != nil {
+		return nil, err
+	}
+	o.History, o.Reporter = true, loadgen.Tee(o.Reporter, h.HistoryFile)
+	return h, nil
+}
+
+// end closes the history of a run that ended with err, and renames it if
+// the run's summary names the run otherwise.
+func (h *runHistory) end(run results.Run, err error) error {
+	if h == nil {
+		return err
+	}
+	if err = errors.Join(err, h.Close()); err != nil {
+		return err
+	}
+	if id := run.Summary.ID(); !strings.HasPrefix(filepath.Base(h.path), id+".") {
+		return os.Rename(h.path, freeHistoryPath(h.dir, id))
+	}
+	return nil
+}
+
 // run runs trial (1-based) of one strategy through one scenario under one
 // fault (the zero Spec, or none: no fault), built on the servers the
 // strategy uses.
@@ -222,10 +260,9 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 		}
 		o.Reporter, o.StreamIntervals = loadgen.Tee(o.Reporter, loadgen.Intervals(stream.Write)), true
 	}
-	if s.historyDir != "" {
-		id := (&results.Summary{Strategy: name, Scenario: o.Scenario.Name, Fault: faultName, Variant: o.Scenario.Variant,
-			Fencing: o.Scenario.Fencing && info.Fencing, Trial: trial}).ID()
-		o.History = freeHistoryPath(s.historyDir, id)
+	hist, err := s.keepHistory(&o, faultName, trial)
+	if err != nil {
+		return results.Run{}, err
 	}
 	endMetrics := s.observe(&o, faultName, trial)
 	run, err := loadgen.Run(ctx, o)
@@ -234,11 +271,7 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 	} else {
 		endMetrics(run.Summary.Verdict)
 	}
-	if o.History != "" && err == nil {
-		if id := run.Summary.ID(); !strings.HasPrefix(filepath.Base(o.History), id+".") {
-			err = os.Rename(o.History, freeHistoryPath(s.historyDir, id)) // the summary named the run otherwise
-		}
-	}
+	err = hist.end(run, err)
 	if stream != nil {
 		if err != nil {
 			_ = stream.Close()
@@ -345,25 +378,8 @@ func (s *session) lockOf(info strategies.Info, target servers.Target, sc loadgen
 	return lock, sc
 }
 
-// applicable drops the strategies the session's servers cannot serve
-// under spec (a multi-node Redis lock on a replicated Redis; a fault the
-// layout rules out, faults.Spec.Fits), saying so on w; a usage error when
-// none is left.
-func (s *session) applicable(infos []strategies.Info, spec faults.Spec, w io.Writer) ([]strategies.Info, error) {
-	cells := make([]cell, len(infos))
-	for i, info := range infos {
-		cells[i] = cell{info: info, spec: spec}
-	}
-	cells, err := s.applicableCells(cells, w)
-	keep := make([]strategies.Info, len(cells))
-	for i, c := range cells {
-		keep[i] = c.info
-	}
-	return keep, err
-}
-
-// applicableCells is applicable for cells: a usage error when a fault
-// spec has none left.
+// applicableCells drops the cells the session's servers cannot serve,
+// saying why on w: a usage error when a fault spec has none left.
 func (s *session) applicableCells(cells []cell, w io.Writer) ([]cell, error) {
 	var keep []cell
 	var why []string

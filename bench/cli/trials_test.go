@@ -266,6 +266,9 @@ func TestDryRun(t *testing.T) {
 		// run lists its cells as verdicts does: every strategy under each --fault.
 		{[]string{"run", "--strategy", "setnx,mutex", "--fault", "none", "--fault", "pause", "--trials", "2"},
 			[]string{"setnx × none (fencing off)", "mutex × pause (fencing off)", "run: 4 cells × 2 trials = 8 runs", "nothing was run"}},
+		// plan's cells are its sweeps: their ramp, and the most they run.
+		{[]string{"plan", "--strategy", "setnx,etcd", "--max-rate", "3000"},
+			[]string{"setnx × none (fencing off)", "etcd × none (fencing on)", "while each rate holds: 250, 500, 1000, 2000, 3000;", "plan: 2 sweeps, each at most 7 rates", "nothing was run"}},
 		{[]string{"matrix", "--quick"},
 			[]string{"base (closed loop)", "contention", "rate sweep", "faults (the verdict table)", "etcd × pause (fencing on)"}},
 		// The reference's shape: the sweeps at one trial, the rest at six;
