@@ -16,6 +16,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lockbench/lockbench/adapters"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/adapter"
 )
@@ -32,9 +33,10 @@ const (
 )
 
 // noopAdapter is one of the no-op adapters: a runtime, and its script,
-// relative to this package's folder.
+// relative to this package's folder; or, for Java, its class in the
+// compiled adapter folder.
 type noopAdapter struct {
-	runtime, path, script string
+	runtime, path, script, class string
 }
 
 // noopAdapters are the no-op adapters BenchmarkAdapterProtocol runs, which
@@ -42,6 +44,28 @@ type noopAdapter struct {
 var noopAdapters = []noopAdapter{
 	{runtime: "node", path: "node", script: "../adapters/node/noop.js"},
 	{runtime: "python", path: adapter.Python, script: "../adapters/python/noop.py"},
+	// Started as java-curator is (adapter.JavaCommand: its JVM flags).
+	{runtime: "java", path: adapters.JavaPath, class: "Noop"},
+}
+
+// installed says why a's runtime cannot run here, nil when it can.
+func (a noopAdapter) installed() error {
+	if a.class != "" {
+		return adapters.CheckJava(adapters.JavaPath)
+	}
+	_, err := exec.LookPath(a.path)
+	return err
+}
+
+// command is how a's adapter starts, and the argument that tells its
+// process from this one's other children.
+func (a noopAdapter) command(ctx context.Context) (adapter.Command, string, error) {
+	if a.class != "" {
+		dir, err := adapters.Dir(ctx, adapters.Java)
+		return adapter.JavaCommand(dir, a.class), a.class, err
+	}
+	script, err := filepath.Abs(a.script)
+	return adapter.Command{Path: a.path, Args: []string{script}}, script, err
 }
 
 // adapterSkipOnce prints each runtime's skip reason once, not per -count.
@@ -49,7 +73,8 @@ var adapterSkipOnce sync.Map
 
 // BenchmarkAdapterProtocol measures what the adapter protocol itself costs
 // per lock cycle (acquire, then release): the no-op adapters in Node and
-// Python (adapters/*/noop.*), against in-process nolock as the baseline.
+// Python (adapters/*/noop.*) and Java (adapters/java/Noop.java), against
+// in-process nolock as the baseline.
 // adapterWorkers goroutines share one strategy, as an instance's workers
 // do; each b.N is one cycle. It reports, over the same timed cycles:
 //
@@ -76,7 +101,7 @@ func BenchmarkAdapterProtocol(b *testing.B) {
 	})
 	for _, a := range noopAdapters {
 		b.Run("runtime="+a.runtime, func(b *testing.B) {
-			if _, err := exec.LookPath(a.path); err != nil {
+			if err := a.installed(); err != nil {
 				msg := fmt.Sprintf("BenchmarkAdapterProtocol/runtime=%s skipped: %s is not installed (%v)", a.runtime, a.path, err)
 				// go test shows a benchmark's skip message only with -v.
 				if _, done := adapterSkipOnce.LoadOrStore(a.runtime, true); !done {
@@ -84,13 +109,14 @@ func BenchmarkAdapterProtocol(b *testing.B) {
 				}
 				b.Skip(msg)
 			}
-			script, err := filepath.Abs(a.script)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // room for Java's first compile
+			defer cancel()
+			cmd, script, err := a.command(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
 			before := adapterChildren(script)
-			s, err := adapter.New(context.Background(), adapter.Command{Path: a.path, Args: []string{script}},
-				strategies.Config{Owner: "instance-0", Workers: adapterWorkers})
+			s, err := adapter.New(ctx, cmd, strategies.Config{Owner: "instance-0", Workers: adapterWorkers})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -183,7 +209,7 @@ func processCPU(b *testing.B, pid int) time.Duration {
 }
 
 // adapterChildren are the pids of this process's children whose command
-// line names script (from /proc: a child's stat gives its parent, its
+// line has the argument script (from /proc: a child's stat gives its parent, its
 // cmdline its arguments).
 func adapterChildren(script string) map[int]bool {
 	self := strconv.Itoa(os.Getpid())

@@ -97,11 +97,5 @@ func replicationInfo(ctx context.Context, c *redis.Client) (map[string]string, e
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	for line := range strings.SplitSeq(text, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			out[k] = v
-		}
-	}
-	return out, nil
+	return servers.ParseInfo(text), nil
 }

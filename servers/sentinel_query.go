@@ -196,11 +196,16 @@ func redisInfoAs(ctx context.Context, addr, section string, sec *Secure) (map[st
 	if err != nil {
 		return nil, err
 	}
+	return ParseInfo(text), nil
+}
+
+// ParseInfo is the key → value lines of an INFO reply.
+func ParseInfo(text string) map[string]string {
 	out := map[string]string{}
 	for line := range strings.SplitSeq(text, "\n") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
 			out[k] = v
 		}
 	}
-	return out, nil
+	return out
 }

@@ -109,6 +109,20 @@ func needJava(t *testing.T) {
 	}
 }
 
+// javaAdapter is the compiled Java adapter's folder, and a context
+// bounding the test: 4 minutes, room for the first compile.
+func javaAdapter(t *testing.T) (context.Context, string) {
+	t.Helper()
+	needJava(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	dir, err := adapters.Dir(ctx, adapters.Java)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, dir
+}
+
 // fakeJavac writes a shell script that logs each run to log, then runs the
 // real javac (or, with fail, prints a javac-like error naming a source
 // in its working folder and exits 1).
@@ -225,13 +239,7 @@ func TestJavaStdoutIsProtocol(t *testing.T) {
 // as interrupted, not adapter_lost (a JVM handling them exits 143, 130
 // or 129).
 func TestJavaSignalIsInterrupt(t *testing.T) {
-	needJava(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	dir, err := adapters.Dir(ctx, adapters.Java)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir := javaAdapter(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			if signal.Ignored(sig) {
@@ -312,13 +320,7 @@ public final class Hang implements Protocol.Lock {
 // the loop's answer (0.5 to 1.5 s) from none (the caller's 20 s deadline),
 // with room for a busy machine.
 func TestJavaOverdue(t *testing.T) {
-	needJava(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	dir, err := adapters.Dir(ctx, adapters.Java)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir := javaAdapter(t)
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "Hang.java"), []byte(hangJava), 0o644); err != nil {
 		t.Fatal(err)
