@@ -53,7 +53,7 @@ var builtins = map[string]builtin{
 // JavaFlags are the JVM's options for a Java adapter: the client compiler
 // only (C1: it starts sooner, and the protocol loop's CPU per cycle is
 // lower over a run's few thousand cycles than with C2 compiling on the
-// side: BenchmarkJavaProtocol), the serial collector and a small heap (an
+// side: BenchmarkAdapterProtocol/runtime=java), the serial collector and a small heap (an
 // adapter holds a client and a thread per waiting acquire), and slf4j's
 // simple binding at warn, on stderr, with the time of day. -Xrs: the JVM
 // installs no handler for SIGINT, SIGTERM and SIGHUP, which then kill it
