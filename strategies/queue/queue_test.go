@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockbench/lockbench/conformance"
+	"github.com/lockbench/lockbench/internal/syncbuf"
 	"github.com/lockbench/lockbench/servers"
 	"github.com/lockbench/lockbench/strategies"
 	"github.com/lockbench/lockbench/strategies/queue"
@@ -25,12 +27,28 @@ func natsCluster(t *testing.T) (servers.Endpoints, *servers.Cluster) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := servers.Start(ctx, servers.Needs{NATS: true}, servers.Options{})
+	log := &syncbuf.Buffer{}
+	c, err := servers.Start(ctx, servers.Needs{NATS: true}, servers.Options{Log: log})
 	if err != nil {
 		t.Fatalf("start NATS: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Stop() })
+	t.Cleanup(func() { logServerWarnings(t, log.String()) })
 	return c.Endpoints(), c
+}
+
+// logServerWarnings logs the server's warnings and errors when the test
+// failed: a JetStream API error such as "error creating store for stream"
+// gives its cause only in the server's log.
+func logServerWarnings(t *testing.T, log string) {
+	if !t.Failed() {
+		return
+	}
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "[WRN]") || strings.Contains(line, "[ERR]") {
+			t.Logf("nats-server: %s", strings.TrimRight(line, "\n"))
+		}
+	}
 }
 
 // TestConformance runs the queue through the conformance table against a
