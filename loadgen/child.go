@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/gob"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // MaybeRunChild runs this process as an instance process and exits, if it
@@ -91,7 +93,7 @@ func runChild(in io.Reader, out io.Writer) error {
 			return serveChild(ctx, inst, in, send)
 		}
 	}
-	_ = send(childMsg{Kind: "error", Err: err.Error()})
+	_ = send(childMsg{Kind: "error", Err: err.Error(), Lost: errors.Is(err, strategies.ErrAdapterLost)})
 	return err
 }
 

@@ -117,9 +117,9 @@ func NewInstance(ctx context.Context, cfg InstanceConfig, acc store.Accessor) (*
 	lock.AcquireTimeout, lock.Workers = cfg.Scenario.AcquireTimeout, cfg.Scenario.Workers
 	info := cfg.Info
 	if info.New == nil {
-		var ok bool
-		if info, ok = strategies.Lookup(cfg.Strategy); !ok {
-			return nil, fmt.Errorf("loadgen: unknown strategy %q", cfg.Strategy)
+		var err error
+		if info, err = strategies.Resolve(cfg.Strategy); err != nil {
+			return nil, fmt.Errorf("loadgen: strategy %q: %w", cfg.Strategy, err)
 		}
 	}
 	s, err := info.Open(ctx, lock)

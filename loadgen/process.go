@@ -12,6 +12,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/lockbench/lockbench/results"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // Instance processes (`--instance-mode process`) are the same binary
@@ -41,8 +42,10 @@ const (
 
 // childMsg is what an instance process reports to the coordinator.
 type childMsg struct {
-	Kind   string // "ready", "stats", "done", "error"
-	Err    string
+	Kind string // "ready", "stats", "done", "error"
+	Err  string
+	// Lost: Err wraps strategies.ErrAdapterLost.
+	Lost   bool
 	Counts Snapshot
 	Hists  []sparseHist // one per phase: what was recorded since the last stats
 	// Outcomes is the acquire latency by outcome since the last stats.
@@ -137,3 +140,19 @@ var bucketValues = sync.OnceValue(func() []int64 {
 	}
 	return vs
 })
+
+// childErr is an instance process's error as the coordinator rebuilds it:
+// its message, and strategies.ErrAdapterLost when it wrapped that.
+type childErr struct {
+	msg  string
+	lost bool
+}
+
+func (e *childErr) Error() string { return e.msg }
+
+func (e *childErr) Unwrap() error {
+	if e.lost {
+		return strategies.ErrAdapterLost
+	}
+	return nil
+}

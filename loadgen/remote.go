@@ -108,7 +108,7 @@ func (r *remoteInstance) read(stdout io.Reader, ready chan<- error) {
 		case "ready":
 			signal(nil)
 		case "error":
-			signal(errors.New(m.Err))
+			signal(&childErr{msg: m.Err, lost: m.Lost})
 			return
 		case "stats", "done":
 			r.mu.Lock()

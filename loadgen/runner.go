@@ -102,7 +102,9 @@ func (in *Instance) Pid() int { return 0 }
 
 // Run drives one strategy through the scenario and returns what the store
 // judged and what the workers measured. Cancelling ctx ends the run early
-// with the partial figures (Summary.Interrupted) and a nil error.
+// with the partial figures (Summary.Interrupted) and a nil error. A
+// strategy whose adapter is lost before the first payment (at New's
+// probe) is a run too, unknown and with nothing offered (brokeAtStart).
 func Run(ctx context.Context, o Options) (results.Run, error) {
 	r := &runner{ctx: ctx, o: o, sc: o.Scenario, info: o.Strategy, rep: noReporter{}}
 	if o.Reporter != nil {
@@ -113,6 +115,9 @@ func Run(ctx context.Context, o Options) (results.Run, error) {
 		return results.Run{}, err
 	}
 	if err := r.begin(); err != nil {
+		if errors.Is(err, strategies.ErrAdapterLost) && r.ctx.Err() == nil {
+			return brokeAtStart(o, r.sc, err), nil
+		}
 		return results.Run{}, err
 	}
 	r.load()

@@ -26,6 +26,27 @@ func progress(o Options, env *FaultEnv, insts []instance, col *collector, start 
 	return p
 }
 
+// brokeAtStart is the run of a strategy whose adapter was lost before
+// the first payment: nothing offered, its one lost call (the probe) in
+// errors, unknown, and why.
+func brokeAtStart(o Options, sc Scenario, err error) results.Run {
+	s := results.Summary{
+		Strategy: o.Strategy.Name,
+		Scenario: sc.Name,
+		Variant:  sc.Variant,
+		Fault:    results.FaultNone,
+		Fencing:  sc.Fencing && o.Strategy.Fencing,
+		Errors:   map[string]int64{ErrClassAdapterLost: 1},
+		Params:   sc.Params(),
+	}
+	if o.Fault != nil {
+		s.Fault = o.Fault.Name()
+	}
+	s.Unjudged = results.BrokeAtStart + ": " + err.Error()
+	s.Finish()
+	return results.Run{Summary: s}
+}
+
 func summarize(o Options, info strategies.Info, sc Scenario, env *FaultEnv, c store.Counts, snap Snapshot, total results.PhaseSet, measured, behind time.Duration) results.Summary {
 	faultName := "none"
 	if o.Fault != nil {

@@ -213,6 +213,10 @@ func (s *Summary) UnsafeCount() int64 {
 	return s.Duplicates + s.Lost + s.Overdrafts + s.LostUpdates + s.StaleAccepted
 }
 
+// BrokeAtStart begins Summary.Unjudged of a run whose strategy's adapter
+// was lost before the first payment was offered.
+const BrokeAtStart = "the strategy broke before its first payment"
+
 // The verdicts of a run (Summary.Verdict).
 const (
 	VerdictSafe    = "safe"
@@ -235,6 +239,7 @@ func (s *Summary) Answered() int64 { return s.Processed + s.NotAcquired + s.Stal
 // or fewer than MinAnswered of the payments offered got an answer from
 // the lock (Answered, against Payments); else safe.
 func (s *Summary) Finish() {
+	prior := s.Unjudged
 	s.Unsafe = s.UnsafeCount() > 0
 	if s.Payments > 0 {
 		s.Availability = float64(s.Processed) / float64(s.Payments)
@@ -245,6 +250,12 @@ func (s *Summary) Finish() {
 	switch answered := s.Answered(); {
 	case s.Unsafe:
 		s.Verdict = VerdictUnsafe
+	case s.Payments == 0 && s.Errors["adapter_lost"] > 0:
+		// Lost at New's probe: the lock never worked (loadgen's brokeAtStart).
+		s.Verdict, s.Availability, s.Unjudged = VerdictUnknown, 0, BrokeAtStart
+		if strings.HasPrefix(prior, BrokeAtStart) {
+			s.Unjudged = prior // with its cause
+		}
 	case s.Payments == 0:
 		s.Verdict, s.Unjudged = VerdictUnknown, "no payment was offered"
 	case float64(answered) < MinAnswered*float64(s.Payments):

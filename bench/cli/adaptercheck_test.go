@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,6 +159,67 @@ func TestAdapterChattyIsUnknown(t *testing.T) {
 	if len(ss) != 1 || ss[0].Verdict != results.VerdictUnknown || ss[0].PaymentsPerSec != 0 || ss[0].Unsafe {
 		t.Fatalf("summary.json: %+v; want one row, verdict unknown, 0 payments/s", ss)
 	}
+}
+
+// An adapter that prints its debug line at every acquire, New's probe
+// too, is lost before the first payment: its run is still a row, unknown
+// at 0 payments/s with the probe's adapter_lost, and the command exits 1
+// naming the strategy and the cause. So with goroutine instances and
+// with processes (of the lockbench binary, which runs the adapter's
+// instances), whose error crosses a pipe.
+func TestAdapterBrokenAtStartIsUnknown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Redis; run without -short")
+	}
+	script := adapterScript(t, adaptertest.ChattyAll)
+	for _, mode := range []string{"goroutine", "process"} {
+		t.Run(mode, func(t *testing.T) {
+			out := t.TempDir()
+			captureLostLog(t)
+			args := []string{"run", "--strategy", "exec:" + script, "--instance-mode", mode, "--payments", "300", "--history", "--out", out}
+			code, stdout, stderr := runCLI(args...)
+			if mode == "process" {
+				code, stdout, stderr = runBinary(t, args...)
+			}
+			want := "exec:go-test-chatty-all: no verdict in any run, the strategy broke: before its first payment: "
+			if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "not a protocol line") {
+				t.Fatalf("run: exit %d; want 1 with %q and the cause\n%s", code, want, stderr)
+			}
+			if !strings.Contains(stdout, "UNKNOWN") || strings.Contains(stdout, "SAFE") {
+				t.Errorf("table:\n%s\nwant the row UNKNOWN, nowhere SAFE", stdout)
+			}
+			ss := readSummaries(t, out)
+			if len(ss) != 1 {
+				t.Fatalf("summary.json: %d rows; want 1", len(ss))
+			}
+			s := ss[0]
+			if s.Verdict != results.VerdictUnknown || s.PaymentsPerSec != 0 || s.Availability != 0 || s.Errors["adapter_lost"] != 1 ||
+				!strings.HasPrefix(s.Unjudged, results.BrokeAtStart+": ") {
+				t.Errorf("row: verdict %q, %.1f payments/s, availability %v, errors %v, unjudged %q; want unknown at 0, availability 0, adapter_lost 1, why",
+					s.Verdict, s.PaymentsPerSec, s.Availability, s.Errors, s.Unjudged)
+			}
+		})
+	}
+}
+
+// runBinary runs the lockbench binary with args, bounded at 2 minutes,
+// and returns its exit code and output.
+func runBinary(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, lockbenchBinary(t), args...)
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("lockbench %s: %v", strings.Join(args, " "), err)
+	}
+	return code, o.String(), e.String()
 }
 
 // captureLostLog sends a lost adapter's line, which goes to the process's

@@ -147,8 +147,12 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []cell, 
 		// The run as dir keeps it: its summary alone, once on disk.
 		v.result, v.ok = dir.runs[len(dir.runs)-1], true
 		sm := r.Summary
-		fmt.Fprintf(stderr, "[%d/%d] %s: %s (duplicates %d, overlaps %d, stale rejected %d, availability %.0f%%) in %s\n",
-			v.n, total, v.label, sm.Label(), sm.Duplicates, sm.Overlaps, sm.StaleRejected, 100*sm.Availability, time.Since(t0).Round(100*time.Millisecond))
+		why := ""
+		if sm.Unknown() {
+			why = ": " + sm.Unjudged
+		}
+		fmt.Fprintf(stderr, "[%d/%d] %s: %s (duplicates %d, overlaps %d, stale rejected %d, availability %.0f%%) in %s%s\n",
+			v.n, total, v.label, sm.Label(), sm.Duplicates, sm.Overlaps, sm.StaleRejected, 100*sm.Availability, time.Since(t0).Round(100*time.Millisecond), why)
 	}
 	stop := func() bool {
 		mu.Lock()

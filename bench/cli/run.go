@@ -252,14 +252,19 @@ func brokenStrategy(sums []results.Summary) error {
 	var names []string
 	for i := range sums {
 		s := &sums[i]
-		if !s.Unknown() || s.Payments == 0 || s.Interrupted {
+		brokeAtStart := strings.HasPrefix(s.Unjudged, results.BrokeAtStart)
+		if !s.Unknown() || (s.Payments == 0 && !brokeAtStart) || s.Interrupted {
 			return nil
 		}
 		if !slices.Contains(names, s.Strategy) {
 			names = append(names, s.Strategy)
 		}
 	}
-	return fmt.Errorf("%s: no verdict in any run, the strategy broke: %s", strings.Join(names, ", "), sums[0].Unjudged)
+	why := strings.TrimPrefix(sums[0].Unjudged, results.BrokeAtStart+": ")
+	if why != sums[0].Unjudged {
+		why = "before its first payment: " + why
+	}
+	return fmt.Errorf("%s: no verdict in any run, the strategy broke: %s", strings.Join(names, ", "), why)
 }
 
 // rowOf is row n (1-based) of the summary.json of the run directory dir.

@@ -209,6 +209,9 @@ func (h *runHistory) end(run results.Run, err error) error {
 	if err = errors.Join(err, h.Close()); err != nil {
 		return err
 	}
+	if _, err := os.Stat(h.path); errors.Is(err, os.ErrNotExist) {
+		return nil // the run broke before its history began
+	}
 	if id := run.Summary.ID(); !strings.HasPrefix(filepath.Base(h.path), id+".") {
 		return os.Rename(h.path, freeHistoryPath(h.dir, id))
 	}
@@ -266,6 +269,7 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 	}
 	endMetrics := s.observe(&o, faultName, trial)
 	run, err := loadgen.Run(ctx, o)
+	run.Summary.Unjudged = servers.Redact(run.Summary.Unjudged) // a broken start's cause
 	if err != nil {
 		endMetrics("")
 	} else {

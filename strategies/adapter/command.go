@@ -47,14 +47,17 @@ const (
 	EnvInstance       = "LOCKBENCH_ADAPTER_INSTANCE"
 )
 
-// environ is the adapter's environment: lockbench's less c.Unset, c.Env,
-// and, for a config, its endpoints as `lockbench up` prints them and the
-// scenario's variables.
+// environ is the adapter's environment: lockbench's less c.Unset and
+// the variables that make a lockbench binary a child (an instance process
+// passes them on, and an adapter linking lockbench's packages would take
+// them), c.Env, and, for a config, its endpoints as `lockbench up` prints
+// them and the scenario's variables.
 func (c Command) environ(cfg *strategies.Config) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(c.Unset, name) {
+		child := name == "LOCKBENCH_CHILD" || strings.HasPrefix(name, "LOCKBENCH_CHILD_")
+		if !child && !slices.Contains(c.Unset, name) {
 			env = append(env, kv)
 		}
 	}

@@ -52,6 +52,10 @@ const (
 	// a payment's lock (not New's probe): an adapter's log line in the
 	// protocol's stream, which lockbench must take for a lost adapter.
 	Chatty = "chatty"
+	// ChattyAll is Chatty that prints its debug line at every acquire,
+	// New's probe too, as an adapter with a debug log does: it is lost
+	// before the first payment.
+	ChattyAll = "chatty-all"
 )
 
 // ExitMessage is what Exit says on standard error before it exits, with a
@@ -229,7 +233,7 @@ func (a *adapter) answer(ctx context.Context, r request) {
 	}
 	switch r.Op {
 	case "acquire":
-		if a.mode == Chatty && !strings.HasPrefix(r.Key, "lockbench-probe:") {
+		if a.mode == ChattyAll || a.mode == Chatty && !strings.HasPrefix(r.Key, "lockbench-probe:") {
 			a.emit("debug: acquiring " + r.Key)
 		}
 		deadline := time.Now().Add(time.Duration(r.TimeoutMs) * time.Millisecond)
