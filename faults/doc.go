@@ -71,8 +71,9 @@
 // granted that lock since the catch, nor, from then until the holder was
 // let go, got an answer from it (granted, or refused) or waited on it for
 // loadgen.AskSpan, and the window saw no unsafe outcome
-// (Summary.StrikesMissed); a designed strike that caught nobody missed. A run whose
-// every strike missed is unknown. Where the instances run in lockbench's
+// (Summary.StrikesMissed); a designed strike that caught nobody missed, and
+// so did a random failover whose run ended before a replica was promoted.
+// A run whose every strike missed is unknown. Where the instances run in lockbench's
 // process, the strike catches only a holder whose payment another delivery
 // is asking for at that moment (FaultEnv.OtherAsking), is judged as it
 // ends, and one that missed is struck again while payments are still

@@ -80,8 +80,8 @@ func (f *randomFailover) strike(ctx context.Context, env *loadgen.FaultEnv, _ *d
 		env.End(fmt.Sprintf("%s started again: rejoined as a replica of %s", primary.Node.Name(), promoted))
 	case ctx.Err() != nil:
 		// The run ended before the Sentinels promoted anyone: the node
-		// is back as the primary it was.
-		env.End(primary.Node.Name() + " started again before a promotion (the run ended)")
+		// is back as the primary it was, and the strike was no failover.
+		env.EndMissed(fmt.Sprintf("%s started again before a promotion (the run ended; %v)", primary.Node.Name(), perr))
 	default:
 		return fmt.Errorf("failover: %w", perr)
 	}

@@ -64,7 +64,7 @@ func verdictsSection(b *strings.Builder, v []results.Summary) error {
 		"the data safe. A run is *UNKNOWN* when it could not judge the lock: fewer than 10% of its payments " +
 		"got an answer from it (processed, refused or stale-refused; errors such as adapter_lost are no answer), " +
 		"its fault never struck, or every designed strike missed (no other delivery asked for the lock the fault " +
-		"had made forgotten: strikes_missed).\n\n")
+		"had made forgotten, or the run ended before a failover promoted a replica: strikes_missed).\n\n")
 	return VerdictTable(b, v)
 }
 

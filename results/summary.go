@@ -266,7 +266,7 @@ func (s *Summary) Finish() {
 		s.Verdict, s.Unjudged = VerdictUnknown, fmt.Sprintf("the fault %s never struck", s.Fault)
 	case s.Strikes > 0 && s.StrikesMissed >= s.Strikes:
 		s.Verdict = VerdictUnknown
-		s.Unjudged = fmt.Sprintf("every designed strike missed (%d of %d): the caught payment's other delivery did not ask for the lock while it was forgotten", s.StrikesMissed, s.Strikes)
+		s.Unjudged = fmt.Sprintf("every designed strike missed (%d of %d): none got as far as a second holder (the caught payment's other delivery did not ask for the lock while it was forgotten, or the run ended before the failover promoted a replica); the fault's events say how far each got", s.StrikesMissed, s.Strikes)
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -14,10 +15,36 @@ import (
 )
 
 // The namespaces test's network: a bridge on this host holding
-// nsSubnet.1 and, for each agent, a veth pair whose other end is
-// nsSubnet.N inside its own network namespace. A private /24 that
-// nothing else here uses.
-const nsSubnet = "10.203.0"
+// SUBNET.1 and, for each agent, a veth pair whose other end is SUBNET.N
+// inside its own network namespace, SUBNET a private /24 of
+// 10.203.0.0/16 that no address of this host is in (freeSubnet).
+const nsSubnets = "10.203"
+
+// freeSubnet is a 10.203.X of nsSubnets that no address of this host is
+// in, from X = pid mod 255 on: a run killed before its cleanup leaves its
+// bridge holding its subnet, and so does a test binary running beside
+// this one; a second bridge on it would route to the other's namespaces.
+func freeSubnet(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skipf("cannot list this host's addresses: %v", err)
+	}
+	for i := range 255 {
+		subnet := fmt.Sprintf("%s.%d", nsSubnets, (os.Getpid()+i)%255)
+		used := false
+		for _, a := range addrs {
+			if p, ok := a.(*net.IPNet); ok && strings.HasPrefix(p.IP.String(), subnet+".") {
+				used = true
+			}
+		}
+		if !used {
+			return subnet
+		}
+	}
+	t.Skipf("every /24 of %s.0.0/16 is in use on this host", nsSubnets)
+	return ""
+}
 
 // ip runs iproute2's ip with args.
 func ip(args ...string) error {
@@ -48,6 +75,7 @@ func netnsAgents(t *testing.T, n int) (names, hosts []string) {
 	// reusing the names could find them still there.
 	tag := fmt.Sprintf("%d%d", os.Getpid()%1_000_000, netnsCalls.Add(1)%10)
 	bridge := "lbb" + tag
+	nsSubnet := freeSubnet(t)
 	var links []string
 	// The host ends go by name (which takes their peers with them), then
 	// the namespaces and the bridge.
