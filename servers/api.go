@@ -101,6 +101,14 @@ type Options struct {
 	// TopologySentinel: one primary, SentinelReplicas replicas and
 	// SentinelCount Sentinels, whatever Needs.Redis.
 	RedisTopology Topology
+	// PgTopology is how Postgres is laid out: one server (PgSingle, the
+	// default) or PgReplica, a primary with a streaming hot standby,
+	// reached through one DSN naming both (target_session_attrs
+	// read-write).
+	PgTopology PgTopology
+	// PgSync makes the replica topology's primary wait on every commit
+	// for its standby (synchronous_standby_names); it needs PgReplica.
+	PgSync bool
 	// Secure, when set, starts Redis, etcd and Postgres with TLS and
 	// authentication, for tests of the clients (see Secure); nil, the
 	// default, starts them plain.
@@ -134,7 +142,10 @@ type Cluster struct {
 	Sentinels []*Sentinel
 	Etcd      []*EtcdMember
 	Postgres  *Postgres
-	ZooKeeper []*ZKMember
+	// PostgresStandby is the replica topology's standby, streaming from
+	// Postgres; nil otherwise.
+	PostgresStandby *Postgres
+	ZooKeeper       []*ZKMember
 	// MariaDB is the MySQL backend's server; nil when none was started.
 	MariaDB *MariaDB
 	// impl fields follow in cluster.go

@@ -65,6 +65,9 @@ func Start(ctx context.Context, needs Needs, opts Options) (*Cluster, error) {
 	if opts.ZKMembers < 1 || opts.ZKMembers > MaxZKMembers {
 		return nil, fmt.Errorf("servers: Options.ZKMembers is %d; want 1 to %d (1 or 3 usually)", opts.ZKMembers, MaxZKMembers)
 	}
+	if err := opts.pgReplicaErr(); err != nil {
+		return nil, err
+	}
 	bins, err := findBinaries(ctx, needs, opts)
 	if err != nil {
 		return nil, err
@@ -182,6 +185,9 @@ func (c *Cluster) Endpoints() Endpoints {
 	}
 	if c.Postgres != nil {
 		ep.PostgresDSN = c.Postgres.DSN
+		if c.PostgresStandby != nil {
+			ep.PostgresDSN = multiHostDSN(c.Postgres, c.PostgresStandby)
+		}
 	}
 	for _, m := range c.ZooKeeper {
 		ep.ZKServers = append(ep.ZKServers, m.Addr)
@@ -232,6 +238,9 @@ func (c *Cluster) servers() []*server {
 	}
 	if c.Postgres != nil {
 		all = append(all, &c.Postgres.server)
+	}
+	if c.PostgresStandby != nil {
+		all = append(all, &c.PostgresStandby.server)
 	}
 	for _, m := range c.ZooKeeper {
 		all = append(all, &m.server)

@@ -81,7 +81,10 @@ func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
 			break
 		}
 	}
-	return err
+	if err != nil || c.opts.PgTopology != PgReplica {
+		return err
+	}
+	return c.startStandby(ctx, bins, p)
 }
 
 // prepare makes the server's directories. PostgreSQL refuses to run as root,

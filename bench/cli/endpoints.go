@@ -39,6 +39,9 @@ type endpointFlags struct {
 	sentinels, master, topo string
 	wait                    int
 	waitTimeout             time.Duration
+	// pgTopo and pgSync are --pg-topology and --pg-sync as given ("" when
+	// not).
+	pgTopo, pgSync string
 	// agents is --agents as given: HOST:PORT,… ("" for none).
 	agents string
 	// transport is --store-transport: how local instance processes reach
@@ -57,6 +60,8 @@ func (ef *endpointFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&ef.nats, "nats-url", "", "existing NATS server with JetStream, nats://[user:password@|token@]host:port, comma-separated for a cluster (env "+servers.EnvNATSURL+")")
 	fs.StringVar(&ef.mysql, "mysql-dsn", "", "existing MariaDB or MySQL server, user:password@tcp(host:port)/dbname (go-sql-driver/mysql DSN) (env "+servers.EnvMySQLDSN+")")
 	fs.StringVar(&ef.topo, "redis-topology", "", "Redis lockbench starts: masters (independent, as many as the strategies need) or sentinel (one primary, 2 replicas, 3 Sentinels) (default masters, or sentinel when "+servers.EnvRedisSentinels+" is set)")
+	fs.StringVar(&ef.pgTopo, "pg-topology", "", "Postgres lockbench starts: single (one server) or replica (a primary and a hot standby streaming from it, reached through one DSN naming both, target_session_attrs=read-write) (default single)")
+	fs.StringVar(&ef.pgSync, "pg-sync", "", "off or on: with --pg-topology replica, on makes the primary wait for the standby on every commit (synchronous_standby_names) (default off)")
 	fs.StringVar(&ef.sentinels, "redis-sentinels", "", "existing Sentinels of a replicated Redis, comma-separated host:port: single-node Redis strategies find the primary through them (env "+servers.EnvRedisSentinels+")")
 	fs.StringVar(&ef.master, "redis-master", "", "the name those Sentinels know the primary by (env "+servers.EnvRedisMaster+", default "+strategies.DefaultRedisMaster+")")
 	fs.Func("redis-wait", "single-node Redis strategies call WAIT N after taking a lock, on the same connection; fewer acknowledgements count as not acquired (needs --redis-topology sentinel; default 0: no WAIT)", func(v string) error {
@@ -101,6 +106,31 @@ func (ef *endpointFlags) topology() (servers.Topology, error) {
 	return servers.TopologyMasters, nil
 }
 
+// pgLayout is --pg-topology and --pg-sync: the Postgres layout to start,
+// and whether its primary waits for its standby.
+func (ef *endpointFlags) pgLayout() (servers.PgTopology, bool, error) {
+	return parsePgLayout(ef.pgTopo, ef.pgSync)
+}
+
+// parsePgLayout reads --pg-topology and --pg-sync; --pg-sync on needs the
+// replica topology.
+func parsePgLayout(topo, sync string) (servers.PgTopology, bool, error) {
+	t, err := servers.ParsePgTopology(topo)
+	if err != nil {
+		return "", false, usageErr("--pg-topology: %v", err)
+	}
+	switch sync {
+	case "", "off":
+		return t, false, nil
+	case "on":
+		if t != servers.PgReplica {
+			return "", false, usageErr("--pg-sync: on needs a standby to wait for; want --pg-topology replica")
+		}
+		return t, true, nil
+	}
+	return "", false, usageErr("--pg-sync: want off or on, got %q", sync)
+}
+
 // check reports bad Redis topology flags before anything starts: an
 // unknown topology, or WAIT without replicas to wait for.
 func (ef *endpointFlags) check() error {
@@ -113,6 +143,9 @@ func (ef *endpointFlags) check() error {
 	}
 	if ef.waitTimeout > 0 && ef.wait == 0 {
 		return usageErr("--redis-wait-timeout: only with --redis-wait N")
+	}
+	if _, _, err := ef.pgLayout(); err != nil {
+		return err
 	}
 	if ef.agents != "" {
 		if _, err := parseList("agents", ef.agents, "host:port", checkHostPort); err != nil {

@@ -95,6 +95,10 @@ type session struct {
 	// transport is --store-transport, for the runs whose instances are
 	// processes, local or on agents ("" for the default, sync).
 	transport string
+	// pgTopology and pgSync are --pg-topology and --pg-sync: the
+	// Postgres strategies' variant label says them (pg=replica,sync=on).
+	pgTopology servers.PgTopology
+	pgSync     bool
 }
 
 // streamAfter is the shortest --duration whose intervals stream to disk as
@@ -116,6 +120,9 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 	if opts.RedisTopology, err = ef.topology(); err != nil {
 		return nil, err
 	}
+	if opts.PgTopology, opts.PgSync, err = ef.pgLayout(); err != nil {
+		return nil, err
+	}
 	var pool *agent.Pool
 	if ef.agents != "" {
 		if pool, opts.Host, err = openAgents(ctx, ef.agents, stderr); err != nil {
@@ -130,7 +137,8 @@ func openSession(ctx context.Context, ef endpointFlags, need servers.Needs, opts
 		return nil, fmt.Errorf("servers: %s", servers.Redact(err.Error()))
 	}
 	s := &session{ep: ep, cluster: cluster, stores: map[loadgen.StoreKind]store.Store{}, stderr: stderr,
-		redisWait: ef.wait, redisWaitTimeout: ef.waitTimeout, agents: pool, transport: ef.transport}
+		redisWait: ef.wait, redisWaitTimeout: ef.waitTimeout, agents: pool, transport: ef.transport,
+		pgTopology: opts.PgTopology, pgSync: opts.PgSync}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		s.progress = true
 	}
@@ -373,6 +381,12 @@ func (s *session) lockOf(info strategies.Info, target servers.Target, sc loadgen
 		if s.redisWait > 0 {
 			lock.RedisWait, lock.RedisWaitTimeout = s.redisWait, s.redisWaitTimeout
 			parts = append(parts, fmt.Sprintf("wait=%d", s.redisWait))
+		}
+	}
+	if s.pgTopology == servers.PgReplica && info.Need.Backend == strategies.BackendPostgres {
+		parts = append(parts, "pg="+string(servers.PgReplica))
+		if s.pgSync {
+			parts = append(parts, "sync=on")
 		}
 	}
 	if sc.FencingStrict && sc.Fencing && info.Fencing {

@@ -17,6 +17,8 @@ type upOptions struct {
 	redisNodes, members int
 	aof                 bool
 	topology            servers.Topology
+	pgTopology          servers.PgTopology
+	pgSync              bool
 }
 
 // parseUp parses and checks the flags of `lockbench up`.
@@ -27,7 +29,13 @@ func parseUp(args []string, stdout, stderr io.Writer) (upOptions, error) {
 	fs.IntVar(&o.members, "etcd-members", 1, "etcd members: 1 or 3")
 	fs.BoolVar(&o.aof, "redis-aof", false, "Redis nodes persist with appendonly")
 	topo := fs.String("redis-topology", "masters", "masters (--redis independent nodes) or sentinel (one primary, 2 replicas, 3 Sentinels; prints "+servers.EnvRedisSentinels+")")
+	pgTopo := fs.String("pg-topology", "single", "single (one Postgres) or replica (a primary and a hot standby streaming from it; "+servers.EnvPostgresDSN+" names both)")
+	pgSync := fs.String("pg-sync", "off", "off or on: with --pg-topology replica, on makes the primary wait for the standby on every commit")
 	if err := parseFlags(fs, args, stdout); err != nil {
+		return o, err
+	}
+	var err error
+	if o.pgTopology, o.pgSync, err = parsePgLayout(*pgTopo, *pgSync); err != nil {
 		return o, err
 	}
 	t, err := servers.ParseTopology(*topo)
@@ -57,7 +65,8 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.topology == servers.TopologySentinel {
 		need.Redis = max(need.Redis, 1) // the group, whatever --redis says
 	}
-	c, err := servers.Start(ctx, need, servers.Options{EtcdMembers: o.members, RedisAOF: o.aof, RedisTopology: o.topology})
+	c, err := servers.Start(ctx, need, servers.Options{EtcdMembers: o.members, RedisAOF: o.aof, RedisTopology: o.topology,
+		PgTopology: o.pgTopology, PgSync: o.pgSync})
 	if err != nil {
 		return err
 	}

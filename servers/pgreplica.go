@@ -1,0 +1,260 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PgTopology is how a locally started Postgres is laid out
+// (Options.PgTopology, --pg-topology).
+type PgTopology string
+
+const (
+	// PgSingle is one server, the default.
+	PgSingle PgTopology = "single"
+	// PgReplica is a primary and one hot standby made from it with
+	// pg_basebackup -R, streaming from it on loopback.
+	PgReplica PgTopology = "replica"
+)
+
+// ParsePgTopology reads --pg-topology; "" is PgSingle.
+func ParsePgTopology(s string) (PgTopology, error) {
+	switch PgTopology(s) {
+	case "", PgSingle:
+		return PgSingle, nil
+	case PgReplica:
+		return PgReplica, nil
+	}
+	return "", fmt.Errorf("want %s or %s, got %q", PgSingle, PgReplica, s)
+}
+
+const (
+	// pgStandbyName is the standby's cluster_name, which its WAL receiver
+	// reports as its application_name: what synchronous_standby_names
+	// names with Options.PgSync.
+	pgStandbyName = "lockbench_standby"
+	// basebackupTimeout bounds pg_basebackup.
+	basebackupTimeout = 60 * time.Second
+	// pgStreamTimeout bounds the wait for the standby to stream from the
+	// primary, and with Options.PgSync for the primary to count it
+	// synchronous.
+	pgStreamTimeout = 20 * time.Second
+)
+
+// startStandby makes the primary's standby with pg_basebackup -R
+// (streaming replication, primary_conninfo written for it), starts it on a
+// port of its own and waits until it streams; with Options.PgSync the
+// primary then waits for it on every commit (synchronous_standby_names).
+func (c *Cluster) startStandby(ctx context.Context, bins binaries, primary *Postgres) error {
+	s := &Postgres{}
+	dir := filepath.Join(c.dir, "postgres-standby")
+	s.dataDir, s.sockDir = filepath.Join(dir, "data"), filepath.Join(dir, "sock")
+	s.server = server{
+		name:    "postgres-standby",
+		logPath: filepath.Join(dir, "server.log"),
+		stopSig: syscall.SIGINT,
+		timeout: pgReadyTimeout,
+		build: func() (*exec.Cmd, error) {
+			cmd := s.command(bins)
+			cmd.Args = append(cmd.Args, "-c", "cluster_name="+pgStandbyName)
+			return cmd, nil
+		},
+		ready: func(ctx context.Context) error { return pingPostgres(ctx, s.DSN) },
+		desc:  func() string { return fmt.Sprintf("postgres standby (%s:%d)", s.addr(), s.port) },
+		cl:    &c.state,
+	}
+	c.PostgresStandby = s
+	s.host = c.opts.Host
+	if err := s.prepare(c.dir, dir); err != nil {
+		return s.startErr(err)
+	}
+	if err := basebackup(ctx, bins, primary, s); err != nil {
+		return s.startErr(err)
+	}
+	var err error
+	for range startAttempts {
+		ports, perr := freePorts(1)
+		if perr != nil {
+			return perr
+		}
+		s.port = ports[0]
+		s.DSN = s.dsn()
+		if err = s.start(ctx); !addrInUse(err) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := awaitStreaming(ctx, primary.DSN, false); err != nil {
+		return s.startErr(err)
+	}
+	if !c.opts.PgSync {
+		return nil
+	}
+	if err := setSyncStandby(ctx, primary.DSN, pgStandbyName); err != nil {
+		return primary.startErr(err)
+	}
+	if err := awaitStreaming(ctx, primary.DSN, true); err != nil {
+		return s.startErr(err)
+	}
+	return nil
+}
+
+// basebackup copies the running primary into the standby's data
+// directory: pg_basebackup -R (standby.signal and primary_conninfo), WAL
+// streamed alongside, a fast checkpoint, no fsync.
+func basebackup(ctx context.Context, bins binaries, primary, standby *Postgres) error {
+	ctx, cancel := context.WithTimeout(ctx, basebackupTimeout)
+	defer cancel()
+	cmd := exec.Command(filepath.Join(bins.pgBin, "pg_basebackup"),
+		"-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", primary.superuser(),
+		"-D", standby.dataDir, "-R", "-X", "stream", "-c", "fast", "--no-sync", "-w")
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: standby.cred}
+	cmd.Dir = filepath.Dir(standby.dataDir)
+	ip, err := launch(cmd, standby.logPath, standby.cl.logWriter("pg_basebackup"))
+	if err != nil {
+		return fmt.Errorf("pg_basebackup: %w", err)
+	}
+	select {
+	case <-ip.done:
+		if ip.err != nil {
+			return fmt.Errorf("pg_basebackup: %w (its output: %s)", ip.err, standby.logPath)
+		}
+		return nil
+	case <-ctx.Done():
+		_ = ip.kill()
+		return fmt.Errorf("pg_basebackup: %w", ctx.Err())
+	}
+}
+
+// awaitStreaming waits until the primary at dsn has a standby streaming
+// from it, and when sync also counts it synchronous.
+func awaitStreaming(ctx context.Context, dsn string, sync bool) error {
+	ctx, cancel := context.WithTimeout(ctx, pgStreamTimeout)
+	defer cancel()
+	last := errors.New("no standby connected yet")
+	for {
+		state, mode, err := replicationState(ctx, dsn)
+		switch {
+		case err != nil:
+			last = err
+		case state == "streaming" && (!sync || mode == "sync"):
+			return nil
+		default:
+			last = fmt.Errorf("the standby is %s, %s", state, mode)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the standby does not stream from the primary (sync %v): %v", sync, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// replicationState is the primary's view of its standby: pg_stat_replication's
+// state and sync_state.
+func replicationState(ctx context.Context, dsn string) (state, mode string, err error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", "", err
+	}
+	defer conn.Close(context.Background())
+	err = conn.QueryRow(ctx, "SELECT state, sync_state FROM pg_stat_replication WHERE application_name = $1", pgStandbyName).Scan(&state, &mode)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = errors.New("no standby connected yet")
+	}
+	return state, mode, err
+}
+
+// setSyncStandby makes the primary at dsn wait on every commit for the
+// standby named name.
+func setSyncStandby(ctx context.Context, dsn, name string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("set synchronous_standby_names: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("reload the configuration: %w", err)
+	}
+	return nil
+}
+
+// Promote makes a standby the primary (pg_promote, waiting for it up to
+// its timeout) and returns once it accepts writes.
+func (p *Postgres) Promote(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, p.DSN)
+	if err != nil {
+		return fmt.Errorf("servers: promote %s: %w", p.name, err)
+	}
+	defer conn.Close(context.Background())
+	var ok bool
+	if err := conn.QueryRow(ctx, "SELECT pg_promote(true, 10)").Scan(&ok); err != nil {
+		return fmt.Errorf("servers: promote %s: %w", p.name, err)
+	}
+	if !ok {
+		return fmt.Errorf("servers: promote %s: not promoted within 10s", p.name)
+	}
+	return nil
+}
+
+// InRecovery reports whether the server is a standby (pg_is_in_recovery).
+func (p *Postgres) InRecovery(ctx context.Context) (bool, error) {
+	conn, err := pgx.Connect(ctx, p.DSN)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.Background())
+	var in bool
+	err = conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&in)
+	return in, err
+}
+
+// multiHostDSN is one DSN naming the primary and then its standby, with
+// target_session_attrs=read-write: a client connects to whichever of them
+// accepts writes, and after a promotion finds the new primary itself.
+func multiHostDSN(primary, standby *Postgres) string {
+	u, err := url.Parse(primary.DSN)
+	if err != nil {
+		return primary.DSN
+	}
+	u.Host = strings.Join([]string{
+		net.JoinHostPort(primary.addr(), strconv.Itoa(primary.port)),
+		net.JoinHostPort(standby.addr(), strconv.Itoa(standby.port)),
+	}, ",")
+	q := u.Query()
+	q.Set("target_session_attrs", "read-write")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// pgReplicaErr says why the Options' Postgres layout cannot be started:
+// nil when it can.
+func (o Options) pgReplicaErr() error {
+	if o.PgTopology != PgReplica {
+		if o.PgSync {
+			return errors.New("servers: Options.PgSync needs PgTopology replica")
+		}
+		return nil
+	}
+	if o.Secure != nil {
+		return errors.New("servers: the Postgres replica topology is started plain only (Options.Secure)")
+	}
+	return nil
+}
