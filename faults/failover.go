@@ -66,9 +66,10 @@ func init() {
 		Description: "hold back replication from the Redis primary to its replicas (their links through proxies that drop every byte), " +
 			"catch a holder whose lock only the primary has inside its critical section, kill the primary: the Sentinels promote a replica " +
 			"that never had the lock, and a contender takes it while the holder is still inside; the old primary rejoins as a replica " +
-			"(--redis-topology sentinel; with --redis-wait nobody acquires while replication is held back)",
+			"(--redis-topology sentinel; with --redis-wait nobody acquires while replication is held back); on a Postgres primary with a standby (--pg-topology replica) " +
+			"the standby's streaming link is held back, the primary killed and the standby promoted (pg_promote); the old primary stays down for the run",
 		Params:     failoverParams,
-		AppliesTo:  singleRedis,
+		AppliesTo:  func(info strategies.Info) bool { return singleRedis(info) || pgLock(info) },
 		NeedsLocal: true,
 		Adjust: func(sc loadgen.Scenario, p map[string]string) (loadgen.Scenario, error) {
 			c, err := parseFailover(p)
@@ -82,13 +83,24 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			if c.sched.random {
+			switch {
+			case target.Need.Backend == strategies.BackendPostgres && c.sched.random:
+				return nil, &usage.Error{Flag: "fault", Msg: "failover: schedule=random is not built for Postgres yet; want the designed strike (no schedule=)"}
+			case target.Need.Backend == strategies.BackendPostgres:
+				return &pgFailover{cfg: c, target: target}, nil
+			case c.sched.random:
 				return &randomFailover{promote: c.promote, sched: c.sched, target: target}, nil
 			}
 			return &failover{cfg: c, target: target}, nil
 		},
 	})
 	targetChecks["failover"] = func(t servers.Target) error {
+		if t.Need.Backend == strategies.BackendPostgres {
+			if !t.PgReplicated() {
+				return errors.New("failover needs a Postgres standby lockbench starts: --pg-topology replica")
+			}
+			return nil
+		}
 		if !t.Replicated() {
 			return errors.New("failover needs a replicated Redis: --redis-topology sentinel (or " + servers.EnvRedisSentinels + ")")
 		}

@@ -24,8 +24,6 @@ type failover struct {
 	cfg    failoverConfig
 	target servers.Target
 
-	env     *loadgen.FaultEnv
-	catcher *catcher
 	primary servers.Member
 	// replicas are those whose replication is held back, each with its
 	// proxy and a direct client; acked those that keep replicating
@@ -35,18 +33,13 @@ type failover struct {
 	checks   []*redis.Client
 	acked    []servers.Member
 
+	// watch keeps the caught holder inside and watches for a second
+	// holder of its lock key.
+	watch
+
 	mu     sync.Mutex
 	killed []servers.Member // killed and not started again
 	healed bool
-	// caught is the caught holder while it is inside; contended is closed
-	// once a second holder of its lock key entered (watchContender), and
-	// written once the caught holder has been let go and has written.
-	caught    *store.EnterReq
-	contended chan struct{}
-	written   chan struct{}
-	letGo     sync.Once
-	seen      bool
-	gated     bool // a third holder was held at its entry
 }
 
 func (f *failover) Name() string { return "failover" }
@@ -61,7 +54,6 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 		return err
 	}
 	f.cfg.hold = f.cfg.holdFor(env.Scenario.TTL)
-	f.env = env
 	// Roles waits for a settled group: an earlier fault may have left a
 	// failover under way, or a node that still believes it is a primary.
 	p, others, err := f.target.Roles(ctx)
@@ -87,53 +79,12 @@ func (f *failover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 	if len(f.replicas) == 0 {
 		return errors.New("failover: the primary has no replica to promote")
 	}
-	f.contended, f.written = make(chan struct{}), make(chan struct{})
-	f.catcher = newCatcher(env, f.onPrimaryOnly, f.holdHolder)
+	f.watch.start(env, f.cfg.hold, f.onPrimaryOnly)
 	env.OnEnter(f.watchContender)
 	// watchContender holds a third holder at its Enter, and the trap's
 	// filter asks the replicas from inside the Enter.
 	env.HoldsEnters()
 	return nil
-}
-
-// watchContender runs inside every Enter. It records the first holder of
-// the caught holder's lock key that enters while the caught holder is
-// inside (the lock granted twice), and holds any later one at its entry
-// until the caught holder has written (cfg.hold at most). So the writes
-// land in one order every run: the second holder's (from the same read as
-// the caught holder's), then the caught holder's, with no third holder's
-// newer token seen in between; a token handed out twice then reaches the
-// store twice in a row, which the strict rule is there to refuse.
-func (f *failover) watchContender(r store.EnterReq) {
-	f.mu.Lock()
-	c := f.caught
-	same := c != nil && r.LockKey == c.LockKey && r.Payment != c.Payment
-	first := same && !f.seen
-	if first {
-		f.seen = true
-		close(f.contended)
-	}
-	gate := same && !first
-	announce := gate && !f.gated
-	f.gated = f.gated || gate
-	written := f.written
-	f.mu.Unlock()
-	switch {
-	case first:
-		f.env.Event(fmt.Sprintf("a second holder entered lock key %s while the caught holder is inside: instance %d, payment %d, token %d",
-			r.LockKey, r.Instance, r.Payment, r.Token))
-	case gate:
-		if announce {
-			f.env.Event(fmt.Sprintf("a third holder of %s held at its entry until the caught holder has written: instance %d, payment %d, token %d",
-				r.LockKey, r.Instance, r.Payment, r.Token))
-		}
-		t := time.NewTimer(f.cfg.hold)
-		defer t.Stop()
-		select {
-		case <-written:
-		case <-t.C:
-		}
-	}
 }
 
 // onPrimaryOnly is the trap's filter: the holder's lock key is on no
@@ -148,18 +99,6 @@ func (f *failover) onPrimaryOnly(r store.EnterReq) bool {
 		}
 	}
 	return true
-}
-
-// holdHolder runs inside the caught holder's Enter: it keeps the holder in
-// its critical section for cfg.hold, by slowing that section (an in-process
-// instance) or stopping its process (continued by Inject).
-func (f *failover) holdHolder(r store.EnterReq) {
-	how, _ := f.catcher.keep(r, f.cfg.hold)
-	f.mu.Lock()
-	f.caught = &r
-	f.mu.Unlock()
-	f.env.Event(fmt.Sprintf("holder caught inside its critical section with a lock no replica that can be promoted has (%s for %s, within its lock's validity): instance %d, key %s, payment %d, token %d",
-		how, ms(f.cfg.hold), r.Instance, r.LockKey, r.Payment, r.Token))
 }
 
 // Inject holds replication back at cfg.at, catches a holder, kills the
@@ -222,37 +161,6 @@ func (f *failover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 		env.End("failover over")
 	}
 	return f.heal()
-}
-
-// forget ends the caught holder's turn: later holders of its key are let
-// in (watchContender) and no longer watched.
-func (f *failover) forget() {
-	f.letGo.Do(func() {
-		f.mu.Lock()
-		f.caught = nil
-		close(f.written)
-		f.mu.Unlock()
-	})
-}
-
-// awaitContender keeps the caught holder inside until cfg.hold has passed
-// since at or, for a stopped holder process, until a second holder of its
-// lock key has been inside for afterContender, long enough to have
-// written. A slowed in-process holder stays the whole cfg.hold.
-func (f *failover) awaitContender(ctx context.Context, at time.Time) {
-	stopped := f.catcher.holding()
-	t := time.NewTimer(f.cfg.hold - time.Since(at))
-	defer t.Stop()
-	contended := f.contended
-	if !stopped {
-		contended = nil
-	}
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	case <-contended:
-		strategies.Sleep(ctx, min(afterContender, f.cfg.hold-time.Since(at)))
-	}
 }
 
 // holdBack routes each replica's link through its proxy, waits until it is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -61,21 +62,17 @@ func (c *Cluster) startStandby(ctx context.Context, bins binaries, primary *Post
 	dir := filepath.Join(c.dir, "postgres-standby")
 	s.dataDir, s.sockDir = filepath.Join(dir, "data"), filepath.Join(dir, "sock")
 	s.server = server{
-		name:    "postgres-standby",
+		name:    "postgres-1",
 		logPath: filepath.Join(dir, "server.log"),
 		stopSig: syscall.SIGINT,
 		timeout: pgReadyTimeout,
-		build: func() (*exec.Cmd, error) {
-			cmd := s.command(bins)
-			cmd.Args = append(cmd.Args, "-c", "cluster_name="+pgStandbyName)
-			return cmd, nil
-		},
-		ready: func(ctx context.Context) error { return pingPostgres(ctx, s.DSN) },
-		desc:  func() string { return fmt.Sprintf("postgres standby (%s:%d)", s.addr(), s.port) },
-		cl:    &c.state,
+		build:   func() (*exec.Cmd, error) { return s.command(bins), nil },
+		ready:   func(ctx context.Context) error { return pingPostgres(ctx, s.DSN) },
+		desc:    func() string { return fmt.Sprintf("postgres-1 (%s:%d)", s.addr(), s.port) },
+		cl:      &c.state,
 	}
 	c.PostgresStandby = s
-	s.host = c.opts.Host
+	s.host, s.bins, s.replica = c.opts.Host, bins, true
 	if err := s.prepare(c.dir, dir); err != nil {
 		return s.startErr(err)
 	}
@@ -257,4 +254,165 @@ func (o Options) pgReplicaErr() error {
 		return errors.New("servers: the Postgres replica topology is started plain only (Options.Secure)")
 	}
 	return nil
+}
+
+// Addr is the server's host:port.
+func (p *Postgres) Addr() string { return net.JoinHostPort(p.addr(), strconv.Itoa(p.port)) }
+
+// pgPair is the replica topology's two servers, for the failover fault:
+// which one is the primary changes with each failover.
+type pgPair struct {
+	c *Cluster
+}
+
+// PgReplicated reports whether the target's Postgres is a primary with a
+// standby that lockbench started.
+func (t Target) PgReplicated() bool { return t.pg != nil }
+
+// PgRoles returns the replica topology's primary and its standby as they
+// are now; an error unless one is a primary and the other streams from it.
+func (t Target) PgRoles(ctx context.Context) (primary, standby *Postgres, err error) {
+	if t.pg == nil {
+		return nil, nil, errors.New("servers: not a Postgres primary with a standby lockbench started (--pg-topology replica)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, pgStreamTimeout)
+	defer cancel()
+	for {
+		primary, standby, err = t.pg.roles(ctx)
+		if err == nil {
+			return primary, standby, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("servers: the Postgres primary and standby have not settled: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (g *pgPair) roles(ctx context.Context) (primary, standby *Postgres, err error) {
+	for _, p := range []*Postgres{g.c.Postgres, g.c.PostgresStandby} {
+		in, err := p.InRecovery(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		if in {
+			standby = p
+		} else {
+			primary = p
+		}
+	}
+	if primary == nil || standby == nil {
+		return nil, nil, errors.New("not one primary and one standby")
+	}
+	if state, _, err := replicationState(ctx, primary.DSN); err != nil || state != "streaming" {
+		return nil, nil, fmt.Errorf("the standby does not stream from the primary (%s, %v)", state, err)
+	}
+	return primary, standby, nil
+}
+
+// RouteReplication points the standby's link at addr (a proxy in front of
+// its primary): its primary_conninfo, reloaded, restarts its WAL receiver
+// there. It returns once the standby streams through addr and has received
+// all the WAL primary had written when it was called.
+func (p *Postgres) RouteReplication(ctx context.Context, primary *Postgres, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, pgStreamTimeout)
+	defer cancel()
+	conninfo := fmt.Sprintf("host=%s port=%s user=%s application_name=%s", host, port, p.superuser(), pgStandbyName)
+	if err := pgExecOne(ctx, p.DSN, "ALTER SYSTEM SET primary_conninfo = '"+strings.ReplaceAll(conninfo, "'", "''")+"'"); err != nil {
+		return fmt.Errorf("servers: route %s's replication: %w", p.name, err)
+	}
+	if err := pgExecOne(ctx, p.DSN, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("servers: route %s's replication: %w", p.name, err)
+	}
+	var target string
+	if err := pgQueryOne(ctx, primary.DSN, "SELECT pg_current_wal_lsn()::text", &target); err != nil {
+		return fmt.Errorf("servers: %s's WAL position: %w", primary.name, err)
+	}
+	last := errors.New("not streaming yet")
+	for {
+		var status string
+		var sender int
+		var caught bool
+		err := pgQueryOne(ctx, p.DSN, "SELECT status, coalesce(sender_port, 0), coalesce(flushed_lsn >= $1::pg_lsn, false) FROM pg_stat_wal_receiver",
+			[]any{target}, &status, &sender, &caught)
+		switch {
+		case err != nil:
+			last = err
+		case status == "streaming" && strconv.Itoa(sender) == port && caught:
+			return nil
+		default:
+			last = fmt.Errorf("%s from port %d, caught up %v", status, sender, caught)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("servers: %s's replication through %s: %v", p.name, addr, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// PgRebuild makes old, killed, a standby of the current primary again:
+// Postgres cannot take a former primary back without pg_rewind, so its
+// data directory is made anew with pg_basebackup from the primary. With
+// Options.PgSync the primary then waits for it on every commit, as before.
+func (t Target) PgRebuild(ctx context.Context, old, primary *Postgres) error {
+	if t.pg == nil {
+		return errors.New("servers: not a Postgres primary with a standby lockbench started")
+	}
+	c := t.pg.c
+	if err := old.kill(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(old.dataDir); err != nil {
+		return fmt.Errorf("servers: remake %s: %w", old.name, err)
+	}
+	if err := basebackup(ctx, old.bins, primary, old); err != nil {
+		return old.startErr(err)
+	}
+	if err := old.start(ctx); err != nil {
+		return err
+	}
+	if err := awaitStreaming(ctx, primary.DSN, false); err != nil {
+		return old.startErr(err)
+	}
+	if !c.opts.PgSync {
+		return nil
+	}
+	if err := setSyncStandby(ctx, primary.DSN, pgStandbyName); err != nil {
+		return primary.startErr(err)
+	}
+	return awaitStreaming(ctx, primary.DSN, true)
+}
+
+// pgExecOne runs sql on dsn, on a connection of its own.
+func pgExecOne(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// pgQueryOne scans the one row of sql (with args, a []any, optional) on
+// dsn into dest.
+func pgQueryOne(ctx context.Context, dsn, sql string, rest ...any) error {
+	var args []any
+	if len(rest) > 0 {
+		if a, ok := rest[0].([]any); ok {
+			args, rest = a, rest[1:]
+		}
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.QueryRow(ctx, sql, args...).Scan(rest...)
 }

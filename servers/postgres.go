@@ -39,6 +39,12 @@ type pgState struct {
 	// host is Options.Host: the server also listens there and admits its
 	// subnet (admitHostSubnet); "" for loopback only.
 	host string
+	// bins are the binaries it was started with (a standby is remade
+	// with pg_basebackup after a failover); replica is true in the
+	// replica topology, whose servers carry cluster_name pgStandbyName
+	// (the application_name their WAL receiver reports when a standby).
+	bins    binaries
+	replica bool
 }
 
 func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
@@ -57,6 +63,12 @@ func (c *Cluster) startPostgres(ctx context.Context, bins binaries) error {
 	}
 	c.Postgres = p
 	p.secure, p.host = c.opts.Secure, c.opts.Host
+	p.bins, p.replica = bins, c.opts.PgTopology == PgReplica
+	if p.replica {
+		// Either of the two may be the primary after a failover.
+		p.name = "postgres-0"
+		p.desc = func() string { return fmt.Sprintf("postgres-0 (%s:%d)", p.addr(), p.port) }
+	}
 	if err := p.prepare(c.dir, dir); err != nil {
 		return p.startErr(err)
 	}
@@ -145,6 +157,9 @@ func (p *Postgres) command(bins binaries) *exec.Cmd {
 		"-c", "full_page_writes=off",
 		"-c", "max_connections="+strconv.Itoa(pgMaxConnections),
 	)
+	if p.replica {
+		cmd.Args = append(cmd.Args, "-c", "cluster_name="+pgStandbyName)
+	}
 	if p.secure.tls() {
 		cmd.Args = append(cmd.Args, "-c", "ssl=on",
 			"-c", "ssl_cert_file="+p.certPath(), "-c", "ssl_key_file="+p.keyPath())

@@ -50,6 +50,9 @@ type Target struct {
 	// group is the replicated Redis lockbench started behind the target's
 	// Sentinels; nil otherwise.
 	group *sentinelGroup
+	// pg is the Postgres primary and standby lockbench started behind
+	// the target's DSN (--pg-topology replica); nil otherwise.
+	pg *pgPair
 }
 
 // TargetFor answers need from the endpoints ep (which include those of c
@@ -98,6 +101,9 @@ func TargetFor(need strategies.Need, ep Endpoints, c *Cluster) (Target, error) {
 		}
 		if local {
 			t.Nodes = nodes[:len(eps)]
+			if need.Backend == strategies.BackendPostgres && c.PostgresStandby != nil {
+				t.pg = &pgPair{c: c}
+			}
 		}
 	}
 	return t, nil

@@ -1,0 +1,196 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockbench/lockbench/loadgen"
+	"github.com/lockbench/lockbench/loadgen/store"
+	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
+)
+
+// pgFailover is the failover fault on a Postgres primary with a streaming
+// standby (--pg-topology replica): the standby's link to the primary goes
+// through a proxy that holds every byte back, a holder whose lock only
+// the primary has is caught inside, the primary is SIGKILLed and the
+// standby promoted (pg_promote). The clients' multi-host DSN finds the new
+// primary. The old primary stays down for the rest of the run: Postgres
+// cannot take a former primary back without pg_rewind. Close makes it a
+// standby of the new primary again, from a fresh base backup, so that the
+// next run finds the topology it started with.
+type pgFailover struct {
+	cfg    failoverConfig
+	target servers.Target
+
+	primary, standby *servers.Postgres
+	proxy            *proxy
+
+	watch
+
+	mu     sync.Mutex
+	killed bool // the old primary is down and not yet a standby again
+	healed bool
+}
+
+// Setup finds the primary and its standby and starts the proxy the
+// standby's link will go through.
+func (f *pgFailover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
+	if err := pgFailoverApplies(env, f.target); err != nil {
+		return err
+	}
+	if err := f.cfg.check(env.Scenario); err != nil {
+		return err
+	}
+	f.cfg.hold = f.cfg.holdFor(env.Scenario.TTL)
+	p, s, err := f.target.PgRoles(ctx)
+	if err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	f.primary, f.standby = p, s
+	if f.proxy, err = newProxy("pg-replication", p.Addr()); err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	// Any holder of a new payment once the link is held back has a lock
+	// (an advisory lock, a claim row) the standby never gets.
+	f.watch.start(env, f.cfg.hold, func(store.EnterReq) bool { return true })
+	env.OnEnter(f.watchContender)
+	env.HoldsEnters()
+	return nil
+}
+
+func (f *pgFailover) Name() string { return "failover" }
+
+// Inject holds the standby's link back at cfg.at, catches a holder, kills
+// the primary, promotes the standby, keeps the holder inside while a
+// contender comes, and lets it go.
+func (f *pgFailover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
+	defer f.forget()
+	f.catcher.see(env.Instances)
+	if env.WaitOffered(ctx, f.cfg.at) != nil {
+		return nil
+	}
+	if err := f.standby.RouteReplication(ctx, f.primary, f.proxy.Addr()); err != nil {
+		return errors.Join(fmt.Errorf("failover: %w", err), f.heal())
+	}
+	if err := f.proxy.cut(); err != nil {
+		return errors.Join(err, f.heal())
+	}
+	env.Begin(fmt.Sprintf("replication from the primary %s to the standby %s held back (its link through a proxy that drops every byte): a lock or commit made now exists on the primary alone",
+		f.primary.Name(), f.standby.Name()))
+	tctx, cancel := context.WithTimeout(ctx, f.cfg.catch)
+	_, caught := f.catcher.catch(tctx)
+	cancel()
+	if !caught {
+		env.Event(fmt.Sprintf("no holder of a new payment entered within %s with replication held back (with --pg-sync on, every commit waited for the standby)", ms(f.cfg.catch)))
+	}
+	if ctx.Err() != nil {
+		return errors.Join(f.catcher.letGo(), f.heal())
+	}
+	at := time.Now()
+	f.mu.Lock()
+	err := f.primary.Kill()
+	f.killed = err == nil
+	f.mu.Unlock()
+	if err != nil {
+		return errors.Join(fmt.Errorf("failover: kill %s: %w", f.primary.Name(), err), f.catcher.letGo(), f.heal())
+	}
+	env.Event(f.primary.Name() + " (the primary) killed")
+	pctx, pcancel := context.WithTimeout(ctx, f.cfg.promote+10*time.Second)
+	err = f.standby.Promote(pctx)
+	pcancel()
+	if err != nil {
+		env.Event(err.Error())
+		return errors.Join(fmt.Errorf("failover: %w", err), f.catcher.letGo(), f.heal())
+	}
+	env.Event(fmt.Sprintf("%s promoted to primary (pg_promote), %s after the kill; %s stays down (a former primary needs pg_rewind)",
+		f.standby.Name(), ms(time.Since(at)), f.primary.Name()))
+	if caught {
+		f.awaitContender(ctx, at)
+		err := f.catcher.letGo()
+		strategies.Sleep(ctx, writeGrace)
+		f.forget()
+		if err != nil {
+			return errors.Join(err, f.heal())
+		}
+		env.End("holder's critical section over")
+	} else {
+		env.End("failover over")
+	}
+	return f.heal()
+}
+
+// heal stops the proxy: the promoted standby replicates from nobody.
+func (f *pgFailover) heal() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.healed || f.proxy == nil {
+		return nil
+	}
+	f.healed = true
+	_ = f.proxy.heal()
+	f.proxy.close()
+	return nil
+}
+
+// Close lets the holder go and puts the topology back: a killed primary
+// is remade as a standby of the promoted one, from a fresh base backup;
+// a standby whose link still goes through the proxy is pointed at its
+// primary again.
+func (f *pgFailover) Close() error {
+	err := errors.Join(f.catcher.letGo(), f.heal())
+	f.forget()
+	if f.primary == nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout+time.Minute)
+	defer cancel()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.killed {
+		// A promotion that failed in Inject is tried again: the old
+		// primary is remade from the new one.
+		if in, ierr := f.standby.InRecovery(ctx); ierr == nil && in {
+			if perr := f.standby.Promote(ctx); perr != nil {
+				return errors.Join(err, fmt.Errorf("failover: %w", perr))
+			}
+		}
+		if rerr := f.target.PgRebuild(ctx, f.primary, f.standby); rerr != nil {
+			return errors.Join(err, fmt.Errorf("failover: make %s a standby of %s again: %w", f.primary.Name(), f.standby.Name(), rerr))
+		}
+		f.killed = false
+		return err
+	}
+	if rerr := f.standby.RouteReplication(ctx, f.primary, f.primary.Addr()); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("failover: point %s at %s again: %w", f.standby.Name(), f.primary.Name(), rerr))
+	}
+	return err
+}
+
+// pgLock is the Postgres failover's AppliesTo: a Postgres lock (a
+// session's advisory lock, a claim row) whose store is not that Postgres.
+func pgLock(info strategies.Info) bool {
+	return info.Need.Backend == strategies.BackendPostgres && !info.Transactional
+}
+
+// pgFailoverApplies reports why the Postgres failover cannot run: not a
+// Postgres lock, a store in the Postgres that fails over (the judge would
+// fail over with it), or servers lockbench did not start.
+func pgFailoverApplies(env *loadgen.FaultEnv, target servers.Target) error {
+	if !pgLock(env.Info) {
+		return fmt.Errorf("failover does not apply to %s", env.Strategy)
+	}
+	if env.Scenario.Store == loadgen.StorePostgres {
+		return errors.New("failover: with --store postgres the judge's own tables would fail over with the lock; want --store memory")
+	}
+	if !target.PgReplicated() {
+		if !target.Local() {
+			return fmt.Errorf("failover: %w: the Postgres servers were given (%s); unset that to let lockbench start its own", servers.ErrNotLocal, target.Given())
+		}
+		return errors.New("failover needs a Postgres standby: --pg-topology replica")
+	}
+	return nil
+}

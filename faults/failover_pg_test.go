@@ -1,0 +1,82 @@
+package faults_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lockbench/lockbench/servers"
+)
+
+// pgReplicaServers starts a Postgres primary with a streaming standby for
+// one test, the standby synchronous when sync.
+func pgReplicaServers(t *testing.T, sync bool) *servers.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Postgres primary and standby; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	c, err := servers.Start(ctx, servers.Needs{Postgres: true}, servers.Options{PgTopology: servers.PgReplica, PgSync: sync})
+	if err != nil {
+		t.Fatalf("start the Postgres replica topology: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop the Postgres replica topology: %v", err)
+		}
+	})
+	return c
+}
+
+// The standby's link is held back, a holder caught, the primary killed and
+// the standby promoted. An advisory lock is never WAL-logged: the new
+// primary grants it again at once, whether or not the standby is
+// synchronous. pg-onconflict's claim row is a commit: asynchronous, the
+// promoted standby lacks it and the lock is granted twice (its fencing
+// token decides the rest); synchronous, the claim's commit waits for the
+// standby, nobody acquires while the link is held back, and nothing is
+// granted twice. After each run the old primary is a standby again, so
+// the next run fails over the other way.
+func TestFailoverPostgres(t *testing.T) {
+	for _, sync := range []bool{false, true} {
+		name := "async"
+		if sync {
+			name = "sync"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := pgReplicaServers(t, sync)
+			strategies := []string{"pg-advisory", "pg-onconflict"}
+			if !sync {
+				strategies = append(strategies, "pg-advisory") // on the remade topology
+			}
+			for _, strategy := range strategies {
+				fencing := strategy == "pg-onconflict"
+				s, counts := failoverRun(t, c, strategy, "failover", small(failoverPayments, fencing), 0, false)
+				var killed, promoted bool
+				for _, e := range s.FaultEvents {
+					killed = killed || strings.HasSuffix(e.What, "(the primary) killed")
+					promoted = promoted || strings.Contains(e.What, " promoted to primary (pg_promote)")
+				}
+				if !killed || !promoted {
+					t.Errorf("%s: killed %v, promoted %v; want the primary killed and the standby promoted", strategy, killed, promoted)
+				}
+				switch {
+				case strategy == "pg-advisory":
+					if s.Overlaps == 0 || !s.Unsafe {
+						t.Errorf("%s: overlaps %d, unsafe %v; want the advisory lock granted again by the promoted standby: overlaps > 0, unsafe", strategy, s.Overlaps, s.Unsafe)
+					}
+				case sync:
+					if s.Overlaps != 0 || s.Unsafe {
+						t.Errorf("%s with a synchronous standby: overlaps %d, unsafe %v; want no claim acknowledged while the link was held back: no overlap, safe", strategy, s.Overlaps, s.Unsafe)
+					}
+				default:
+					if s.Overlaps == 0 {
+						t.Errorf("%s: overlaps %d; want the claim row the standby never got granted again: overlaps > 0", strategy, s.Overlaps)
+					}
+					t.Logf("%s: stale rejected %d, stale accepted %d, token reused %d: the fencing sequence after the promotion", strategy, s.StaleRejected, s.StaleAccepted, counts.TokenReused)
+				}
+			}
+		})
+	}
+}
