@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/lockbench/lockbench/loadgen"
 	"github.com/lockbench/lockbench/loadgen/store"
 	"github.com/lockbench/lockbench/servers"
@@ -28,6 +30,8 @@ type pgFailover struct {
 
 	primary, standby *servers.Postgres
 	proxy            *proxy
+	// check is a pool on the standby, for the trap's filter.
+	check *pgxpool.Pool
 
 	watch
 
@@ -54,15 +58,38 @@ func (f *pgFailover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
 	if f.proxy, err = newProxy("pg-replication", p.Addr()); err != nil {
 		return fmt.Errorf("failover: %w", err)
 	}
-	// Any holder of a new payment once the link is held back has a lock
-	// (an advisory lock, a claim row) the standby never gets.
-	f.watch.start(env, f.cfg.hold, func(store.EnterReq) bool { return true })
+	if f.check, err = pgxpool.New(ctx, s.DSN); err != nil {
+		f.proxy.close()
+		return fmt.Errorf("failover: %w", err)
+	}
+	f.watch.start(env, f.cfg.hold, f.onPrimaryOnly)
+	// Designed: the caught holder's payment has another delivery asking
+	// for its lock, which the promoted standby will grant; a strike whose
+	// lock nobody asks for while it is forgotten missed (FaultEnv.End).
+	f.catcher.aim(true)
 	env.OnEnter(f.watchContender)
 	env.HoldsEnters()
 	return nil
 }
 
 func (f *pgFailover) Name() string { return "failover" }
+
+// onPrimaryOnly is the trap's filter: the standby, promoted, would grant
+// the holder's lock. An advisory lock (no token) is never on it; a claim
+// row (pg-onconflict's lockbench_locks) must not be live there: neither
+// the holder's own claim, committed just before the link was held back,
+// nor an earlier holder's whose release the standby never got, either of
+// which would keep contenders out of the new primary until it expired.
+func (f *pgFailover) onPrimaryOnly(r store.EnterReq) bool {
+	if r.Token == 0 {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	var live bool
+	err := f.check.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM lockbench_locks WHERE key = $1 AND expires_at > now())", r.LockKey).Scan(&live)
+	return err == nil && !live
+}
 
 // Inject holds the standby's link back at cfg.at, catches a holder, kills
 // the primary, promotes the standby, keeps the holder inside while a
@@ -87,6 +114,13 @@ func (f *pgFailover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 	if !caught {
 		env.Event(fmt.Sprintf("no holder of a new payment entered within %s with replication held back (with --pg-sync on, every commit waited for the standby)", ms(f.cfg.catch)))
 	}
+	// A synchronous standby that kept every lock out while the link was
+	// held back is the answer; asynchronous, a strike that caught nobody
+	// proved nothing.
+	end := env.End
+	if !caught && !f.target.PgSync() {
+		end = env.EndMissed
+	}
 	if ctx.Err() != nil {
 		return errors.Join(f.catcher.letGo(), f.heal())
 	}
@@ -106,6 +140,7 @@ func (f *pgFailover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 		env.Event(err.Error())
 		return errors.Join(fmt.Errorf("failover: %w", err), f.catcher.letGo(), f.heal())
 	}
+	env.Forgot(time.Now()) // the caught holder's lock is on nobody now
 	env.Event(fmt.Sprintf("%s promoted to primary (pg_promote), %s after the kill; %s stays down (a former primary needs pg_rewind)",
 		f.standby.Name(), ms(time.Since(at)), f.primary.Name()))
 	if caught {
@@ -116,9 +151,9 @@ func (f *pgFailover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
 		if err != nil {
 			return errors.Join(err, f.heal())
 		}
-		env.End("holder's critical section over")
+		end("holder's critical section over")
 	} else {
-		env.End("failover over")
+		end("failover over")
 	}
 	return f.heal()
 }
@@ -141,6 +176,9 @@ func (f *pgFailover) heal() error {
 // a standby whose link still goes through the proxy is pointed at its
 // primary again.
 func (f *pgFailover) Close() error {
+	if f.check != nil {
+		f.check.Close()
+	}
 	err := errors.Join(f.catcher.letGo(), f.heal())
 	f.forget()
 	if f.primary == nil {
@@ -171,7 +209,10 @@ func (f *pgFailover) Close() error {
 }
 
 // pgLock is the Postgres failover's AppliesTo: a Postgres lock (a
-// session's advisory lock, a claim row) whose store is not that Postgres.
+// session's advisory lock, a claim row). Not the transactional strategies:
+// their bank and the judge's tables are the database that fails over, so
+// the commits it loses would read as never made, and each lock key's
+// sequence in the store goes back; they are not judged under it yet.
 func pgLock(info strategies.Info) bool {
 	return info.Need.Backend == strategies.BackendPostgres && !info.Transactional
 }

@@ -61,6 +61,9 @@ func TestFailoverPostgres(t *testing.T) {
 				if !killed || !promoted {
 					t.Errorf("%s: killed %v, promoted %v; want the primary killed and the standby promoted", strategy, killed, promoted)
 				}
+				if s.Strikes != 1 || s.StrikesMissed != 0 || s.Unknown() {
+					t.Errorf("%s: strikes %d, missed %d, %s (%s); want one strike that landed, judged", strategy, s.Strikes, s.StrikesMissed, s.Verdict, s.Unjudged)
+				}
 				switch {
 				case strategy == "pg-advisory":
 					if s.Overlaps == 0 || !s.Unsafe {

@@ -97,7 +97,9 @@ func (f *watch) forget() {
 	f.letGo.Do(func() {
 		f.wmu.Lock()
 		f.caught = nil
-		close(f.written)
+		if f.written != nil { // nil: Setup failed before start
+			close(f.written)
+		}
 		f.wmu.Unlock()
 	})
 }

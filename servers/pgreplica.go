@@ -130,15 +130,34 @@ func basebackup(ctx context.Context, bins binaries, primary, standby *Postgres) 
 		if ip.err != nil {
 			return fmt.Errorf("pg_basebackup: %w (its output: %s)", ip.err, standby.logPath)
 		}
-		return nil
+		return dropSyncSetting(standby.dataDir)
 	case <-ctx.Done():
 		_ = ip.kill()
 		return fmt.Errorf("pg_basebackup: %w", ctx.Err())
 	}
 }
 
+// dropSyncSetting removes synchronous_standby_names from the
+// postgresql.auto.conf a base backup copied from a primary that waited
+// for its standby: promoted, the copy would wait for a standby it does not
+// have, and every commit after a failover would hang.
+func dropSyncSetting(dataDir string) error {
+	path := filepath.Join(dataDir, "postgresql.auto.conf")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var keep []string
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "synchronous_standby_names") {
+			keep = append(keep, line)
+		}
+	}
+	return os.WriteFile(path, []byte(strings.Join(keep, "")), 0o600)
+}
+
 // awaitStreaming waits until the primary at dsn has a standby streaming
-// from it, and when sync also counts it synchronous.
+// from it, which it counts synchronous when sync and asynchronous when not.
 func awaitStreaming(ctx context.Context, dsn string, sync bool) error {
 	ctx, cancel := context.WithTimeout(ctx, pgStreamTimeout)
 	defer cancel()
@@ -148,7 +167,7 @@ func awaitStreaming(ctx context.Context, dsn string, sync bool) error {
 		switch {
 		case err != nil:
 			last = err
-		case state == "streaming" && (!sync || mode == "sync"):
+		case state == "streaming" && (mode == "sync") == sync:
 			return nil
 		default:
 			last = fmt.Errorf("the standby is %s, %s", state, mode)
@@ -177,14 +196,18 @@ func replicationState(ctx context.Context, dsn string) (state, mode string, err 
 }
 
 // setSyncStandby makes the primary at dsn wait on every commit for the
-// standby named name.
+// standby named name; "" for none (asynchronous).
 func setSyncStandby(ctx context.Context, dsn, name string) error {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = "+pgx.Identifier{name}.Sanitize()); err != nil {
+	set := "ALTER SYSTEM RESET synchronous_standby_names"
+	if name != "" {
+		set = "ALTER SYSTEM SET synchronous_standby_names = " + pgx.Identifier{name}.Sanitize()
+	}
+	if _, err := conn.Exec(ctx, set); err != nil {
 		return fmt.Errorf("set synchronous_standby_names: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
@@ -268,6 +291,10 @@ type pgPair struct {
 // PgReplicated reports whether the target's Postgres is a primary with a
 // standby that lockbench started.
 func (t Target) PgReplicated() bool { return t.pg != nil }
+
+// PgSync reports whether the target's primary waits for its standby on
+// every commit (Options.PgSync, or Cluster.SetPgSync since).
+func (t Target) PgSync() bool { return t.pg != nil && t.pg.c.opts.PgSync }
 
 // PgRoles returns the replica topology's primary and its standby as they
 // are now; an error unless one is a primary and the other streams from it.
@@ -377,16 +404,19 @@ func (t Target) PgRebuild(ctx context.Context, old, primary *Postgres) error {
 	if err := old.start(ctx); err != nil {
 		return err
 	}
-	if err := awaitStreaming(ctx, primary.DSN, false); err != nil {
-		return old.startErr(err)
+	// The promoted server may carry either setting in the configuration
+	// its own base backup copied: it is set as the cluster's is.
+	name := ""
+	if c.opts.PgSync {
+		name = pgStandbyName
 	}
-	if !c.opts.PgSync {
-		return nil
-	}
-	if err := setSyncStandby(ctx, primary.DSN, pgStandbyName); err != nil {
+	if err := setSyncStandby(ctx, primary.DSN, name); err != nil {
 		return primary.startErr(err)
 	}
-	return awaitStreaming(ctx, primary.DSN, true)
+	if err := awaitStreaming(ctx, primary.DSN, c.opts.PgSync); err != nil {
+		return old.startErr(err)
+	}
+	return nil
 }
 
 // pgExecOne runs sql on dsn, on a connection of its own.
@@ -415,4 +445,38 @@ func pgQueryOne(ctx context.Context, dsn, sql string, rest ...any) error {
 	}
 	defer conn.Close(context.Background())
 	return conn.QueryRow(ctx, sql, args...).Scan(rest...)
+}
+
+// SetPgSync makes the replica topology's primary wait for its standby on
+// every commit (on) or not, and returns once the primary counts the
+// standby so; the cells of `verdicts --pg-sync on` run both ways on one
+// topology. It does nothing when the layout is already so, and must not
+// run beside a run on the cluster. On a cluster without a standby it
+// refuses on, and off does nothing.
+func (c *Cluster) SetPgSync(ctx context.Context, on bool) error {
+	if c == nil || c.PostgresStandby == nil {
+		if on {
+			return errors.New("servers: no Postgres standby to wait for (Options.PgTopology replica)")
+		}
+		return nil
+	}
+	if c.opts.PgSync == on {
+		return nil
+	}
+	primary, _, err := Target{pg: &pgPair{c: c}}.PgRoles(ctx)
+	if err != nil {
+		return err
+	}
+	name := ""
+	if on {
+		name = pgStandbyName
+	}
+	if err := setSyncStandby(ctx, primary.DSN, name); err != nil {
+		return primary.startErr(err)
+	}
+	if err := awaitStreaming(ctx, primary.DSN, on); err != nil {
+		return err
+	}
+	c.opts.PgSync = on
+	return nil
 }

@@ -129,6 +129,72 @@ func TestPostgresReplicaSync(t *testing.T) {
 	}
 }
 
+// SetPgSync turns the standby synchronous and back on a running
+// topology. PgRebuild remakes a killed server as a standby of the primary,
+// synchronous as the cluster's setting says, without the primary's
+// synchronous_standby_names in its copy: promoted, it takes writes at once
+// instead of waiting for a standby it does not have.
+func TestSetPgSyncAndRebuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Postgres primary and standby; skipped with -short")
+	}
+	c := start(t, Needs{Postgres: true}, Options{PgTopology: PgReplica})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	mode := func(p *Postgres) string {
+		t.Helper()
+		_, m, err := replicationState(ctx, p.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if err := c.SetPgSync(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	primary, standby := c.Postgres, c.PostgresStandby
+	if m := mode(primary); m != "sync" {
+		t.Fatalf("after SetPgSync(true): %s; want sync", m)
+	}
+	target := Target{pg: &pgPair{c: c}}
+	// A copy of the synchronous primary.
+	if err := standby.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := target.PgRebuild(ctx, standby, primary); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(primary); m != "sync" {
+		t.Fatalf("after the rebuild with sync on: %s; want sync", m)
+	}
+	if p, s, err := target.PgRoles(ctx); err != nil || p != primary || s != standby {
+		t.Fatalf("roles %v, %v (%v); want the primary and its rebuilt standby", p, s, err)
+	}
+	if err := primary.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer wcancel()
+	if err := pgExec(wctx, c.Endpoints().PostgresDSN, "CREATE TABLE after_failover (id int)"); err != nil {
+		t.Fatalf("a write on the promoted copy: %v; want it to commit without a standby", err)
+	}
+	if err := target.PgRebuild(ctx, primary, standby); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(standby); m != "sync" {
+		t.Fatalf("the promoted server after the rebuild: %s; want sync (the cluster's setting)", m)
+	}
+	if err := c.SetPgSync(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if m := mode(standby); m != "async" {
+		t.Fatalf("after SetPgSync(false): %s; want async", m)
+	}
+}
+
 func TestPgReplicaOptions(t *testing.T) {
 	for _, o := range []Options{{PgSync: true}, {PgTopology: PgReplica, Secure: &Secure{}}} {
 		if _, err := Start(context.Background(), Needs{Postgres: true}, o); err == nil {

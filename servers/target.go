@@ -144,6 +144,14 @@ func (t Target) Node(i int) (Node, error) {
 			return m[i].Node, nil
 		}
 	}
+	if t.pg != nil {
+		// So is a Postgres primary with a standby's.
+		ctx, cancel := context.WithTimeout(context.Background(), pgStreamTimeout)
+		defer cancel()
+		if p, _, err := t.pg.roles(ctx); err == nil {
+			return p, nil
+		}
+	}
 	return t.Nodes[i], nil
 }
 

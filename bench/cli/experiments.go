@@ -79,8 +79,10 @@ type cell struct {
 	info strategies.Info
 	spec faults.Spec
 	sc   loadgen.Scenario
-	// wait is the cell's --redis-wait (0: none); the session applies it.
-	wait int
+	// wait is the cell's --redis-wait (0: none), pgSync its --pg-sync on;
+	// the session applies them.
+	wait   int
+	pgSync bool
 	// what is the part of the matrix the cell belongs to ("base",
 	// "contention"), for its progress line; "" elsewhere.
 	what string
@@ -121,6 +123,9 @@ func (c cell) variant() string {
 	if c.wait > 0 {
 		parts = append(parts, fmt.Sprintf("wait=%d", c.wait))
 	}
+	if c.pgSync && c.info.Need.Backend == strategies.BackendPostgres {
+		parts = append(parts, "sync=on")
+	}
 	if c.sc.FencingStrict {
 		parts = append(parts, "fencing=strict")
 	}
@@ -131,9 +136,11 @@ func (c cell) variant() string {
 // under test ask for: for every cell of a fenced strategy with the store's
 // check on, the same with the strict rule (a token handed out twice is
 // refused too), side by side; with wait above 0, every cell of a
-// single-node Redis strategy again with WAIT (--redis-wait), so that what
-// WAIT buys and what it costs show side by side too.
-func variantCases(cases []cell, wait int) []cell {
+// single-node Redis strategy again with WAIT (--redis-wait), and with
+// pgSync every cell of a Postgres strategy again with a synchronous
+// standby (--pg-sync on), so that what they buy and what they cost show
+// side by side too.
+func variantCases(cases []cell, wait int, pgSync bool) []cell {
 	var out []cell
 	for _, c := range cases {
 		group := []cell{c}
@@ -145,6 +152,12 @@ func variantCases(cases []cell, wait int) []cell {
 		if wait > 0 && c.info.Need.Backend == strategies.BackendRedis && c.info.Need.Nodes <= 1 {
 			for _, g := range group[:len(group):len(group)] {
 				g.wait = wait
+				group = append(group, g)
+			}
+		}
+		if pgSync && c.info.Need.Backend == strategies.BackendPostgres {
+			for _, g := range group[:len(group):len(group)] {
+				g.pgSync = true
 				group = append(group, g)
 			}
 		}

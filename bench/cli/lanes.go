@@ -126,7 +126,7 @@ func runCases(ctx context.Context, lanes []*session, dir *runDir, cases []cell, 
 	first := len(dir.runs)
 	var mu sync.Mutex // dir, failed, err and stderr
 	one := func(s *session, v *verdictRun) {
-		s.redisWait = v.c.wait
+		s.redisWait, s.pgSync = v.c.wait, v.c.pgSync
 		t0 := time.Now()
 		r, rerr := runTrial(ctx, s, v.c.info, v.c.sc, v.c.spec, v.trial)
 		mu.Lock()

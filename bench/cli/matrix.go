@@ -140,11 +140,17 @@ func parseMatrix(args []string, stdout, stderr io.Writer) (o matrixOptions, err 
 	if !*quick {
 		// The strict fencing rule beside the on/off one (the quick matrix
 		// keeps to its time budget without it).
-		cases = variantCases(cases, 0)
+		cases = variantCases(cases, 0, false)
+	}
+	_, pgSync, err := cf.ef.pgLayout()
+	if err != nil {
+		return o, err
 	}
 	for i := range cases {
-		// WAIT, when asked for, in every Redis cell rather than beside.
+		// WAIT and a synchronous standby, when asked for, in every Redis
+		// and Postgres cell rather than beside.
 		cases[i].wait = cf.ef.wait
+		cases[i].pgSync = pgSync && cases[i].info.Need.Backend == strategies.BackendPostgres
 	}
 	size := fullMatrix
 	if *quick {

@@ -79,11 +79,14 @@ func parseRun(args []string, stdout, stderr io.Writer) (o runOptions, err error)
 	if err != nil {
 		return o, err
 	}
-	for i := range cells {
-		cells[i].wait = ef.wait // the session's --redis-wait, which runCases sets per cell
-	}
 	if _, err := ef.endpoints(); err != nil {
 		return o, err
+	}
+	_, pgSync, _ := ef.pgLayout() // checked by endpoints
+	for i := range cells {
+		// The session's --redis-wait and --pg-sync, which runCases sets
+		// per cell.
+		cells[i].wait, cells[i].pgSync = ef.wait, pgSync
 	}
 	scs := make([]loadgen.Scenario, len(cells))
 	for i, c := range cells {

@@ -243,6 +243,9 @@ func (s *session) run(ctx context.Context, info strategies.Info, sc loadgen.Scen
 	if err != nil {
 		return results.Run{}, err
 	}
+	if err := s.cluster.SetPgSync(ctx, s.pgSync); err != nil {
+		return results.Run{}, fmt.Errorf("%s: %w", name, err)
+	}
 	lock, sc := s.lockOf(info, target, sc)
 	o := loadgen.Options{Strategy: info, Scenario: sc, Lock: lock, Store: st, Fault: fault}
 	if s.agents != nil {

@@ -55,7 +55,11 @@ func parseVerdicts(args []string, stdout, stderr io.Writer) (o verdictsOptions, 
 	if len(cases) == 0 {
 		return o, usageErr("--fault: none of %s applies to %s", strings.Join(faultNames, ", "), namesOf(infos))
 	}
-	co, err := cf.options(variantCases(cases, cf.ef.wait))
+	_, pgSync, err := cf.ef.pgLayout()
+	if err != nil {
+		return o, err
+	}
+	co, err := cf.options(variantCases(cases, cf.ef.wait, pgSync))
 	if err != nil {
 		return o, err
 	}

@@ -214,7 +214,7 @@ func TestVariantCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, c := range variantCases(base, 1) {
+	for _, c := range variantCases(base, 1, false) {
 		got = append(got, c.label())
 	}
 	want := []string{
@@ -230,6 +230,33 @@ func TestVariantCases(t *testing.T) {
 		"etcd × kill-node (fencing off)",
 		"etcd × kill-node (fencing on)",
 		"etcd [fencing=strict] × kill-node (fencing on)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// With --pg-sync on every Postgres cell gets a synchronous-standby twin
+// (strict ones too), and no other cell does.
+func TestVariantCasesPgSync(t *testing.T) {
+	base, err := verdictCases(mustInfos("pg-advisory", "pg-onconflict", "setnx"), []string{"failover"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range variantCases(base, 0, true) {
+		got = append(got, c.label())
+	}
+	want := []string{
+		"pg-advisory × failover (fencing off)",
+		"pg-advisory [sync=on] × failover (fencing off)",
+		"pg-onconflict × failover (fencing off)",
+		"pg-onconflict [sync=on] × failover (fencing off)",
+		"pg-onconflict × failover (fencing on)",
+		"pg-onconflict [fencing=strict] × failover (fencing on)",
+		"pg-onconflict [sync=on] × failover (fencing on)",
+		"pg-onconflict [sync=on,fencing=strict] × failover (fencing on)",
+		"setnx × failover (fencing off)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
