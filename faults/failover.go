@@ -85,7 +85,7 @@ func init() {
 			}
 			switch {
 			case target.Need.Backend == strategies.BackendPostgres && c.sched.random:
-				return nil, &usage.Error{Flag: "fault", Msg: "failover: schedule=random is not built for Postgres yet; want the designed strike (no schedule=)"}
+				return &randomPgFailover{sched: c.sched, target: target}, nil
 			case target.Need.Backend == strategies.BackendPostgres:
 				return &pgFailover{cfg: c, target: target}, nil
 			case c.sched.random:

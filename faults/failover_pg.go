@@ -235,3 +235,69 @@ func pgFailoverApplies(env *loadgen.FaultEnv, target servers.Target) error {
 	}
 	return nil
 }
+
+// randomPgFailover is the Postgres failover with schedule=random: at
+// random moments the primary of the moment is SIGKILLed and its standby
+// promoted, nothing held back and no holder caught, and the old primary is
+// made its standby again from a fresh base backup, ready for the next
+// strike. What a strike loses is what replication had not yet carried
+// when it struck.
+type randomPgFailover struct {
+	sched  schedule
+	target servers.Target
+}
+
+var _ striker = (*randomPgFailover)(nil)
+
+func (f *randomPgFailover) Name() string { return "failover" }
+
+// Setup checks that the topology is lockbench's own and settled.
+func (f *randomPgFailover) Setup(ctx context.Context, env *loadgen.FaultEnv) error {
+	if err := pgFailoverApplies(env, f.target); err != nil {
+		return err
+	}
+	if _, _, err := f.target.PgRoles(ctx); err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	return nil
+}
+
+// Inject strikes at random moments until the load ends.
+func (f *randomPgFailover) Inject(ctx context.Context, env *loadgen.FaultEnv) error {
+	return inject(ctx, env, f.sched, f)
+}
+
+// strike kills the primary, promotes its standby and remakes the old
+// primary as the new one's standby.
+func (f *randomPgFailover) strike(ctx context.Context, env *loadgen.FaultEnv, _ *draws) error {
+	primary, standby, err := f.target.PgRoles(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("failover: %w", err)
+	}
+	if err := primary.Kill(); err != nil {
+		return fmt.Errorf("failover: kill %s: %w", primary.Name(), err)
+	}
+	at := time.Now()
+	env.Begin(primary.Name() + " (the primary) killed")
+	// Promoted even when the run has just ended: the topology must be
+	// whole for the next run.
+	uctx, cancel := undoCtx(ctx)
+	defer cancel()
+	if err := standby.Promote(uctx); err != nil {
+		env.EndMissed(err.Error())
+		return fmt.Errorf("failover: %w", err)
+	}
+	env.Event(fmt.Sprintf("%s promoted to primary (pg_promote), %s after the kill", standby.Name(), ms(time.Since(at))))
+	if err := f.target.PgRebuild(uctx, primary, standby); err != nil {
+		env.End(fmt.Sprintf("%s not remade as a standby: %v", primary.Name(), err))
+		return fmt.Errorf("failover: make %s a standby of %s again: %w", primary.Name(), standby.Name(), err)
+	}
+	env.End(fmt.Sprintf("%s remade a standby of %s (a fresh base backup), %s after the kill", primary.Name(), standby.Name(), ms(time.Since(at))))
+	return nil
+}
+
+// Close has nothing to put back: each strike leaves the topology whole.
+func (f *randomPgFailover) Close() error { return nil }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockbench/lockbench/servers"
+	"github.com/lockbench/lockbench/strategies"
 )
 
 // pgReplicaServers starts a Postgres primary with a streaming standby for
@@ -46,11 +48,11 @@ func TestFailoverPostgres(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			c := pgReplicaServers(t, sync)
-			strategies := []string{"pg-advisory", "pg-onconflict"}
+			names := []string{"pg-advisory", "pg-onconflict"}
 			if !sync {
-				strategies = append(strategies, "pg-advisory") // on the remade topology
+				names = append(names, "pg-advisory") // on the remade topology
 			}
-			for _, strategy := range strategies {
+			for _, strategy := range names {
 				fencing := strategy == "pg-onconflict"
 				s, counts := failoverRun(t, c, strategy, "failover", small(failoverPayments, fencing), 0, false)
 				var killed, promoted bool
@@ -81,5 +83,42 @@ func TestFailoverPostgres(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// On a random schedule the primary of the moment is killed again and
+// again, nothing held back: every strike is a kill, a promotion and the
+// old primary remade a standby, and is judged; the topology is whole
+// after the run.
+func TestFailoverPostgresRandom(t *testing.T) {
+	c := pgReplicaServers(t, false)
+	sc := small(1000, false)
+	sc.Seed = 3
+	s, _ := failoverRun(t, c, "pg-advisory", "failover:schedule=random,every=2s", sc, 0, false)
+	var killed, promoted, remade int64
+	for _, e := range s.FaultEvents {
+		switch {
+		case strings.HasSuffix(e.What, "(the primary) killed"):
+			killed++
+		case strings.Contains(e.What, " promoted to primary (pg_promote)"):
+			promoted++
+		case strings.Contains(e.What, " remade a standby of "):
+			remade++
+		}
+	}
+	if s.Strikes < 1 || killed != s.Strikes || promoted != s.Strikes || remade != s.Strikes {
+		t.Errorf("strikes %d, kills %d, promotions %d, remade standbys %d; want each strike a kill, a promotion and a remade standby", s.Strikes, killed, promoted, remade)
+	}
+	if s.Unknown() {
+		t.Errorf("%s (%s); want it judged", s.Verdict, s.Unjudged)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	target, err := servers.TargetFor(strategies.MustLookup("pg-advisory").Need, c.Endpoints(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := target.PgRoles(ctx); err != nil {
+		t.Errorf("after the run: %v; want a primary and its standby", err)
 	}
 }
