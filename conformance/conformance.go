@@ -132,7 +132,12 @@ func (h *harness) config(ttl time.Duration, owner string) strategies.Config {
 
 // nodes returns the servers the strategy uses, nil when the test did not
 // start them.
-func (h *harness) nodes() []servers.Node { return h.target.Nodes }
+func (h *harness) nodes() []servers.Node {
+	if n := h.target.PgNodes(); n != nil {
+		return n // a primary and its standby: both, for the server down
+	}
+	return h.target.Nodes
+}
 
 // key returns a lock key no other test or run uses.
 func (h *harness) key(t T) string {

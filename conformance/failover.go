@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lockbench/lockbench/servers"
@@ -27,10 +28,80 @@ const (
 
 // notReplicated is notRun for the failover case.
 func notReplicated(h *harness) string {
-	if !h.target.Replicated() {
-		return "not a replicated Redis (run on the sentinel topology)"
+	if !h.target.Replicated() && !h.target.PgReplicated() {
+		return "not a replicated Redis or a Postgres with a standby (run on the sentinel or the Postgres replica topology)"
 	}
 	return cannotStop(h)
+}
+
+// testPgFailoverStream is the failover case on a Postgres primary with a
+// standby: the primary is killed in the middle of a stream of acquires and
+// the standby promoted (there is no Sentinel to do it); no call hangs, and
+// the same strategy object acquires again on the new primary, found
+// through its multi-host DSN. The old primary is then remade a standby.
+func testPgFailoverStream(t T, h *harness) {
+	s := h.open(t, LongTTL, "A")
+	ctx, cancel := context.WithTimeout(context.Background(), FailoverRecoverLimit+restartTimeout)
+	defer cancel()
+	old, standby, err := h.target.PgRoles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempt := 0
+	try := func() (strategies.Lease, error, time.Duration) {
+		attempt++
+		key := fmt.Sprintf("%s/%d", h.key(t), attempt)
+		var (
+			l   strategies.Lease
+			err error
+		)
+		took, ok := within(FailoverStreamLimit, func(ctx context.Context) { l, err = s.Acquire(ctx, key) })
+		if !ok {
+			t.Fatalf("attempt %d: Acquire still running after %v; want a lease or an error within %v", attempt, took, FailoverStreamLimit)
+		}
+		return l, err, took
+	}
+	for range 10 {
+		l, err, _ := try()
+		if err != nil {
+			t.Fatalf("before the failover: Acquire: got %v; want a lease", err)
+		}
+		release(t, l)
+	}
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	promoted := false
+	failures := 0
+	for {
+		l, err, took := try()
+		if err == nil {
+			release(t, l)
+			t.Logf("acquires succeed again %v after the primary was killed (%d failed meanwhile, each within %v)",
+				time.Since(killed).Round(time.Millisecond), failures, FailoverStreamLimit)
+			break
+		}
+		if !promoted {
+			t.Logf("first failure after the kill, in %v: %v", took.Round(time.Millisecond), err)
+			if perr := standby.Promote(ctx); perr != nil {
+				t.Fatal(perr)
+			}
+			promoted = true
+		}
+		failures++
+		if elapsed := time.Since(killed); elapsed > FailoverRecoverLimit {
+			t.Fatalf("no Acquire succeeded %v after the primary was killed (last: %v); want the promoted standby used within %v", elapsed, err, FailoverRecoverLimit)
+		}
+		time.Sleep(failoverStreamGap)
+	}
+	if !promoted {
+		t.Fatal("Acquire succeeded with the primary killed and no standby promoted")
+	}
+	if err := h.target.PgRebuild(ctx, old, standby); err != nil {
+		t.Fatal(err)
+	}
+	release(t, acquire(t, s, h.key(t)+"/after-rebuild"))
 }
 
 // testFailoverStream kills the primary in the middle of a stream of
@@ -38,6 +109,10 @@ func notReplicated(h *harness) string {
 // FailoverStreamLimit), and once the Sentinels have promoted a replica the
 // same strategy object acquires again, on the new primary.
 func testFailoverStream(t T, h *harness) {
+	if h.target.PgReplicated() {
+		testPgFailoverStream(t, h)
+		return
+	}
 	s := h.open(t, LongTTL, "A")
 	cfg := h.target.Config
 	ctx, cancel := context.WithTimeout(context.Background(), FailoverRecoverLimit+restartTimeout)

@@ -292,6 +292,16 @@ type pgPair struct {
 // standby that lockbench started.
 func (t Target) PgReplicated() bool { return t.pg != nil }
 
+// PgNodes are the replica topology's two servers, the first started as
+// the primary (whichever is now): what a test stops to take the whole
+// Postgres down. Nil for another target.
+func (t Target) PgNodes() []Node {
+	if t.pg == nil {
+		return nil
+	}
+	return []Node{t.pg.c.Postgres, t.pg.c.PostgresStandby}
+}
+
 // PgSync reports whether the target's primary waits for its standby on
 // every commit (Options.PgSync, or Cluster.SetPgSync since).
 func (t Target) PgSync() bool { return t.pg != nil && t.pg.c.opts.PgSync }
