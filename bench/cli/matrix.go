@@ -415,20 +415,26 @@ func printMatrix(w io.Writer, m matrixPlan, infos []strategies.Info, cases []cel
 		total += d
 		fmt.Fprintf(&b, "%-46s %4d cells × %d trials  %9s\n", what, runs, trials, fmtEstimate(d))
 	}
-	// A failover needs the replicated Redis: on the masters topology its
-	// cells are listed as not run, as the run itself would skip them.
+	// A failover needs a replicated Redis, or a Postgres with a standby:
+	// without, its cells are listed as not run, as the run itself would
+	// skip them.
 	var skipped []string
-	if topo, _ := ef.topology(); topo != servers.TopologySentinel {
-		var keep []cell
-		for _, c := range cases {
-			if c.spec.Name == "failover" {
-				skipped = append(skipped, c.label())
-				continue
-			}
-			keep = append(keep, c)
+	topo, _ := ef.topology()
+	pgTopo, _, _ := ef.pgLayout()
+	var keep []cell
+	for _, c := range cases {
+		switch pg := c.info.Need.Backend == strategies.BackendPostgres; {
+		case c.spec.Name != "failover":
+		case pg && pgTopo != servers.PgReplica:
+			skipped = append(skipped, c.label()+" (needs --pg-topology replica)")
+			continue
+		case !pg && topo != servers.TopologySentinel:
+			skipped = append(skipped, c.label()+" (needs --redis-topology sentinel)")
+			continue
 		}
-		cases = keep
+		keep = append(keep, c)
 	}
+	cases = keep
 	var d time.Duration
 	base := m.baseCells(locks, onPostgres)
 	for _, c := range base {
@@ -474,7 +480,7 @@ func printMatrix(w io.Writer, m matrixPlan, infos []strategies.Info, cases []cel
 	fmt.Fprintf(&b, "\nstrategies: %s\nseed %d; %s in all with server start-up (estimated; nothing was run)\n",
 		namesOf(infos), seed, fmtEstimate(total+estimateServers))
 	for _, l := range skipped {
-		fmt.Fprintf(&b, "not applicable, not run: %s (needs --redis-topology sentinel)\n", l)
+		fmt.Fprintf(&b, "not applicable, not run: %s\n", l)
 	}
 	fmt.Fprintln(&b, "\nfault cells:")
 	_, err := io.WriteString(w, b.String())
