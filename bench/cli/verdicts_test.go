@@ -206,60 +206,54 @@ func TestVerdictCases(t *testing.T) {
 
 // The variants stand beside their cells: a fenced strategy's cell with the
 // store's check on gets a strict twin; with --redis-wait, every
-// single-node Redis cell gets a WAIT twin (strict ones too), and multi-node
-// or non-Redis cells none.
+// single-node Redis cell gets a WAIT twin (strict ones too), and
+// multi-node or non-Redis cells none; with --pg-sync on, every Postgres
+// cell gets a synchronous-standby twin (strict ones too), and no other.
 func TestVariantCases(t *testing.T) {
-	base, err := verdictCases(mustInfos("setnx", "fencing", "redlock", "etcd"), []string{"kill-node"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range variantCases(base, 1, false) {
-		got = append(got, c.label())
-	}
-	want := []string{
-		"setnx × kill-node (fencing off)",
-		"setnx [wait=1] × kill-node (fencing off)",
-		"fencing × kill-node (fencing off)",
-		"fencing [wait=1] × kill-node (fencing off)",
-		"fencing × kill-node (fencing on)",
-		"fencing [fencing=strict] × kill-node (fencing on)",
-		"fencing [wait=1] × kill-node (fencing on)",
-		"fencing [wait=1,fencing=strict] × kill-node (fencing on)",
-		"redlock × kill-node (fencing off)",
-		"etcd × kill-node (fencing off)",
-		"etcd × kill-node (fencing on)",
-		"etcd [fencing=strict] × kill-node (fencing on)",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-// With --pg-sync on every Postgres cell gets a synchronous-standby twin
-// (strict ones too), and no other cell does.
-func TestVariantCasesPgSync(t *testing.T) {
-	base, err := verdictCases(mustInfos("pg-advisory", "pg-onconflict", "setnx"), []string{"failover"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range variantCases(base, 0, true) {
-		got = append(got, c.label())
-	}
-	want := []string{
-		"pg-advisory × failover (fencing off)",
-		"pg-advisory [sync=on] × failover (fencing off)",
-		"pg-onconflict × failover (fencing off)",
-		"pg-onconflict [sync=on] × failover (fencing off)",
-		"pg-onconflict × failover (fencing on)",
-		"pg-onconflict [fencing=strict] × failover (fencing on)",
-		"pg-onconflict [sync=on] × failover (fencing on)",
-		"pg-onconflict [sync=on,fencing=strict] × failover (fencing on)",
-		"setnx × failover (fencing off)",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	for _, tc := range []struct {
+		names  []string
+		fault  string
+		wait   int
+		pgSync bool
+		want   []string
+	}{
+		{[]string{"setnx", "fencing", "redlock", "etcd"}, "kill-node", 1, false, []string{
+			"setnx × kill-node (fencing off)",
+			"setnx [wait=1] × kill-node (fencing off)",
+			"fencing × kill-node (fencing off)",
+			"fencing [wait=1] × kill-node (fencing off)",
+			"fencing × kill-node (fencing on)",
+			"fencing [fencing=strict] × kill-node (fencing on)",
+			"fencing [wait=1] × kill-node (fencing on)",
+			"fencing [wait=1,fencing=strict] × kill-node (fencing on)",
+			"redlock × kill-node (fencing off)",
+			"etcd × kill-node (fencing off)",
+			"etcd × kill-node (fencing on)",
+			"etcd [fencing=strict] × kill-node (fencing on)",
+		}},
+		{[]string{"pg-advisory", "pg-onconflict", "setnx"}, "failover", 0, true, []string{
+			"pg-advisory × failover (fencing off)",
+			"pg-advisory [sync=on] × failover (fencing off)",
+			"pg-onconflict × failover (fencing off)",
+			"pg-onconflict [sync=on] × failover (fencing off)",
+			"pg-onconflict × failover (fencing on)",
+			"pg-onconflict [fencing=strict] × failover (fencing on)",
+			"pg-onconflict [sync=on] × failover (fencing on)",
+			"pg-onconflict [sync=on,fencing=strict] × failover (fencing on)",
+			"setnx × failover (fencing off)",
+		}},
+	} {
+		base, err := verdictCases(mustInfos(tc.names...), []string{tc.fault})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range variantCases(base, tc.wait, tc.pgSync) {
+			got = append(got, c.label())
+		}
+		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
 	}
 }
 
