@@ -47,54 +47,20 @@ func testPgFailoverStream(t T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attempt := 0
-	try := func() (strategies.Lease, error, time.Duration) {
-		attempt++
-		key := fmt.Sprintf("%s/%d", h.key(t), attempt)
-		var (
-			l   strategies.Lease
-			err error
-		)
-		took, ok := within(FailoverStreamLimit, func(ctx context.Context) { l, err = s.Acquire(ctx, key) })
-		if !ok {
-			t.Fatalf("attempt %d: Acquire still running after %v; want a lease or an error within %v", attempt, took, FailoverStreamLimit)
-		}
-		return l, err, took
-	}
-	for range 10 {
-		l, err, _ := try()
-		if err != nil {
-			t.Fatalf("before the failover: Acquire: got %v; want a lease", err)
-		}
-		release(t, l)
-	}
-	if err := old.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	killed := time.Now()
 	promoted := false
-	failures := 0
-	for {
-		l, err, took := try()
-		if err == nil {
-			release(t, l)
-			t.Logf("acquires succeed again %v after the primary was killed (%d failed meanwhile, each within %v)",
-				time.Since(killed).Round(time.Millisecond), failures, FailoverStreamLimit)
-			break
+	kill := func() {
+		if err := old.Kill(); err != nil {
+			t.Fatal(err)
 		}
+	}
+	streamThrough(t, h, s, kill, func(int, time.Duration) {
 		if !promoted {
-			t.Logf("first failure after the kill, in %v: %v", took.Round(time.Millisecond), err)
-			if perr := standby.Promote(ctx); perr != nil {
-				t.Fatal(perr)
+			if err := standby.Promote(ctx); err != nil {
+				t.Fatal(err)
 			}
 			promoted = true
 		}
-		failures++
-		if elapsed := time.Since(killed); elapsed > FailoverRecoverLimit {
-			t.Fatalf("no Acquire succeeded %v after the primary was killed (last: %v); want the promoted standby used within %v", elapsed, err, FailoverRecoverLimit)
-		}
-		time.Sleep(failoverStreamGap)
-	}
+	})
 	if !promoted {
 		t.Fatal("Acquire succeeded with the primary killed and no standby promoted")
 	}
@@ -121,12 +87,43 @@ func testFailoverStream(t T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One key per attempt: a lock taken on the old primary just before it
-	// died may live on (replicated) on the new one until its TTL.
+	var restart func()
+	forced := false
+	streamThrough(t, h, s, func() { restart = h.stop(t, []servers.Node{old.Node}) }, func(_ int, elapsed time.Duration) {
+		if elapsed > failoverForceAfter && !forced {
+			forced = true
+			if ferr := servers.ForceFailover(ctx, cfg.RedisSentinels, cfg.RedisMaster); ferr != nil {
+				t.Logf("force a failover: %v", ferr)
+			} else {
+				t.Logf("no promotion after %v: failover forced", failoverForceAfter)
+			}
+		}
+	})
+	// The old primary comes back as a replica of the new one, once the
+	// Sentinels agree on which that is (Roles waits for that).
+	now, _, err := h.target.Roles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Addr == old.Addr {
+		t.Fatalf("the Sentinels still name the killed primary %s", old.Addr)
+	}
+	restart()
+	release(t, acquire(t, s, h.key(t)+"/after-rejoin"))
+}
+
+// streamThrough is the failover case's stream of acquires on s: ten that
+// must succeed, then kill, then acquires failoverStreamGap apart until one
+// succeeds, each within FailoverStreamLimit, the first success within
+// FailoverRecoverLimit of the kill. After each failure it calls fix with
+// their count and the time since the kill, to bring a new primary about.
+// Each attempt has a key of its own: a lock taken on the old primary just
+// before it died may live on (replicated) on the new one until its TTL.
+func streamThrough(t T, h *harness, s strategies.Strategy, kill func(), fix func(failures int, since time.Duration)) {
 	attempt := 0
 	try := func() (strategies.Lease, error, time.Duration) {
 		attempt++
-		key := h.key(t) + "/" + time.Now().Format("150405.000000") + "/" + string(rune('a'+attempt%26))
+		key := fmt.Sprintf("%s/%d", h.key(t), attempt)
 		var (
 			l   strategies.Lease
 			err error
@@ -144,9 +141,8 @@ func testFailoverStream(t T, h *harness) {
 		}
 		release(t, l)
 	}
-	restart := h.stop(t, []servers.Node{old.Node})
+	kill()
 	killed := time.Now()
-	forced := false
 	failures := 0
 	for {
 		l, err, took := try()
@@ -154,34 +150,17 @@ func testFailoverStream(t T, h *harness) {
 			release(t, l)
 			t.Logf("acquires succeed again %v after the primary was killed (%d failed meanwhile, each within %v)",
 				time.Since(killed).Round(time.Millisecond), failures, FailoverStreamLimit)
-			break
+			return
 		}
 		failures++
 		if failures == 1 {
 			t.Logf("first failure after the kill, in %v: %v", took.Round(time.Millisecond), err)
 		}
-		switch elapsed := time.Since(killed); {
-		case elapsed > FailoverRecoverLimit:
+		elapsed := time.Since(killed)
+		if elapsed > FailoverRecoverLimit {
 			t.Fatalf("no Acquire succeeded %v after the primary was killed (last: %v); want the new primary used within %v", elapsed, err, FailoverRecoverLimit)
-		case elapsed > failoverForceAfter && !forced:
-			forced = true
-			if ferr := servers.ForceFailover(ctx, cfg.RedisSentinels, cfg.RedisMaster); ferr != nil {
-				t.Logf("force a failover: %v", ferr)
-			} else {
-				t.Logf("no promotion after %v: failover forced", failoverForceAfter)
-			}
 		}
+		fix(failures, elapsed)
 		time.Sleep(failoverStreamGap)
 	}
-	// The old primary comes back as a replica of the new one, once the
-	// Sentinels agree on which that is (Roles waits for that).
-	now, _, err := h.target.Roles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if now.Addr == old.Addr {
-		t.Fatalf("the Sentinels still name the killed primary %s", old.Addr)
-	}
-	restart()
-	release(t, acquire(t, s, h.key(t)+"/after-rejoin"))
 }
